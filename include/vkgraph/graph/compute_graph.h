@@ -1,0 +1,164 @@
+#pragma once
+// ComputeGraph: tensors plus nodes (compute dispatches and buffer copies). Build it, call
+// prepare() (memory plan, allocation, prepacking of constants, pipeline creation), then
+// execute() as often as you like: the first execute() records the command buffers (submitting
+// earlier chunks as it goes), later ones replay them. Every recording ends with the
+// device->host barrier, so outputs are read after: barrier, fence wait, invalidate, read.
+//
+// Threads: one graph is used by one thread at a time. Several graphs may share a Context.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkgraph/graph/hazard_tracker.h"
+#include "vkgraph/types.h"
+#include "vkgraph/vk/buffer.h"
+#include "vkgraph/vk/command.h"
+#include "vkgraph/vk/context.h"
+#include "vkgraph/vk/pipeline.h"
+
+namespace vkgraph {
+
+struct TensorRef {
+  int32_t index = -1;
+  bool valid() const { return index >= 0; }
+  bool operator==(const TensorRef& o) const { return index == o.index; }
+};
+
+enum class Access : uint8_t { Read, Write, ReadWrite };
+
+struct Binding {
+  TensorRef tensor;
+  Access access;
+};
+
+// One compute dispatch. Specialization constants 0..2 are the workgroup size; `spec` holds the
+// shader's own constants (ids 3, 4, ...).
+struct DispatchDesc {
+  std::string shader;
+  std::vector<Binding> bindings;  // binding i of set 0
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::array<uint32_t, 3> local{64, 1, 1};
+  std::vector<uint32_t> spec;
+  std::vector<uint8_t> push;
+  std::string label;  // names the node in errors and profiles, e.g. "Conv /layer1/conv"
+};
+
+struct GraphOptions {
+  uint32_t nodes_per_command_buffer = 64;  // chunk size for submission
+  bool plan_memory = true;                 // share activation memory between tensors by lifetime
+  bool profile = false;                    // per-node timestamps
+  // Test-only switches that break the synchronization contract on purpose, to prove the checks
+  // (sync trace audit, synchronization validation) can fail.
+  bool testing_omit_final_barrier = false;
+  int testing_drop_barrier_before_node = -1;
+};
+
+struct TensorInfo {
+  Shape shape;
+  DType dtype;
+  std::string name;
+  int32_t storage;  // views share their source's storage
+  size_t nbytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
+};
+
+struct GraphStats {
+  size_t nodes = 0;
+  size_t command_buffers = 0;
+  uint64_t activation_bytes = 0;  // after lifetime sharing
+  uint64_t unplanned_activation_bytes = 0;  // if every activation had its own buffer
+  uint64_t constant_bytes = 0;
+  uint64_t peak_device_bytes = 0;  // the allocator's high-water mark
+  size_t activation_buffers = 0;
+};
+
+struct NodeTime {
+  std::string label;
+  double gpu_ms;
+};
+
+class ComputeGraph {
+ public:
+  explicit ComputeGraph(std::shared_ptr<vk::Context> context, GraphOptions options = {});
+  ~ComputeGraph();
+  ComputeGraph(const ComputeGraph&) = delete;
+  ComputeGraph& operator=(const ComputeGraph&) = delete;
+
+  // --- building ---
+  TensorRef add_tensor(Shape shape, DType dtype, std::string name = "");
+  // Same bytes, new shape (Reshape, Flatten, Squeeze, Unsqueeze cost nothing).
+  TensorRef add_view(TensorRef source, Shape shape, std::string name = "");
+  TensorRef add_constant(HostTensor value, std::string name = "");
+  TensorRef add_input(Shape shape, DType dtype, std::string name);
+  void add_output(TensorRef tensor, std::string name);
+  void add_dispatch(DispatchDesc desc);
+  void add_copy(TensorRef src, TensorRef dst, uint64_t src_offset, uint64_t dst_offset,
+                uint64_t bytes, std::string label = "copy");
+
+  // By value: adding tensors may move the table, so references would dangle.
+  TensorInfo info(TensorRef t) const;
+  bool is_constant(TensorRef t) const;
+  const HostTensor* constant_value(TensorRef t) const;  // null unless a constant
+  vk::Context& context() { return *context_; }
+  const GraphOptions& options() const { return options_; }
+
+  // --- running ---
+  void prepare();
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  const std::string& input_name(size_t i) const;
+  const std::string& output_name(size_t i) const;
+  TensorRef input(size_t i) const;
+  TensorRef output(size_t i) const;
+  // `bytes` must equal the tensor's size exactly.
+  void copy_to_input(size_t i, const void* data, size_t bytes);
+  void execute();  // submit() + wait()
+  void submit();   // asynchronous; outputs may be read only after wait()
+  void wait();
+  bool in_flight() const { return in_flight_; }
+  void copy_from_output(size_t i, void* data, size_t bytes);
+  HostTensor read_output(size_t i);
+
+  GraphStats stats() const;
+  double last_gpu_ms() const;             // GPU time of the last execution (timestamps)
+  std::vector<NodeTime> node_times() const;  // needs options.profile
+
+ private:
+  struct Storage;
+  struct Node;
+  struct Step;
+  struct IO {
+    TensorRef tensor;
+    std::string name;
+    std::unique_ptr<vk::StagingBuffer> staging;
+  };
+  TensorRef new_tensor(Shape shape, DType dtype, std::string name, int32_t storage);
+  void plan_and_allocate();
+  void prepack();
+  std::vector<Step> steps();
+  void encode(bool submit_chunks);
+  void record_step(vk::CommandBuffer& cb, const Step& step, HazardTracker& tracker, size_t index);
+  void require_idle(const char* what) const;
+  const vk::Buffer& buffer_of(TensorRef t) const;
+
+  std::shared_ptr<vk::Context> context_;
+  GraphOptions options_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<Storage> storages_;
+  std::vector<Node> nodes_;
+  std::vector<IO> inputs_, outputs_;
+  std::vector<vk::Buffer> activation_buffers_;
+  std::unique_ptr<vk::DescriptorPool> descriptors_;
+  std::unique_ptr<vk::CommandPool> commands_;
+  std::unique_ptr<vk::Fence> fence_;
+  std::unique_ptr<vk::TimestampPool> timestamps_;
+  std::vector<VkCommandBuffer> recorded_;
+  std::vector<uint64_t> recorded_ids_;
+  bool prepared_ = false, encoded_ = false, in_flight_ = false, executed_ = false;
+  GraphStats stats_;
+};
+
+}  // namespace vkgraph

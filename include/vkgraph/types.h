@@ -1,0 +1,56 @@
+#pragma once
+// Value types shared by every layer above vk/: element types, shapes and host tensors.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkgraph {
+
+enum class DType : uint8_t { Float32, Float16, Int32, Int64, Bool };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+// IEEE 754 binary16 <-> binary32. Float16 tensors store the raw 16-bit patterns; these convert
+// one element (round to nearest even, NaN and infinity preserved).
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float value);
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "[2, 3, 4]"
+
+// A dense, row-major tensor in host memory. Bool is stored as one byte per element.
+struct HostTensor {
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+
+  HostTensor() = default;
+  HostTensor(DType dtype, Shape shape);  // zero-filled
+  template <typename T>
+  static HostTensor from(DType dtype, Shape shape, const std::vector<T>& values) {
+    HostTensor t(dtype, std::move(shape));
+    t.bytes.assign(reinterpret_cast<const uint8_t*>(values.data()),
+                   reinterpret_cast<const uint8_t*>(values.data()) + values.size() * sizeof(T));
+    return t;
+  }
+
+  int64_t numel() const { return vkgraph::numel(shape); }
+  size_t nbytes() const { return bytes.size(); }
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+  // Element i converted to double / int64, whatever the dtype.
+  double as_double(int64_t i) const;
+  int64_t as_int(int64_t i) const;
+};
+
+}  // namespace vkgraph

@@ -1,0 +1,122 @@
+#pragma once
+// The Vulkan instance, the chosen physical device, the logical device with one compute queue,
+// what the device can do, and the objects shared by every graph on it: memory allocator,
+// pipeline cache, sync trace. Thread-safe: several graphs on several threads may share one
+// Context; queue submission is serialized by an internal mutex.
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkgraph/vk/memory.h"
+
+namespace vkgraph::vk {
+
+class PipelineCache;
+class SyncTrace;
+
+struct ContextOptions {
+  // Khronos validation with synchronization validation. Default: env VKGRAPH_VALIDATION=1.
+  std::optional<bool> validation;
+  // Device by index ("1") or case-insensitive name substring ("llvmpipe").
+  // Default: env VKGRAPH_DEVICE, else the best: discrete > integrated > virtual > CPU.
+  std::optional<std::string> device;
+  // Treat all host-visible memory as non-coherent, so flush/invalidate paths run on devices
+  // whose memory is coherent. Default: env VKGRAPH_FORCE_NONCOHERENT=1.
+  std::optional<bool> force_non_coherent;
+  uint64_t memory_budget = 0;  // bytes of device memory vkgraph may hold; 0 = no limit
+  bool sync_trace = false;     // record synchronization events (see SyncTrace)
+};
+
+struct DeviceFeatures {
+  bool storage_buffer_16bit = false;
+  bool shader_float16 = false;
+  bool shader_int64 = false;
+  bool subgroup_arithmetic = false;
+  uint32_t subgroup_size = 0;
+  bool cooperative_matrix_nv = false;
+  bool cooperative_matrix_khr = false;
+  bool external_memory_host = false;
+  VkDeviceSize min_imported_host_pointer_alignment = 0;
+  bool timestamps = false;
+  float timestamp_period_ns = 0;
+  bool timeline_semaphores = false;
+};
+
+struct PhysicalDeviceInfo {
+  uint32_t index;
+  std::string name;
+  VkPhysicalDeviceType type;
+  uint32_t api_version;
+  uint32_t driver_version;
+};
+
+class Context {
+ public:
+  static std::shared_ptr<Context> create(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  static std::vector<PhysicalDeviceInfo> list_devices();
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical_device() const { return physical_device_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const VkPhysicalDeviceProperties& properties() const { return properties_; }
+  const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
+  const DeviceFeatures& features() const { return features_; }
+  uint32_t device_index() const { return device_index_; }
+  bool validation_enabled() const { return validation_; }
+  bool force_non_coherent() const { return force_non_coherent_; }
+
+  MemoryAllocator& allocator() { return *allocator_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+  SyncTrace* trace() { return trace_.get(); }  // null unless options.sync_trace
+
+  // vkQueueSubmit under the queue mutex; records a Submit event in the trace.
+  void submit(const std::vector<VkCommandBuffer>& command_buffers, const std::vector<uint64_t>& ids,
+              VkFence fence, const std::vector<VkSemaphore>& wait = {},
+              const std::vector<VkPipelineStageFlags>& wait_stages = {},
+              const std::vector<VkSemaphore>& signal = {});
+
+  // Messages from the validation layer (errors and warnings) since creation or the last clear.
+  std::vector<std::string> validation_messages() const;
+  void clear_validation_messages();
+
+ private:
+  Context() = default;
+  void init(const ContextOptions& options);
+  void add_validation_message(std::string message);
+  friend struct DebugCallback;
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  uint32_t device_index_ = 0;
+  VkPhysicalDeviceProperties properties_{};
+  DeviceFeatures features_;
+  bool validation_ = false;
+  bool force_non_coherent_ = false;
+  std::unique_ptr<MemoryAllocator> allocator_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::unique_ptr<SyncTrace> trace_;
+  std::mutex queue_mutex_;
+  mutable std::mutex messages_mutex_;
+  std::vector<std::string> messages_;
+};
+
+// Throws vkgraph::Error when `result` is not VK_SUCCESS; `what` names the failing call/object.
+void check_vk(VkResult result, const char* what);
+const char* vk_result_name(VkResult result);
+
+}  // namespace vkgraph::vk

@@ -1,0 +1,93 @@
+#pragma once
+// Device memory: memory-type choice per use, and a sub-allocator that carves buffers out of
+// large VkDeviceMemory blocks (first fit, coalescing free list). Respects
+// maxMemoryAllocationSize and an optional budget, so running out is an Error of kind
+// OutOfMemory, never a crash.
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace vkgraph::vk {
+
+enum class MemoryUsage {
+  Device,    // tensors: DEVICE_LOCAL
+  Upload,    // host writes, device reads: HOST_VISIBLE, prefer COHERENT
+  Readback,  // device writes, host reads: HOST_VISIBLE, prefer CACHED
+};
+
+struct MemoryBlock;
+
+struct Allocation {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;
+  uint32_t type_index = 0;
+  void* mapped = nullptr;  // host pointer to `offset`, for host-visible memory
+  bool coherent = true;    // false when the type lacks HOST_COHERENT or coherence is forced off
+  MemoryBlock* block = nullptr;
+  explicit operator bool() const { return memory != VK_NULL_HANDLE; }
+};
+
+struct MemoryStats {
+  uint64_t block_bytes = 0;       // VkDeviceMemory currently allocated
+  uint64_t peak_block_bytes = 0;  // high-water mark of the above
+  uint64_t used_bytes = 0;        // sub-allocated bytes in use
+  uint32_t blocks = 0;
+};
+
+class MemoryAllocator {
+ public:
+  struct Options {
+    VkDeviceSize block_size = 64ull << 20;
+    uint64_t budget = 0;  // max block bytes; 0 = limited by the device only
+    bool force_non_coherent = false;
+  };
+  MemoryAllocator(VkPhysicalDevice physical_device, VkDevice device, Options options);
+  ~MemoryAllocator();
+  MemoryAllocator(const MemoryAllocator&) = delete;
+  MemoryAllocator& operator=(const MemoryAllocator&) = delete;
+
+  // `what` names the object in error messages.
+  Allocation allocate(const VkMemoryRequirements& req, MemoryUsage usage, const std::string& what);
+  void free(Allocation& allocation);
+
+  // Memory type index for a usage among the types allowed by `type_bits`; throws if none.
+  uint32_t choose_type(uint32_t type_bits, MemoryUsage usage) const;
+  MemoryStats stats() const;
+  VkDeviceSize non_coherent_atom() const { return atom_; }
+  const VkPhysicalDeviceMemoryProperties& properties() const { return props_; }
+
+ private:
+  VkDeviceMemory allocate_device_memory(VkDeviceSize size, uint32_t type, const std::string& what);
+
+  VkDevice device_;
+  Options options_;
+  VkPhysicalDeviceMemoryProperties props_{};
+  VkDeviceSize atom_ = 1;
+  VkDeviceSize max_allocation_ = 0;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<MemoryBlock>> blocks_;
+  MemoryStats stats_;
+};
+
+// One VkDeviceMemory and its free ranges (offset -> size), kept coalesced.
+struct MemoryBlock {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;
+  uint32_t type_index = 0;
+  bool dedicated = false;  // one allocation only; freed with it
+  void* mapped = nullptr;
+  std::map<VkDeviceSize, VkDeviceSize> free_ranges;
+  VkDeviceSize used = 0;
+
+  // Returns the offset of a fitting range, or ~0 when none fits.
+  VkDeviceSize take(VkDeviceSize size, VkDeviceSize alignment);
+  void give_back(VkDeviceSize offset, VkDeviceSize size);
+};
+
+}  // namespace vkgraph::vk

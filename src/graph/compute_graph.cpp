@@ -1,0 +1,555 @@
+#include "vkgraph/graph/compute_graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "vkgraph/error.h"
+#include "vkgraph/vk/sync_trace.h"
+
+namespace vkgraph {
+
+enum class StorageKind { Activation, Constant };
+
+struct ComputeGraph::Storage {
+  StorageKind kind;
+  uint64_t bytes;
+  std::string name;
+  std::optional<HostTensor> value;  // constants, until prepacked (kept for folding/queries)
+  vk::Buffer own;                   // constants
+  int32_t slot = -1;                // activations: index into activation_buffers_
+  int first_use = INT32_MAX, last_use = -1;
+};
+
+struct ComputeGraph::Node {
+  enum class Kind { Dispatch, Copy } kind;
+  DispatchDesc dispatch;
+  // Copy
+  TensorRef src, dst;
+  uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
+  std::string label;
+  const vk::Pipeline* pipeline = nullptr;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+};
+
+// What one recorded step touches, so barriers can be derived before recording.
+struct ComputeGraph::Step {
+  enum class Kind { InputCopy, OutputCopy, Node } kind;
+  size_t index;  // into inputs_, outputs_ or nodes_
+  std::vector<std::pair<VkBuffer, ResourceAccess>> accesses;
+};
+
+namespace {
+constexpr ResourceAccess kShaderRead{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_ACCESS_SHADER_READ_BIT};
+constexpr ResourceAccess kShaderWrite{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                      VK_ACCESS_SHADER_WRITE_BIT};
+constexpr ResourceAccess kShaderReadWrite{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+constexpr ResourceAccess kTransferRead{VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                       VK_ACCESS_TRANSFER_READ_BIT};
+constexpr ResourceAccess kTransferWrite{VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                        VK_ACCESS_TRANSFER_WRITE_BIT};
+constexpr VkBufferUsageFlags kTensorUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+}  // namespace
+
+ComputeGraph::ComputeGraph(std::shared_ptr<vk::Context> context, GraphOptions options)
+    : context_(std::move(context)), options_(options) {
+  check(context_ != nullptr, ErrorKind::InvalidArgument, "ComputeGraph needs a Context");
+  check(options_.nodes_per_command_buffer > 0, ErrorKind::InvalidArgument,
+        "nodes_per_command_buffer must be positive");
+}
+
+ComputeGraph::~ComputeGraph() {
+  // Never destroy command buffers or memory the GPU may still use.
+  if (in_flight_) {
+    try {
+      fence_->wait();
+    } catch (...) {
+    }
+  }
+}
+
+TensorRef ComputeGraph::new_tensor(Shape shape, DType dtype, std::string name, int32_t storage) {
+  numel(shape);  // validates dims
+  if (name.empty()) name = "t" + std::to_string(tensors_.size());
+  tensors_.push_back({std::move(shape), dtype, std::move(name), storage});
+  return TensorRef{static_cast<int32_t>(tensors_.size() - 1)};
+}
+
+TensorRef ComputeGraph::add_tensor(Shape shape, DType dtype, std::string name) {
+  check(!prepared_, ErrorKind::InvalidState, "add_tensor after prepare()");
+  uint64_t bytes = static_cast<uint64_t>(numel(shape)) * dtype_size(dtype);
+  storages_.push_back(Storage{StorageKind::Activation, bytes, name});
+  return new_tensor(std::move(shape), dtype, std::move(name),
+                    static_cast<int32_t>(storages_.size() - 1));
+}
+
+TensorRef ComputeGraph::add_view(TensorRef source, Shape shape, std::string name) {
+  const TensorInfo src = info(source);
+  if (numel(shape) != numel(src.shape))
+    throw Error(ErrorKind::InvalidArgument, "view '" + name + "' of '" + src.name + "': shape " +
+                                                shape_str(shape) + " has " +
+                                                std::to_string(numel(shape)) + " elements, source " +
+                                                shape_str(src.shape) + " has " +
+                                                std::to_string(numel(src.shape)));
+  return new_tensor(std::move(shape), src.dtype, std::move(name), src.storage);
+}
+
+TensorRef ComputeGraph::add_constant(HostTensor value, std::string name) {
+  check(!prepared_, ErrorKind::InvalidState, "add_constant after prepare()");
+  check(value.nbytes() == static_cast<size_t>(value.numel()) * dtype_size(value.dtype),
+        ErrorKind::InvalidArgument,
+        "constant '" + name + "': " + std::to_string(value.nbytes()) + " bytes for shape " +
+            shape_str(value.shape) + " of " + dtype_name(value.dtype));
+  Shape shape = value.shape;
+  DType dtype = value.dtype;
+  storages_.push_back(Storage{StorageKind::Constant, value.nbytes(), name, std::move(value)});
+  return new_tensor(std::move(shape), dtype, std::move(name),
+                    static_cast<int32_t>(storages_.size() - 1));
+}
+
+TensorRef ComputeGraph::add_input(Shape shape, DType dtype, std::string name) {
+  for (auto& io : inputs_)
+    check(io.name != name, ErrorKind::InvalidArgument, "duplicate input name '" + name + "'");
+  TensorRef t = add_tensor(std::move(shape), dtype, name);
+  inputs_.push_back(IO{t, std::move(name), nullptr});
+  return t;
+}
+
+void ComputeGraph::add_output(TensorRef tensor, std::string name) {
+  check(!prepared_, ErrorKind::InvalidState, "add_output after prepare()");
+  info(tensor);
+  outputs_.push_back(IO{tensor, std::move(name), nullptr});
+}
+
+TensorInfo ComputeGraph::info(TensorRef t) const {
+  if (t.index < 0 || static_cast<size_t>(t.index) >= tensors_.size())
+    throw Error(ErrorKind::InvalidArgument, "invalid tensor reference " + std::to_string(t.index));
+  return tensors_[t.index];
+}
+
+bool ComputeGraph::is_constant(TensorRef t) const {
+  return storages_[info(t).storage].kind == StorageKind::Constant;
+}
+
+const HostTensor* ComputeGraph::constant_value(TensorRef t) const {
+  const Storage& s = storages_[info(t).storage];
+  return s.kind == StorageKind::Constant && s.value ? &*s.value : nullptr;
+}
+
+void ComputeGraph::add_dispatch(DispatchDesc desc) {
+  check(!prepared_, ErrorKind::InvalidState, "add_dispatch after prepare()");
+  for (auto& b : desc.bindings) {
+    const TensorInfo& ti = info(b.tensor);
+    if (b.access != Access::Read && is_constant(b.tensor))
+      throw Error(ErrorKind::InvalidArgument,
+                  desc.label + ": writes constant tensor '" + ti.name + "'");
+    uint64_t range = context_->limits().maxStorageBufferRange;
+    if (ti.nbytes() > range)
+      throw Error(ErrorKind::Unsupported, desc.label + ": tensor '" + ti.name + "' is " +
+                                              std::to_string(ti.nbytes()) +
+                                              " bytes, over the device's maxStorageBufferRange (" +
+                                              std::to_string(range) + ")");
+  }
+  vk::find_shader(desc.shader);  // unknown shader: fail at build time, not at encode
+  Node n{Node::Kind::Dispatch};
+  n.label = desc.label.empty() ? desc.shader : desc.label;
+  n.dispatch = std::move(desc);
+  nodes_.push_back(std::move(n));
+}
+
+void ComputeGraph::add_copy(TensorRef src, TensorRef dst, uint64_t src_offset, uint64_t dst_offset,
+                            uint64_t bytes, std::string label) {
+  check(!prepared_, ErrorKind::InvalidState, "add_copy after prepare()");
+  const TensorInfo &s = info(src), &d = info(dst);
+  if (src_offset + bytes > s.nbytes() || dst_offset + bytes > d.nbytes())
+    throw Error(ErrorKind::InvalidArgument, label + ": copy of " + std::to_string(bytes) +
+                                                " bytes overruns '" + s.name + "' or '" + d.name +
+                                                "'");
+  check(!is_constant(dst), ErrorKind::InvalidArgument, label + ": writes a constant");
+  if (bytes == 0) return;
+  Node n{Node::Kind::Copy};
+  n.src = src;
+  n.dst = dst;
+  n.src_offset = src_offset;
+  n.dst_offset = dst_offset;
+  n.bytes = bytes;
+  n.label = std::move(label);
+  nodes_.push_back(std::move(n));
+}
+
+const std::string& ComputeGraph::input_name(size_t i) const { return inputs_.at(i).name; }
+const std::string& ComputeGraph::output_name(size_t i) const { return outputs_.at(i).name; }
+TensorRef ComputeGraph::input(size_t i) const { return inputs_.at(i).tensor; }
+TensorRef ComputeGraph::output(size_t i) const { return outputs_.at(i).tensor; }
+
+const vk::Buffer& ComputeGraph::buffer_of(TensorRef t) const {
+  const Storage& s = storages_[info(t).storage];
+  return s.kind == StorageKind::Constant ? s.own : activation_buffers_[s.slot];
+}
+
+// Lifetimes in step order: input copies at -1, nodes 0..N-1, output copies at N. Activations
+// whose lifetimes never overlap share one buffer (greedy, best fit by size).
+void ComputeGraph::plan_and_allocate() {
+  const int n = static_cast<int>(nodes_.size());
+  auto use = [&](TensorRef t, int when) {
+    Storage& s = storages_[info(t).storage];
+    s.first_use = std::min(s.first_use, when);
+    s.last_use = std::max(s.last_use, when);
+  };
+  for (auto& io : inputs_) use(io.tensor, -1);
+  for (int i = 0; i < n; ++i) {
+    if (nodes_[i].kind == Node::Kind::Copy) {
+      use(nodes_[i].src, i);
+      use(nodes_[i].dst, i);
+    } else {
+      for (auto& b : nodes_[i].dispatch.bindings) use(b.tensor, i);
+    }
+  }
+  for (auto& io : outputs_) use(io.tensor, n);
+
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < static_cast<int32_t>(storages_.size()); ++i)
+    if (storages_[i].kind == StorageKind::Activation && storages_[i].last_use >= -1 &&
+        storages_[i].first_use != INT32_MAX)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return storages_[a].first_use < storages_[b].first_use;
+  });
+  struct Slot {
+    uint64_t bytes = 0;
+    int busy_until = -2;
+  };
+  std::vector<Slot> slots;
+  for (int32_t si : order) {
+    Storage& s = storages_[si];
+    stats_.unplanned_activation_bytes += s.bytes;
+    int best = -1;
+    if (options_.plan_memory) {
+      for (int j = 0; j < static_cast<int>(slots.size()); ++j) {
+        if (slots[j].busy_until >= s.first_use) continue;
+        // Prefer the smallest slot that fits, else the largest (it grows least).
+        bool fits = slots[j].bytes >= s.bytes;
+        if (best < 0) {
+          best = j;
+          continue;
+        }
+        bool best_fits = slots[best].bytes >= s.bytes;
+        if (fits && (!best_fits || slots[j].bytes < slots[best].bytes)) best = j;
+        if (!fits && !best_fits && slots[j].bytes > slots[best].bytes) best = j;
+      }
+    }
+    if (best < 0) {
+      slots.push_back({});
+      best = static_cast<int>(slots.size() - 1);
+    }
+    slots[best].bytes = std::max(slots[best].bytes, s.bytes);
+    slots[best].busy_until = s.last_use;
+    s.slot = best;
+  }
+  for (size_t j = 0; j < slots.size(); ++j) {
+    // Zero-element tensors still get a minimal buffer so descriptors stay valid.
+    activation_buffers_.emplace_back(*context_, std::max<uint64_t>(slots[j].bytes, 16),
+                                     vk::MemoryUsage::Device, kTensorUsage,
+                                     "activation slot " + std::to_string(j));
+    stats_.activation_bytes += activation_buffers_.back().size();
+  }
+  stats_.activation_buffers = slots.size();
+}
+
+// Constants are uploaded once, through one staging buffer and one submission.
+void ComputeGraph::prepack() {
+  uint64_t total = 0;
+  for (auto& s : storages_)
+    if (s.kind == StorageKind::Constant) total += (s.bytes + 15) / 16 * 16;
+  if (total == 0) return;
+  vk::StagingBuffer staging(*context_, total, vk::StagingBuffer::Direction::ToDevice,
+                            "prepack staging");
+  vk::OneShot shot(*context_);
+  uint64_t offset = 0;
+  for (auto& s : storages_) {
+    if (s.kind != StorageKind::Constant) continue;
+    s.own = vk::Buffer(*context_, std::max<uint64_t>(s.bytes, 16), vk::MemoryUsage::Device,
+                       kTensorUsage, "constant '" + s.name + "'");
+    stats_.constant_bytes += s.own.size();
+    if (s.bytes == 0) continue;
+    std::memcpy(static_cast<uint8_t*>(staging.mapped()) + offset, s.value->bytes.data(), s.bytes);
+    shot.cmd().copy_buffer(staging, s.own, offset, 0, s.bytes);
+    offset += (s.bytes + 15) / 16 * 16;
+  }
+  staging.flush(0, total);  // submission then makes the writes visible to the device
+  shot.submit_and_wait();   // ends with a barrier covering all later reads
+}
+
+void ComputeGraph::prepare() {
+  if (prepared_) return;
+  check(!outputs_.empty(), ErrorKind::InvalidState, "graph has no outputs");
+  plan_and_allocate();
+  prepack();
+  for (auto& io : inputs_)
+    io.staging = std::make_unique<vk::StagingBuffer>(
+        *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
+        vk::StagingBuffer::Direction::ToDevice, "input '" + io.name + "'");
+  for (auto& io : outputs_)
+    io.staging = std::make_unique<vk::StagingBuffer>(
+        *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
+        vk::StagingBuffer::Direction::FromDevice, "output '" + io.name + "'");
+
+  uint32_t sets = 0, descriptors = 0;
+  for (auto& n : nodes_) {
+    if (n.kind != Node::Kind::Dispatch) continue;
+    auto& d = n.dispatch;
+    std::vector<uint32_t> spec = {d.local[0], d.local[1], d.local[2]};
+    spec.insert(spec.end(), d.spec.begin(), d.spec.end());
+    n.pipeline = &context_->pipelines().get({d.shader, static_cast<uint32_t>(d.bindings.size()),
+                                             static_cast<uint32_t>(d.push.size()), spec});
+    sets++;
+    descriptors += static_cast<uint32_t>(d.bindings.size());
+  }
+  descriptors_ = std::make_unique<vk::DescriptorPool>(*context_, sets, descriptors);
+  for (auto& n : nodes_) {
+    if (n.kind != Node::Kind::Dispatch) continue;
+    std::vector<VkBuffer> buffers;
+    std::vector<VkDeviceSize> offsets, sizes;
+    for (auto& b : n.dispatch.bindings) {
+      buffers.push_back(buffer_of(b.tensor).handle());
+      offsets.push_back(0);
+      sizes.push_back(std::max<uint64_t>(info(b.tensor).nbytes(), 4));
+    }
+    n.set = descriptors_->allocate(n.pipeline->set_layout, buffers, offsets, sizes);
+  }
+  commands_ = std::make_unique<vk::CommandPool>(*context_);
+  fence_ = std::make_unique<vk::Fence>(*context_);
+  if (context_->features().timestamps) {
+    uint32_t count = options_.profile ? static_cast<uint32_t>(nodes_.size()) + 1 : 2;
+    timestamps_ = std::make_unique<vk::TimestampPool>(*context_, count);
+  }
+  stats_.nodes = nodes_.size();
+  prepared_ = true;
+}
+
+std::vector<ComputeGraph::Step> ComputeGraph::steps() {
+  std::vector<Step> out;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    out.push_back({Step::Kind::InputCopy,
+                   i,
+                   {{inputs_[i].staging->handle(), kTransferRead},
+                    {buffer_of(inputs_[i].tensor).handle(), kTransferWrite}}});
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Step s{Step::Kind::Node, i, {}};
+    const Node& n = nodes_[i];
+    if (n.kind == Node::Kind::Copy) {
+      s.accesses = {{buffer_of(n.src).handle(), kTransferRead},
+                    {buffer_of(n.dst).handle(), kTransferWrite}};
+    } else {
+      for (auto& b : n.dispatch.bindings) {
+        ResourceAccess a = b.access == Access::Read    ? kShaderRead
+                           : b.access == Access::Write ? kShaderWrite
+                                                       : kShaderReadWrite;
+        s.accesses.push_back({buffer_of(b.tensor).handle(), a});
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    out.push_back({Step::Kind::OutputCopy,
+                   i,
+                   {{buffer_of(outputs_[i].tensor).handle(), kTransferRead},
+                    {outputs_[i].staging->handle(), kTransferWrite}}});
+  return out;
+}
+
+void ComputeGraph::record_step(vk::CommandBuffer& cb, const Step& step, HazardTracker& tracker,
+                               size_t index) {
+  vk::PipelineBarrier barrier;
+  for (auto& [buffer, access] : step.accesses) {
+    vk::PipelineBarrier one;
+    tracker.access(buffer, access, one);
+    barrier.merge(one);
+  }
+  bool drop = step.kind == Step::Kind::Node &&
+              static_cast<int>(step.index) == options_.testing_drop_barrier_before_node;
+  if (!drop) cb.record_barrier(barrier);
+
+  switch (step.kind) {
+    case Step::Kind::InputCopy: {
+      const IO& io = inputs_[step.index];
+      cb.copy_buffer(*io.staging, buffer_of(io.tensor), 0, 0, info(io.tensor).nbytes());
+      break;
+    }
+    case Step::Kind::OutputCopy: {
+      const IO& io = outputs_[step.index];
+      cb.copy_buffer(buffer_of(io.tensor), *io.staging, 0, 0, info(io.tensor).nbytes());
+      break;
+    }
+    case Step::Kind::Node: {
+      const Node& n = nodes_[step.index];
+      if (n.kind == Node::Kind::Copy) {
+        cb.copy_buffer(buffer_of(n.src), buffer_of(n.dst), n.src_offset, n.dst_offset, n.bytes);
+      } else {
+        const DispatchDesc& d = n.dispatch;
+        cb.bind_pipeline(n.pipeline->pipeline);
+        cb.bind_descriptor_set(n.pipeline->layout, n.set);
+        cb.push_constants(n.pipeline->layout, d.push.data(), static_cast<uint32_t>(d.push.size()));
+        cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
+      }
+      if (options_.profile && timestamps_)
+        cb.write_timestamp(VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(),
+                           static_cast<uint32_t>(step.index) + 1);
+      break;
+    }
+  }
+  (void)index;
+}
+
+// Records the command buffers once. Replay wraps around (DESIGN.md rule 1): run N+1 follows
+// run N on the queue, so the tracker starts from the state one full pass leaves behind, and
+// the first access of each resource is ordered against its last access in the previous run.
+void ComputeGraph::encode(bool submit_chunks) {
+  std::vector<Step> all = steps();
+  HazardTracker dry;
+  for (auto& s : all)
+    for (auto& [buffer, access] : s.accesses) {
+      vk::PipelineBarrier ignored;
+      dry.access(buffer, access, ignored);
+    }
+  HazardTracker tracker;
+  tracker.set_states(dry.states());
+
+  // Chunk boundaries count nodes; input copies join the first chunk, output copies the last.
+  const size_t per = options_.nodes_per_command_buffer;
+  const size_t chunks = std::max<size_t>(1, (nodes_.size() + per - 1) / per);
+  size_t next = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    vk::CommandBuffer& cb = commands_->allocate();
+    cb.begin();
+    const bool first = c == 0, last = c + 1 == chunks;
+    if (first && timestamps_) {
+      cb.reset_queries(timestamps_->handle(), 0, timestamps_->count());
+      cb.write_timestamp(VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_->handle(), 0);
+    }
+    size_t node_end = std::min(nodes_.size(), (c + 1) * per);
+    while (next < all.size()) {
+      const Step& s = all[next];
+      if (s.kind == Step::Kind::Node && s.index >= node_end) break;
+      if (s.kind == Step::Kind::OutputCopy && !last) break;
+      record_step(cb, s, tracker, next);
+      ++next;
+    }
+    if (last) {
+      if (timestamps_ && !options_.profile)
+        cb.write_timestamp(VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(), 1);
+      // DESIGN.md rule 4: all device writes -> host reads, recorded once, replayed each run.
+      // Its ALL_COMMANDS source scope also covers chunks submitted earlier without a fence.
+      if (!options_.testing_omit_final_barrier) cb.record_barrier(vk::device_to_host_barrier());
+    }
+    cb.end();
+    recorded_.push_back(cb.handle());
+    recorded_ids_.push_back(cb.id());
+    if (submit_chunks) {
+      cb.mark_submitted();
+      context_->submit({cb.handle()}, {cb.id()}, last ? fence_->handle() : VK_NULL_HANDLE);
+    }
+  }
+  stats_.command_buffers = recorded_.size();
+  encoded_ = true;
+}
+
+void ComputeGraph::require_idle(const char* what) const {
+  if (in_flight_)
+    throw Error(ErrorKind::InvalidState,
+                std::string(what) + " while an execution is in flight: call wait() first");
+}
+
+void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
+  if (i >= inputs_.size())
+    throw Error(ErrorKind::InvalidArgument, "input index " + std::to_string(i) + " out of range (" +
+                                                std::to_string(inputs_.size()) + " inputs)");
+  require_idle("copy_to_input");
+  prepare();
+  const IO& io = inputs_[i];
+  size_t expected = info(io.tensor).nbytes();
+  if (bytes != expected)
+    throw Error(ErrorKind::InvalidArgument,
+                "input '" + io.name + "' " + shape_str(info(io.tensor).shape) + " " +
+                    dtype_name(info(io.tensor).dtype) + " takes " + std::to_string(expected) +
+                    " bytes, got " + std::to_string(bytes));
+  if (bytes) io.staging->copy_in(data, bytes);
+}
+
+void ComputeGraph::submit() {
+  require_idle("submit");
+  prepare();
+  if (!encoded_) {
+    encode(/*submit_chunks=*/true);
+  } else {
+    for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_submitted();
+    context_->submit(recorded_, recorded_ids_, fence_->handle());
+  }
+  in_flight_ = true;
+}
+
+void ComputeGraph::wait() {
+  check(in_flight_, ErrorKind::InvalidState, "wait() without a submitted execution");
+  fence_->wait();
+  fence_->reset();
+  for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
+  in_flight_ = false;
+  executed_ = true;
+}
+
+void ComputeGraph::execute() {
+  submit();
+  wait();
+}
+
+void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
+  if (i >= outputs_.size())
+    throw Error(ErrorKind::InvalidArgument, "output index " + std::to_string(i) +
+                                                " out of range (" + std::to_string(outputs_.size()) +
+                                                " outputs)");
+  require_idle("copy_from_output");
+  check(executed_, ErrorKind::InvalidState, "copy_from_output before any execute()");
+  const IO& io = outputs_[i];
+  size_t expected = info(io.tensor).nbytes();
+  if (bytes != expected)
+    throw Error(ErrorKind::InvalidArgument, "output '" + io.name + "' holds " +
+                                                std::to_string(expected) + " bytes, asked for " +
+                                                std::to_string(bytes));
+  // The fence waited in wait() follows the recorded device->host barrier; copy_out
+  // invalidates non-coherent memory before reading.
+  if (bytes) io.staging->copy_out(data, bytes);
+}
+
+HostTensor ComputeGraph::read_output(size_t i) {
+  const TensorInfo& ti = info(output(i));
+  HostTensor t(ti.dtype, ti.shape);
+  copy_from_output(i, t.bytes.data(), t.bytes.size());
+  return t;
+}
+
+GraphStats ComputeGraph::stats() const {
+  GraphStats s = stats_;
+  s.peak_device_bytes = context_->allocator().stats().peak_block_bytes;
+  return s;
+}
+
+double ComputeGraph::last_gpu_ms() const {
+  if (!timestamps_ || !executed_) return 0;
+  auto ns = timestamps_->read_ns();
+  return (ns.back() - ns.front()) / 1e6;
+}
+
+std::vector<NodeTime> ComputeGraph::node_times() const {
+  std::vector<NodeTime> out;
+  if (!timestamps_ || !options_.profile || !executed_) return out;
+  auto ns = timestamps_->read_ns();
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    out.push_back({nodes_[i].label, (ns[i + 1] - ns[i]) / 1e6});
+  return out;
+}
+
+}  // namespace vkgraph

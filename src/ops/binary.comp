@@ -1,0 +1,66 @@
+#version 450
+// c = a OP b with NumPy broadcasting. OP and T come from defines (see src/ops/CMakeLists).
+#include "common.glsl"
+
+layout(std430, binding = 0) readonly buffer A { T a[]; };
+layout(std430, binding = 1) readonly buffer B { T b[]; };
+layout(std430, binding = 2) writeonly buffer C { T c[]; };
+layout(push_constant) uniform Params {
+  int n;
+  int rank;
+  int shape[MAX_RANK];
+  int stride_a[MAX_RANK];
+  int stride_b[MAX_RANK];
+} p;
+
+T apply(T x, T y) {
+#if OP_ADD
+  return x + y;
+#elif OP_SUB
+  return x - y;
+#elif OP_MUL
+  return x * y;
+#elif OP_DIV
+  return x / y;
+#elif OP_MAX
+  return max(x, y);
+#elif OP_MIN
+  return min(x, y);
+#elif OP_POW
+  #ifdef DTYPE_F32
+  // GLSL pow() is undefined for x < 0; ONNX expects real results for integral exponents.
+  if (x < 0.0 && y == floor(y)) {
+    float r = pow(-x, y);
+    return mod(y, 2.0) == 1.0 ? -r : r;
+  }
+  return pow(x, y);
+  #else
+  T r = T(1);
+  for (T e = y; e > T(0); e--) r *= x;
+  return r;
+  #endif
+#elif OP_MOD
+  // Integer mod takes the sign of the divisor (Python/ONNX fmod=0).
+  T r = x - (x / y) * y;
+  return (r != T(0) && ((r < T(0)) != (y < T(0)))) ? r + y : r;
+#elif OP_FMOD
+  #ifdef DTYPE_F32
+  return x - y * trunc(x / y);
+  #else
+  return x - (x / y) * y;
+  #endif
+#endif
+}
+
+void main() {
+  int i = int(linear_index());
+  if (i >= p.n) return;
+  int ia = 0, ib = 0, rem = i;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    int idx = rem % p.shape[d];
+    rem /= p.shape[d];
+    ia += idx * p.stride_a[d];
+    ib += idx * p.stride_b[d];
+  }
+  c[i] = apply(a[ia], b[ib]);
+}

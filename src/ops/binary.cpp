@@ -1,0 +1,51 @@
+#include <algorithm>
+
+#include "op_util.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Max: return "max";
+    case BinaryOp::Min: return "min";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Mod: return "mod";
+    case BinaryOp::FMod: return "fmod";
+  }
+  return "?";
+}
+}  // namespace
+
+TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
+  std::string name = binary_name(op);
+  const TensorInfo &ia = g.info(a), &ib = g.info(b);
+  if (ia.dtype != ib.dtype)
+    throw Error(ErrorKind::InvalidArgument, name + ": dtypes differ (" + dtype_name(ia.dtype) +
+                                                " vs " + dtype_name(ib.dtype) + ")");
+  Shape out = broadcast_shapes(ia.shape, ib.shape, name.c_str());
+  check(out.size() <= kMaxRank, ErrorKind::Unsupported,
+        name + ": rank " + std::to_string(out.size()) + " above " + std::to_string(kMaxRank));
+  TensorRef c = g.add_tensor(out, ia.dtype);
+  int64_t n = numel(out);
+  PushConstants pc;
+  pc.add(static_cast<int32_t>(n)).add(static_cast<int32_t>(out.size()));
+  pc.add_array(to_i32(out, name), kMaxRank);
+  pc.add_array(broadcast_strides(ia.shape, out), kMaxRank);
+  pc.add_array(broadcast_strides(ib.shape, out), kMaxRank);
+  DispatchDesc d;
+  d.shader = "binary_" + name + "_" + dtype_suffix(ia.dtype);
+  d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
+  d.groups = groups_for(n);
+  d.local = {kLocal, 1, 1};
+  d.push = pc.take();
+  d.label = name;
+  g.add_dispatch(std::move(d));
+  return c;
+}
+
+}  // namespace vkgraph::ops

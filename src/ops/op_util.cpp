@@ -1,0 +1,83 @@
+#include "op_util.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace vkgraph::ops {
+
+std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
+  uint64_t groups = std::max<uint64_t>(1, (n + local - 1) / local);
+  if (groups <= 65535) return {static_cast<uint32_t>(groups), 1, 1};
+  uint64_t y = (groups + 65534) / 65535;
+  check(y <= 65535, ErrorKind::Unsupported, "dispatch of " + std::to_string(n) + " is too large");
+  return {65535, static_cast<uint32_t>(y), 1};
+}
+
+int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= std::max<int64_t>(r, 1))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": axis " + std::to_string(axis) + " out of range for rank " +
+                    std::to_string(rank));
+  return static_cast<int>(axis < 0 ? axis + r : axis);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(ErrorKind::InvalidArgument, std::string(op) + ": shapes " + shape_str(a) +
+                                                  " and " + shape_str(b) +
+                                                  " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out) {
+  std::vector<int32_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    size_t i = shape.size() - 1 - k;     // dim in `shape`
+    size_t o = out.size() - 1 - k;       // matching dim in `out`
+    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : static_cast<int32_t>(stride);
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+std::vector<int32_t> to_i32(const Shape& shape, const std::string& op) {
+  std::vector<int32_t> v;
+  for (int64_t d : shape) {
+    if (d > std::numeric_limits<int32_t>::max())
+      throw Error(ErrorKind::Unsupported, op + ": dimension " + std::to_string(d) + " too large");
+    v.push_back(static_cast<int32_t>(d));
+  }
+  return v;
+}
+
+void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op) {
+  const TensorInfo& ti = g.info(t);
+  if (ti.dtype != dtype)
+    throw Error(ErrorKind::Unsupported, op + ": tensor '" + ti.name + "' is " +
+                                            dtype_name(ti.dtype) + ", expected " +
+                                            dtype_name(dtype));
+}
+
+std::string dtype_suffix(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "f32";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    default:
+      throw Error(ErrorKind::Unsupported, std::string("no shaders for dtype ") + dtype_name(dtype));
+  }
+}
+
+}  // namespace vkgraph::ops

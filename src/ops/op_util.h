@@ -1,0 +1,52 @@
+#pragma once
+// Helpers shared by the op files: push-constant packing, workgroup counts, axis handling.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vkgraph/error.h"
+#include "vkgraph/graph/compute_graph.h"
+
+namespace vkgraph::ops {
+
+// Appends trivially-copyable values to a push-constant block (std430-compatible for
+// scalars and int arrays).
+class PushConstants {
+ public:
+  template <typename T>
+  PushConstants& add(const T& v) {
+    size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &v, sizeof(T));
+    return *this;
+  }
+  template <typename T>
+  PushConstants& add_array(const std::vector<T>& values, size_t length) {
+    for (size_t i = 0; i < length; ++i) add(i < values.size() ? values[i] : T{});
+    return *this;
+  }
+  std::vector<uint8_t> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+constexpr int kMaxRank = 6;
+constexpr uint32_t kLocal = 128;
+
+// Workgroups to cover `n` invocations of `local` threads, spread over x and y so no dimension
+// exceeds the guaranteed 65535 limit. Shaders linearize with linear_index() in common.glsl.
+std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local = kLocal);
+
+// Normalizes a possibly negative axis; throws naming `op`.
+int normalize_axis(int64_t axis, size_t rank, const std::string& op);
+
+// Row-major strides of `shape`, with broadcast dims (size 1 against a larger output) set to 0,
+// right-aligned to `out` and padded to kMaxRank.
+std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out);
+std::vector<int32_t> to_i32(const Shape& shape, const std::string& op);
+
+void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
+std::string dtype_suffix(DType dtype);  // "f32", "i32", "i64"
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,403 @@
+#include "vkgraph/vk/context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
+#include "vkgraph/error.h"
+#include "vkgraph/vk/pipeline.h"
+#include "vkgraph/vk/sync_trace.h"
+
+namespace vkgraph::vk {
+
+const char* vk_result_name(VkResult result) {
+  switch (result) {
+#define VKG_CASE(x) \
+  case x:           \
+    return #x;
+    VKG_CASE(VK_SUCCESS)
+    VKG_CASE(VK_NOT_READY)
+    VKG_CASE(VK_TIMEOUT)
+    VKG_CASE(VK_INCOMPLETE)
+    VKG_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    VKG_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    VKG_CASE(VK_ERROR_INITIALIZATION_FAILED)
+    VKG_CASE(VK_ERROR_DEVICE_LOST)
+    VKG_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    VKG_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    VKG_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    VKG_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    VKG_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    VKG_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    VKG_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    VKG_CASE(VK_ERROR_FRAGMENTED_POOL)
+    VKG_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+    VKG_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+#undef VKG_CASE
+    default:
+      return "VkResult(unknown)";
+  }
+}
+
+void check_vk(VkResult result, const char* what) {
+  if (result == VK_SUCCESS) return;
+  std::string msg = std::string(what) + " failed: " + vk_result_name(result);
+  switch (result) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      throw Error(ErrorKind::OutOfMemory, msg);
+    case VK_ERROR_DEVICE_LOST:
+      throw Error(ErrorKind::DeviceLost, msg);
+    case VK_ERROR_LAYER_NOT_PRESENT:
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      throw Error(ErrorKind::Unsupported, msg);
+    default:
+      throw Error(ErrorKind::Vulkan, msg);
+  }
+}
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+std::vector<std::string> device_extensions(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+  std::vector<std::string> names;
+  for (auto& e : exts) names.emplace_back(e.extensionName);
+  return names;
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+VkInstance create_bare_instance() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkgraph";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  check_vk(vkCreateInstance(&ci, nullptr, &instance), "vkCreateInstance");
+  return instance;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+  uint32_t n = 0;
+  check_vk(vkEnumeratePhysicalDevices(instance, &n, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(n);
+  check_vk(vkEnumeratePhysicalDevices(instance, &n, devices.data()), "vkEnumeratePhysicalDevices");
+  return devices;
+}
+
+}  // namespace
+
+struct DebugCallback {
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
+      VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+    if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
+    std::string msg = data && data->pMessage ? data->pMessage : "(no message)";
+    static_cast<Context*>(user)->add_validation_message(std::move(msg));
+    return VK_FALSE;
+  }
+};
+
+std::vector<PhysicalDeviceInfo> Context::list_devices() {
+  VkInstance instance = create_bare_instance();
+  std::vector<PhysicalDeviceInfo> out;
+  auto devices = physical_devices(instance);
+  for (uint32_t i = 0; i < devices.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    out.push_back({i, p.deviceName, p.deviceType, p.apiVersion, p.driverVersion});
+  }
+  vkDestroyInstance(instance, nullptr);
+  return out;
+}
+
+std::shared_ptr<Context> Context::create(const ContextOptions& options) {
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->init(options);
+  return ctx;
+}
+
+void Context::init(const ContextOptions& options) {
+  validation_ = options.validation.value_or(env_flag("VKGRAPH_VALIDATION"));
+  force_non_coherent_ =
+      options.force_non_coherent.value_or(env_flag("VKGRAPH_FORCE_NONCOHERENT"));
+  if (options.sync_trace) trace_ = std::make_unique<SyncTrace>();
+
+  // Instance, with validation + synchronization validation when asked.
+  const char* layer = "VK_LAYER_KHRONOS_validation";
+  if (validation_ && !has_layer(layer))
+    throw Error(ErrorKind::Unsupported,
+                "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                "(Debian: apt install vulkan-validationlayers)");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkgraph";
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&loader_version);
+  app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+  if (app.apiVersion < VK_API_VERSION_1_1)
+    throw Error(ErrorKind::Unsupported, "Vulkan 1.1 loader required");
+  std::vector<const char*> layers, exts;
+  VkValidationFeatureEnableEXT enables[] = {
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT vfeatures{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  vfeatures.enabledValidationFeatureCount = 1;
+  vfeatures.pEnabledValidationFeatures = enables;
+  VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                        VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT |
+                    VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  mci.pfnUserCallback = &DebugCallback::on_message;
+  mci.pUserData = this;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  if (validation_) {
+    layers.push_back(layer);
+    exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    exts.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    vfeatures.pNext = &mci;  // also catches messages from vkCreate/DestroyInstance
+    ci.pNext = &vfeatures;
+  }
+  ci.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  ci.ppEnabledLayerNames = layers.data();
+  ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  ci.ppEnabledExtensionNames = exts.data();
+  check_vk(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
+  if (validation_) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    check(create != nullptr, ErrorKind::Unsupported, "vkCreateDebugUtilsMessengerEXT missing");
+    check_vk(create(instance_, &mci, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+  }
+
+  // Physical device: explicit choice, else the best type.
+  auto devices = physical_devices(instance_);
+  if (devices.empty()) throw Error(ErrorKind::Unsupported, "no Vulkan device found");
+  std::string choice = options.device.value_or(
+      std::getenv("VKGRAPH_DEVICE") ? std::getenv("VKGRAPH_DEVICE") : "");
+  int chosen = -1;
+  if (!choice.empty()) {
+    bool numeric = std::all_of(choice.begin(), choice.end(), ::isdigit);
+    for (uint32_t i = 0; i < devices.size() && chosen < 0; ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(devices[i], &p);
+      if (numeric ? std::stoul(choice) == i
+                  : lower(p.deviceName).find(lower(choice)) != std::string::npos)
+        chosen = static_cast<int>(i);
+    }
+    if (chosen < 0)
+      throw Error(ErrorKind::InvalidArgument,
+                  "device '" + choice + "' not found: " + std::to_string(devices.size()) +
+                      " Vulkan device(s) available (see `vkgraph info`)");
+  } else {
+    int best = -1;
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(devices[i], &p);
+      if (type_rank(p.deviceType) > best) best = type_rank(p.deviceType), chosen = i;
+    }
+  }
+  device_index_ = static_cast<uint32_t>(chosen);
+  physical_device_ = devices[chosen];
+  vkGetPhysicalDeviceProperties(physical_device_, &properties_);
+  if (properties_.apiVersion < VK_API_VERSION_1_1)
+    throw Error(ErrorKind::Unsupported,
+                std::string("device ") + properties_.deviceName + " supports only Vulkan 1.0");
+
+  // A compute queue; prefer a compute-only family.
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qfs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &nq, qfs.data());
+  int family = -1;
+  for (uint32_t i = 0; i < nq; ++i) {
+    if (!(qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (family < 0 || !(qfs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
+      if (family < 0 || (qfs[family].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = i;
+    }
+  }
+  if (family < 0)
+    throw Error(ErrorKind::Unsupported,
+                std::string("device ") + properties_.deviceName + " has no compute queue");
+  queue_family_ = static_cast<uint32_t>(family);
+  features_.timestamps = qfs[family].timestampValidBits > 0 &&
+                         properties_.limits.timestampComputeAndGraphics;
+  features_.timestamp_period_ns = properties_.limits.timestampPeriod;
+
+  // Features: query what exists, enable what we use.
+  auto ext_names = device_extensions(physical_device_);
+  auto has_ext = [&](const char* n) {
+    return std::find(ext_names.begin(), ext_names.end(), n) != ext_names.end();
+  };
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures s16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceTimelineSemaphoreFeatures tl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  f2.pNext = &s16;
+  s16.pNext = &f16;
+  f16.pNext = &tl;
+  vkGetPhysicalDeviceFeatures2(physical_device_, &f2);
+  bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
+  features_.storage_buffer_16bit = s16.storageBuffer16BitAccess;
+  features_.shader_float16 = (api12 || has_ext("VK_KHR_shader_float16_int8")) && f16.shaderFloat16;
+  features_.shader_int64 = f2.features.shaderInt64;
+  features_.timeline_semaphores = (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
+  features_.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
+  features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
+  features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostp{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  p2.pNext = &sub;
+  if (features_.external_memory_host) sub.pNext = &hostp;
+  vkGetPhysicalDeviceProperties2(physical_device_, &p2);
+  features_.subgroup_size = sub.subgroupSize;
+  features_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                  (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  features_.min_imported_host_pointer_alignment = hostp.minImportedHostPointerAlignment;
+
+  // Logical device.
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkPhysicalDeviceFeatures2 enable{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  enable.features.shaderInt64 = features_.shader_int64;
+  VkPhysicalDevice16BitStorageFeatures e16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  e16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
+  VkPhysicalDeviceShaderFloat16Int8Features ef16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  ef16.shaderFloat16 = features_.shader_float16;
+  VkPhysicalDeviceTimelineSemaphoreFeatures etl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  etl.timelineSemaphore = features_.timeline_semaphores;
+  enable.pNext = &e16;
+  e16.pNext = &ef16;
+  ef16.pNext = &etl;
+  std::vector<const char*> dev_exts;
+  if (features_.external_memory_host) {
+    dev_exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);
+    dev_exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  }
+  if (!api12) {
+    if (features_.shader_float16) dev_exts.push_back("VK_KHR_shader_float16_int8");
+    if (features_.timeline_semaphores) dev_exts.push_back("VK_KHR_timeline_semaphore");
+  }
+  if (features_.cooperative_matrix_nv) dev_exts.push_back("VK_NV_cooperative_matrix");
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &enable;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
+  dci.ppEnabledExtensionNames = dev_exts.data();
+  check_vk(vkCreateDevice(physical_device_, &dci, nullptr, &device_), "vkCreateDevice");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  MemoryAllocator::Options mo;
+  mo.budget = options.memory_budget;
+  mo.force_non_coherent = force_non_coherent_;
+  allocator_ = std::make_unique<MemoryAllocator>(physical_device_, device_, mo);
+  pipelines_ = std::make_unique<PipelineCache>(*this);
+}
+
+Context::~Context() {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipelines_.reset();
+  allocator_.reset();
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+  }
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
+                     const std::vector<uint64_t>& ids, VkFence fence,
+                     const std::vector<VkSemaphore>& wait,
+                     const std::vector<VkPipelineStageFlags>& wait_stages,
+                     const std::vector<VkSemaphore>& signal) {
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
+  si.pCommandBuffers = command_buffers.data();
+  si.waitSemaphoreCount = static_cast<uint32_t>(wait.size());
+  si.pWaitSemaphores = wait.data();
+  si.pWaitDstStageMask = wait_stages.data();
+  si.signalSemaphoreCount = static_cast<uint32_t>(signal.size());
+  si.pSignalSemaphores = signal.data();
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  if (trace_) {
+    SyncEvent e{SyncEvent::Type::Submit};
+    e.command_buffers = ids;
+    e.fence = reinterpret_cast<uint64_t>(fence);
+    trace_->host(std::move(e));
+  }
+  check_vk(vkQueueSubmit(queue_, 1, &si, fence), "vkQueueSubmit");
+}
+
+void Context::add_validation_message(std::string message) {
+  std::lock_guard<std::mutex> lock(messages_mutex_);
+  messages_.push_back(std::move(message));
+}
+
+std::vector<std::string> Context::validation_messages() const {
+  std::lock_guard<std::mutex> lock(messages_mutex_);
+  return messages_;
+}
+
+void Context::clear_validation_messages() {
+  std::lock_guard<std::mutex> lock(messages_mutex_);
+  messages_.clear();
+}
+
+}  // namespace vkgraph::vk

@@ -1,0 +1,160 @@
+#include "vkgraph/vk/pipeline.h"
+
+#include "vkgraph/error.h"
+#include "vkgraph/vk/context.h"
+
+namespace vkgraph::vk {
+
+PipelineCache::PipelineCache(Context& context) : context_(context) {
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  check_vk(vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_),
+           "vkCreatePipelineCache");
+}
+
+PipelineCache::~PipelineCache() {
+  VkDevice d = context_.device();
+  for (auto& [k, p] : pipelines_) vkDestroyPipeline(d, p.pipeline, nullptr);
+  for (auto& [k, l] : layouts_) vkDestroyPipelineLayout(d, l, nullptr);
+  for (auto& [k, l] : set_layouts_) vkDestroyDescriptorSetLayout(d, l, nullptr);
+  for (auto& [k, m] : modules_) vkDestroyShaderModule(d, m, nullptr);
+  vkDestroyPipelineCache(d, cache_, nullptr);
+}
+
+size_t PipelineCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pipelines_.size();
+}
+
+VkDescriptorSetLayout PipelineCache::set_layout(uint32_t n) {
+  auto it = set_layouts_.find(n);
+  if (it != set_layouts_.end()) return it->second;
+  std::vector<VkDescriptorSetLayoutBinding> bindings(n);
+  for (uint32_t i = 0; i < n; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  ci.bindingCount = n;
+  ci.pBindings = bindings.data();
+  VkDescriptorSetLayout layout;
+  check_vk(vkCreateDescriptorSetLayout(context_.device(), &ci, nullptr, &layout),
+           "vkCreateDescriptorSetLayout");
+  return set_layouts_[n] = layout;
+}
+
+VkShaderModule PipelineCache::module(const std::string& name) {
+  auto it = modules_.find(name);
+  if (it != modules_.end()) return it->second;
+  const ShaderInfo& info = find_shader(name);
+  VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  ci.codeSize = info.words * 4;
+  ci.pCode = info.spirv;
+  VkShaderModule m;
+  check_vk(vkCreateShaderModule(context_.device(), &ci, nullptr, &m),
+           ("vkCreateShaderModule(" + name + ")").c_str());
+  return modules_[name] = m;
+}
+
+const Pipeline& PipelineCache::get(const PipelineKey& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return it->second;
+  uint32_t max_push = context_.limits().maxPushConstantsSize;
+  if (key.push_size > max_push)
+    throw Error(ErrorKind::Unsupported, "shader " + key.shader + " needs " +
+                                            std::to_string(key.push_size) +
+                                            " bytes of push constants; device allows " +
+                                            std::to_string(max_push));
+  Pipeline p;
+  p.set_layout = set_layout(key.bindings);
+  auto lk = std::make_pair(key.bindings, key.push_size);
+  if (!layouts_.count(lk)) {
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_size};
+    VkPipelineLayoutCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    ci.setLayoutCount = 1;
+    ci.pSetLayouts = &p.set_layout;
+    ci.pushConstantRangeCount = key.push_size ? 1 : 0;
+    ci.pPushConstantRanges = &range;
+    VkPipelineLayout layout;
+    check_vk(vkCreatePipelineLayout(context_.device(), &ci, nullptr, &layout),
+             "vkCreatePipelineLayout");
+    layouts_[lk] = layout;
+  }
+  p.layout = layouts_[lk];
+
+  std::vector<VkSpecializationMapEntry> entries(key.spec.size());
+  for (uint32_t i = 0; i < key.spec.size(); ++i) entries[i] = {i, i * 4, 4};
+  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
+                            key.spec.size() * 4, key.spec.data()};
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module(key.shader);
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &spec;
+  ci.layout = p.layout;
+  check_vk(vkCreateComputePipelines(context_.device(), cache_, 1, &ci, nullptr, &p.pipeline),
+           ("vkCreateComputePipelines(" + key.shader + ")").c_str());
+  return pipelines_[key] = p;
+}
+
+DescriptorPool::DescriptorPool(Context& context, uint32_t max_sets, uint32_t max_buffers)
+    : context_(context) {
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(1u, max_buffers)};
+  VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  ci.maxSets = std::max(1u, max_sets);
+  ci.poolSizeCount = 1;
+  ci.pPoolSizes = &size;
+  check_vk(vkCreateDescriptorPool(context.device(), &ci, nullptr, &pool_),
+           "vkCreateDescriptorPool");
+}
+
+DescriptorPool::~DescriptorPool() { vkDestroyDescriptorPool(context_.device(), pool_, nullptr); }
+
+VkDescriptorSet DescriptorPool::allocate(VkDescriptorSetLayout layout,
+                                         const std::vector<VkBuffer>& buffers,
+                                         const std::vector<VkDeviceSize>& offsets,
+                                         const std::vector<VkDeviceSize>& sizes) {
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &layout;
+  VkDescriptorSet set;
+  check_vk(vkAllocateDescriptorSets(context_.device(), &ai, &set), "vkAllocateDescriptorSets");
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (uint32_t i = 0; i < buffers.size(); ++i) {
+    infos[i] = {buffers[i], offsets[i], sizes[i]};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(context_.device(), static_cast<uint32_t>(writes.size()), writes.data(),
+                         0, nullptr);
+  return set;
+}
+
+TimestampPool::TimestampPool(Context& context, uint32_t count) : context_(context), count_(count) {
+  check(context.features().timestamps, ErrorKind::Unsupported,
+        "device does not support timestamps on its compute queue");
+  VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  ci.queryCount = count;
+  check_vk(vkCreateQueryPool(context.device(), &ci, nullptr, &pool_), "vkCreateQueryPool");
+}
+
+TimestampPool::~TimestampPool() { vkDestroyQueryPool(context_.device(), pool_, nullptr); }
+
+std::vector<double> TimestampPool::read_ns() {
+  std::vector<uint64_t> raw(count_);
+  check_vk(vkGetQueryPoolResults(context_.device(), pool_, 0, count_, raw.size() * 8, raw.data(),
+                                 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+           "vkGetQueryPoolResults");
+  std::vector<double> ns(count_);
+  for (uint32_t i = 0; i < count_; ++i)
+    ns[i] = static_cast<double>(raw[i]) * context_.features().timestamp_period_ns;
+  return ns;
+}
+
+}  // namespace vkgraph::vk

@@ -1,0 +1,56 @@
+#include "gpu_test.h"
+
+#include <cstdlib>
+
+namespace vkgraph::testing {
+
+namespace {
+std::vector<std::weak_ptr<vk::Context>>& live_contexts() {
+  static std::vector<std::weak_ptr<vk::Context>> v;
+  return v;
+}
+}  // namespace
+
+std::shared_ptr<vk::Context> make_context(vk::ContextOptions options) {
+  // Validation is on unless VKGRAPH_VALIDATION=0 says otherwise (e.g. under a sanitizer).
+  const char* v = std::getenv("VKGRAPH_VALIDATION");
+  if (!options.validation) options.validation = !(v && std::string(v) == "0");
+  auto ctx = vk::Context::create(options);
+  live_contexts().push_back(ctx);
+  return ctx;
+}
+
+std::shared_ptr<vk::Context> context() {
+  static std::shared_ptr<vk::Context> ctx = make_context({});
+  return ctx;
+}
+
+void GpuTest::SetUp() {
+  for (auto& w : live_contexts())
+    if (auto c = w.lock()) c->clear_validation_messages();
+}
+
+void GpuTest::TearDown() {
+  for (auto& w : live_contexts())
+    if (auto c = w.lock()) expect_no_validation_messages(*c);
+}
+
+void GpuTest::expect_no_validation_messages(vk::Context& ctx) {
+  auto messages = ctx.validation_messages();
+  for (auto& m : messages) ADD_FAILURE() << "validation: " << m;
+  ctx.clear_validation_messages();
+}
+
+std::vector<float> GpuTest::random_floats(size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace vkgraph::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,30 @@
+#pragma once
+// Shared fixture for GPU tests: one Context per test process, with validation and
+// synchronization validation on (lavapipe in CI). After each test, any message from the
+// validation layer fails that test.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "vkgraph/graph/compute_graph.h"
+#include "vkgraph/vk/context.h"
+
+namespace vkgraph::testing {
+
+// The shared validated context (created on first use).
+std::shared_ptr<vk::Context> context();
+// A fresh context with options on top of validation (for trace, budget, non-coherent tests).
+std::shared_ptr<vk::Context> make_context(vk::ContextOptions options);
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  // Fails the test if `ctx` collected validation messages; clears them.
+  static void expect_no_validation_messages(vk::Context& ctx);
+  std::mt19937 rng{1234};
+  std::vector<float> random_floats(size_t n, float lo = -1.f, float hi = 1.f);
+};
+
+}  // namespace vkgraph::testing
