@@ -24,9 +24,12 @@ class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& message);
   ErrorKind kind() const { return kind_; }
+  // The message without the "<kind>: " prefix that what() carries; for re-wrapping.
+  const std::string& message() const { return message_; }
 
  private:
   ErrorKind kind_;
+  std::string message_;
 };
 
 // Throws Error(kind, message) when the condition is false.

@@ -1,0 +1,44 @@
+#pragma once
+// ONNX TensorProto <-> HostTensor, and TensorProto .pb files (the ONNX test-data format).
+// Links onnx_proto; the rest of vkgraph/ stays protobuf-free.
+//
+// Element types: FLOAT, FLOAT16, INT32, INT64 and BOOL map 1:1 onto DType. Other numeric types
+// are read by converting every value to the nearest DType that the GPU kernels support:
+//   DOUBLE                     -> Float32 (rounded to nearest; precision is lost by design,
+//                                 the runtime computes in float32 anyway)
+//   INT8, UINT8, INT16, UINT16 -> Int32   (every value fits exactly)
+//   UINT32, UINT64             -> Int64   (exact; a UINT64 value above INT64_MAX is rejected)
+// Note that a converted tensor no longer has its source type's wrap-around semantics (uint8
+// 200 + 100 is 300 in Int32). STRING, BFLOAT16 and COMPLEX are Unsupported.
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+
+#include "vkgraph/types.h"
+
+namespace vkgraph::onnx_io {
+
+// TensorProto.DataType value -> DType, applying the conversions above. Throws Unsupported.
+DType dtype_from_onnx(int32_t onnx_type);
+// True for the five types that map 1:1 (no conversion on read).
+bool is_native_onnx_type(int32_t onnx_type);
+// DType -> TensorProto.DataType (always one of the native five).
+int32_t onnx_type_of(DType dtype);
+// "FLOAT", "UINT8", ... or "type <n>" for unknown values; for error messages.
+std::string onnx_type_name(int32_t onnx_type);
+
+// Reads dims, data_type and the data from raw_data or the typed repeated field. Validates that
+// the data size matches the shape. Errors name the tensor (proto.name()):
+// ModelFormat for malformed protos, Unsupported for external data, segments and the types above.
+HostTensor tensor_from_proto(const onnx::TensorProto& proto);
+// Writes dims, data_type and raw_data (little-endian, as onnx.numpy_helper does).
+onnx::TensorProto tensor_to_proto(const HostTensor& tensor, const std::string& name = "");
+
+// A serialized TensorProto file (e.g. test_data_set_0/input_0.pb). `name`, when given,
+// receives the proto's name field. Errors name the path.
+HostTensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
+void write_tensor_pb(const std::string& path, const HostTensor& tensor,
+                     const std::string& name = "");
+
+}  // namespace vkgraph::onnx_io

@@ -1,0 +1,181 @@
+#include "vkgraph/types.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "vkgraph/error.h"
+
+namespace vkgraph {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return 4;
+    case DType::Float16:
+      return 2;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
+  }
+  throw Error(ErrorKind::InvalidArgument,
+              "invalid dtype value " + std::to_string(static_cast<int>(dtype)));
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "float32";
+    case DType::Float16:
+      return "float16";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Bool:
+      return "bool";
+  }
+  return "invalid";
+}
+
+float half_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu;
+  const uint32_t mantissa = bits & 0x3ffu;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 0x1f) {
+    // Infinity or NaN; keep the NaN payload bits.
+    return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  }
+  return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
+uint16_t float_to_half(float value) {
+  const uint32_t x = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs_bits = x & 0x7fffffffu;
+  if (abs_bits >= 0x7f800000u) {
+    // Infinity stays infinity; NaN stays a (quiet) NaN with the top payload bits.
+    if (abs_bits == 0x7f800000u) return sign | 0x7c00u;
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs_bits >> 13) & 0x3ffu));
+  }
+  if (abs_bits >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
+  if (abs_bits < 0x38800000u) {
+    // Below the smallest normal half (2^-14): count units of 2^-24. Scaling by a power of two
+    // is exact, and nearbyint rounds ties to even in the default rounding mode. A result of
+    // 1024 is the smallest normal, whose bit pattern is exactly 0x0400.
+    const float units = std::bit_cast<float>(abs_bits) * 16777216.0f;
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(units)));
+  }
+  const uint32_t exponent = (abs_bits >> 23) - 127 + 15;  // 1..30 here
+  const uint32_t mantissa = abs_bits & 0x7fffffu;
+  uint32_t half = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  // Round to nearest, ties to even; a carry out of the mantissa correctly bumps the exponent.
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    check(dim >= 0, ErrorKind::InvalidArgument,
+          "negative dimension " + std::to_string(dim) + " in shape " + shape_str(shape));
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) {
+      // Rejected even if a later dim is 0: such shapes only come from corrupt files, and
+      // callers may multiply prefixes of the shape themselves.
+      throw Error(ErrorKind::InvalidArgument,
+                  "element count of shape " + shape_str(shape) + " overflows int64");
+    }
+    count *= dim;
+  }
+  return count;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {
+  const int64_t count = vkgraph::numel(this->shape);
+  const size_t elem = dtype_size(dtype);
+  check(static_cast<uint64_t>(count) <= std::numeric_limits<size_t>::max() / elem,
+        ErrorKind::InvalidArgument, "tensor of shape " + shape_str(this->shape) + " is too large");
+  bytes.assign(static_cast<size_t>(count) * elem, 0);
+}
+
+namespace {
+
+// Bounds check shared by the element accessors: an out-of-range index is a caller bug, but
+// it must surface as an Error rather than as a read past the buffer.
+void check_index(const HostTensor& t, int64_t i) {
+  const size_t elem = dtype_size(t.dtype);
+  check(i >= 0 && static_cast<uint64_t>(i) < t.bytes.size() / elem, ErrorKind::InvalidArgument,
+        "element index " + std::to_string(i) + " out of range for " + dtype_name(t.dtype) +
+            " tensor " + shape_str(t.shape) + " holding " + std::to_string(t.bytes.size()) +
+            " bytes");
+}
+
+template <typename T>
+T load(const HostTensor& t, int64_t i) {
+  T value;
+  std::memcpy(&value, t.bytes.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+double HostTensor::as_double(int64_t i) const {
+  check_index(*this, i);
+  switch (dtype) {
+    case DType::Float32:
+      return load<float>(*this, i);
+    case DType::Float16:
+      return half_to_float(load<uint16_t>(*this, i));
+    case DType::Int32:
+      return load<int32_t>(*this, i);
+    case DType::Int64:
+      return static_cast<double>(load<int64_t>(*this, i));
+    case DType::Bool:
+      return load<uint8_t>(*this, i) ? 1.0 : 0.0;
+  }
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_double");
+}
+
+int64_t HostTensor::as_int(int64_t i) const {
+  check_index(*this, i);
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float16: {
+      // Truncate toward zero like a C cast, but saturate instead of invoking undefined
+      // behaviour on NaN or out-of-range values (NaN becomes 0).
+      const double v = as_double(i);
+      if (std::isnan(v)) return 0;
+      if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+      if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    }
+    case DType::Int32:
+      return load<int32_t>(*this, i);
+    case DType::Int64:
+      return load<int64_t>(*this, i);
+    case DType::Bool:
+      return load<uint8_t>(*this, i) ? 1 : 0;
+  }
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_int");
+}
+
+}  // namespace vkgraph

@@ -1,0 +1,286 @@
+#include "vkgraph/onnx_tensor.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "vkgraph/error.h"
+#include "vkgraph/tensor_io.h"
+
+namespace vkgraph::onnx_io {
+
+// raw_data is little-endian by the ONNX spec; we copy it as is.
+static_assert(std::endian::native == std::endian::little, "vkgraph assumes a little-endian host");
+
+using TP = onnx::TensorProto;
+
+DType dtype_from_onnx(int32_t onnx_type) {
+  switch (onnx_type) {
+    case TP::FLOAT:
+    case TP::DOUBLE:
+      return DType::Float32;
+    case TP::FLOAT16:
+      return DType::Float16;
+    case TP::INT32:
+    case TP::INT8:
+    case TP::UINT8:
+    case TP::INT16:
+    case TP::UINT16:
+      return DType::Int32;
+    case TP::INT64:
+    case TP::UINT32:
+    case TP::UINT64:
+      return DType::Int64;
+    case TP::BOOL:
+      return DType::Bool;
+    default:
+      throw Error(ErrorKind::Unsupported,
+                  "ONNX tensor type " + onnx_type_name(onnx_type) + " is not supported");
+  }
+}
+
+bool is_native_onnx_type(int32_t onnx_type) {
+  return onnx_type == TP::FLOAT || onnx_type == TP::FLOAT16 || onnx_type == TP::INT32 ||
+         onnx_type == TP::INT64 || onnx_type == TP::BOOL;
+}
+
+int32_t onnx_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return TP::FLOAT;
+    case DType::Float16:
+      return TP::FLOAT16;
+    case DType::Int32:
+      return TP::INT32;
+    case DType::Int64:
+      return TP::INT64;
+    case DType::Bool:
+      return TP::BOOL;
+  }
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype");
+}
+
+std::string onnx_type_name(int32_t onnx_type) {
+  if (TP::DataType_IsValid(onnx_type)) {
+    return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
+  }
+  return "type " + std::to_string(onnx_type);
+}
+
+namespace {
+
+// Bytes per element of the *source* type in raw_data; 0 for types we never read.
+size_t onnx_elem_size(int32_t onnx_type) {
+  switch (onnx_type) {
+    case TP::BOOL:
+    case TP::INT8:
+    case TP::UINT8:
+      return 1;
+    case TP::FLOAT16:
+    case TP::INT16:
+    case TP::UINT16:
+      return 2;
+    case TP::FLOAT:
+    case TP::INT32:
+    case TP::UINT32:
+      return 4;
+    case TP::INT64:
+    case TP::UINT64:
+    case TP::DOUBLE:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Rounds to float; values beyond the float range become +-infinity explicitly (a plain cast
+// of an out-of-range double is undefined behaviour).
+float narrow_to_float(double v) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (v > kMax) return std::numeric_limits<float>::infinity();
+  if (v < -kMax) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(v);
+}
+
+template <typename T>
+T raw_at(const std::string& raw, int64_t i) {
+  T value;
+  std::memcpy(&value, raw.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+  return value;
+}
+
+// Source element i of an integer-typed proto as int64, read from raw_data or the typed field
+// that ONNX assigns to the type. Narrow types are truncated to their declared width first, so
+// a typed-field value outside the type's range reads the way the type would store it.
+int64_t int_element(const TP& proto, bool raw, int64_t i, const std::string& label) {
+  const std::string& r = proto.raw_data();
+  const int idx = static_cast<int>(i);
+  switch (proto.data_type()) {
+    case TP::INT8:
+      return raw ? raw_at<int8_t>(r, i) : static_cast<int8_t>(proto.int32_data(idx));
+    case TP::UINT8:
+      return raw ? raw_at<uint8_t>(r, i) : static_cast<uint8_t>(proto.int32_data(idx));
+    case TP::INT16:
+      return raw ? raw_at<int16_t>(r, i) : static_cast<int16_t>(proto.int32_data(idx));
+    case TP::UINT16:
+      return raw ? raw_at<uint16_t>(r, i) : static_cast<uint16_t>(proto.int32_data(idx));
+    case TP::INT32:
+      return raw ? raw_at<int32_t>(r, i) : proto.int32_data(idx);
+    case TP::INT64:
+      return raw ? raw_at<int64_t>(r, i) : proto.int64_data(idx);
+    case TP::BOOL:
+      return (raw ? raw_at<uint8_t>(r, i) : proto.int32_data(idx)) != 0;
+    case TP::UINT32:
+      return raw ? raw_at<uint32_t>(r, i) : static_cast<uint32_t>(proto.uint64_data(idx));
+    case TP::UINT64: {
+      const uint64_t v = raw ? raw_at<uint64_t>(r, i) : proto.uint64_data(idx);
+      check(v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), ErrorKind::Unsupported,
+            label + ": UINT64 value " + std::to_string(v) + " does not fit in int64");
+      return static_cast<int64_t>(v);
+    }
+    default:
+      throw Error(ErrorKind::Unsupported, label + ": not an integer type");
+  }
+}
+
+// Number of values in the typed repeated field that ONNX uses for this data type.
+int64_t typed_count(const TP& proto) {
+  switch (proto.data_type()) {
+    case TP::FLOAT:
+      return proto.float_data_size();
+    case TP::DOUBLE:
+      return proto.double_data_size();
+    case TP::INT64:
+      return proto.int64_data_size();
+    case TP::UINT32:
+    case TP::UINT64:
+      return proto.uint64_data_size();
+    default:  // FLOAT16 (bit patterns), BOOL and the narrow integer types
+      return proto.int32_data_size();
+  }
+}
+
+// `where` prefixes every message (a file path, or empty).
+HostTensor from_proto(const TP& proto, const std::string& where) {
+  const std::string label =
+      where + "tensor '" + proto.name() + "' (" + onnx_type_name(proto.data_type()) + ")";
+  if (proto.data_location() == TP::EXTERNAL || proto.external_data_size() > 0) {
+    throw Error(ErrorKind::Unsupported,
+                label + ": external data is not supported; save the model with the data embedded");
+  }
+  check(!proto.has_segment(), ErrorKind::Unsupported,
+        label + ": segmented tensors are not supported");
+  check(proto.has_data_type(), ErrorKind::ModelFormat, label + ": missing data_type");
+  const DType dtype = [&] {
+    try {
+      return dtype_from_onnx(proto.data_type());
+    } catch (const Error&) {
+      throw Error(ErrorKind::Unsupported, label + ": element type is not supported");
+    }
+  }();
+
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  int64_t count = 0;
+  try {
+    count = numel(shape);
+  } catch (const Error&) {
+    throw Error(ErrorKind::ModelFormat, label + ": invalid dims " + shape_str(shape));
+  }
+
+  // Check the amount of data before allocating anything sized from dims.
+  const bool raw = proto.has_raw_data();
+  const size_t src_elem = onnx_elem_size(proto.data_type());
+  if (raw) {
+    check(typed_count(proto) == 0, ErrorKind::ModelFormat,
+          label + ": has both raw_data and a typed data field");
+    const size_t have = proto.raw_data().size();
+    check(static_cast<uint64_t>(count) <= have / src_elem && have == count * src_elem,
+          ErrorKind::ModelFormat,
+          label + ": raw_data holds " + std::to_string(have) + " bytes, dims " + shape_str(shape) +
+              " need " + std::to_string(count) + " elements of " + std::to_string(src_elem) +
+              " bytes");
+  } else {
+    check(typed_count(proto) == count, ErrorKind::ModelFormat,
+          label + ": holds " + std::to_string(typed_count(proto)) + " values, dims " +
+              shape_str(shape) + " need " + std::to_string(count));
+  }
+
+  HostTensor out(dtype, std::move(shape));
+  const int32_t type = proto.data_type();
+  if (raw && type == onnx_type_of(dtype) && type != TP::BOOL) {
+    // Same layout on both sides: copy the bytes (memcpy needs non-null pointers, even for 0).
+    if (!out.bytes.empty()) {
+      std::memcpy(out.bytes.data(), proto.raw_data().data(), out.bytes.size());
+    }
+    return out;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const int idx = static_cast<int>(i);
+    switch (type) {
+      case TP::FLOAT:
+        out.data<float>()[i] = proto.float_data(idx);
+        break;
+      case TP::DOUBLE:
+        out.data<float>()[i] =
+            narrow_to_float(raw ? raw_at<double>(proto.raw_data(), i) : proto.double_data(idx));
+        break;
+      case TP::FLOAT16:
+        // Typed form stores each 16-bit pattern in the low bits of an int32.
+        out.data<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(idx));
+        break;
+      default: {
+        const int64_t v = int_element(proto, raw, i, label);
+        if (dtype == DType::Int32) {
+          out.data<int32_t>()[i] = static_cast<int32_t>(v);  // exact: source is <= 32 bits
+        } else if (dtype == DType::Int64) {
+          out.data<int64_t>()[i] = v;
+        } else {
+          out.data<uint8_t>()[i] = v != 0;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+HostTensor tensor_from_proto(const TP& proto) {
+  return from_proto(proto, "");
+}
+
+TP tensor_to_proto(const HostTensor& tensor, const std::string& name) {
+  const int64_t count = numel(tensor.shape);
+  const size_t elem = dtype_size(tensor.dtype);
+  check(static_cast<uint64_t>(count) <= tensor.bytes.size() / elem &&
+            static_cast<size_t>(count) * elem == tensor.bytes.size(),
+        ErrorKind::InvalidArgument,
+        "tensor_to_proto: " + std::string(dtype_name(tensor.dtype)) + " tensor " +
+            shape_str(tensor.shape) + " holds " + std::to_string(tensor.bytes.size()) + " bytes");
+  TP proto;
+  proto.set_name(name);
+  proto.set_data_type(onnx_type_of(tensor.dtype));
+  for (int64_t d : tensor.shape) proto.add_dims(d);
+  proto.set_raw_data(tensor.bytes.data(), tensor.bytes.size());
+  return proto;
+}
+
+HostTensor read_tensor_pb(const std::string& path, std::string* name) {
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  check(bytes.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
+        ErrorKind::Unsupported, path + ": TensorProto files over 2 GiB are not supported");
+  TP proto;
+  check(proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), ErrorKind::ModelFormat,
+        path + ": not a valid serialized onnx.TensorProto");
+  if (name) *name = proto.name();
+  return from_proto(proto, path + ": ");
+}
+
+void write_tensor_pb(const std::string& path, const HostTensor& tensor, const std::string& name) {
+  const std::string serialized = tensor_to_proto(tensor, name).SerializeAsString();
+  write_file_bytes(
+      path, std::span(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size()));
+}
+
+}  // namespace vkgraph::onnx_io
