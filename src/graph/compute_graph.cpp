@@ -9,7 +9,7 @@
 
 namespace vkgraph {
 
-enum class StorageKind { Activation, Constant };
+enum class StorageKind { Activation, Constant, External };
 
 struct ComputeGraph::Storage {
   StorageKind kind;
@@ -18,6 +18,8 @@ struct ComputeGraph::Storage {
   std::optional<HostTensor> value;  // constants, until prepacked (kept for folding/queries)
   vk::Buffer own;                   // constants
   int32_t slot = -1;                // activations: index into activation_buffers_
+  ExternalBuffer external;          // External: the app's buffer (or a host binding)
+  bool host_visible = false;        // External bound to host memory
   int first_use = INT32_MAX, last_use = -1;
 };
 
@@ -111,18 +113,32 @@ TensorRef ComputeGraph::add_constant(HostTensor value, std::string name) {
                     static_cast<int32_t>(storages_.size() - 1));
 }
 
-TensorRef ComputeGraph::add_input(Shape shape, DType dtype, std::string name) {
+TensorRef ComputeGraph::add_input(Shape shape, DType dtype, std::string name, IOMode mode) {
   for (auto& io : inputs_)
     check(io.name != name, ErrorKind::InvalidArgument, "duplicate input name '" + name + "'");
   TensorRef t = add_tensor(std::move(shape), dtype, name);
-  inputs_.push_back(IO{t, std::move(name), nullptr});
+  if (mode == IOMode::External) storages_[info(t).storage].kind = StorageKind::External;
+  IO io;
+  io.tensor = t;
+  io.name = std::move(name);
+  io.mode = mode;
+  inputs_.push_back(std::move(io));
   return t;
 }
 
-void ComputeGraph::add_output(TensorRef tensor, std::string name) {
+void ComputeGraph::add_output(TensorRef tensor, std::string name, IOMode mode) {
   check(!prepared_, ErrorKind::InvalidState, "add_output after prepare()");
-  info(tensor);
-  outputs_.push_back(IO{tensor, std::move(name), nullptr});
+  Storage& s = storages_[info(tensor).storage];
+  if (mode == IOMode::External) {
+    check(s.kind == StorageKind::Activation, ErrorKind::InvalidArgument,
+          "external output '" + name + "' must be computed by the graph, not a constant or input");
+    s.kind = StorageKind::External;
+  }
+  IO io;
+  io.tensor = tensor;
+  io.name = std::move(name);
+  io.mode = mode;
+  outputs_.push_back(std::move(io));
 }
 
 TensorInfo ComputeGraph::info(TensorRef t) const {
@@ -186,9 +202,94 @@ const std::string& ComputeGraph::output_name(size_t i) const { return outputs_.a
 TensorRef ComputeGraph::input(size_t i) const { return inputs_.at(i).tensor; }
 TensorRef ComputeGraph::output(size_t i) const { return outputs_.at(i).tensor; }
 
-const vk::Buffer& ComputeGraph::buffer_of(TensorRef t) const {
+ComputeGraph::Bound ComputeGraph::buffer_of(TensorRef t) const {
   const Storage& s = storages_[info(t).storage];
-  return s.kind == StorageKind::Constant ? s.own : activation_buffers_[s.slot];
+  switch (s.kind) {
+    case StorageKind::Constant:
+      return {s.own.handle(), 0, false};
+    case StorageKind::External:
+      return {s.external.buffer, s.external.offset, s.host_visible};
+    default:
+      return {activation_buffers_[s.slot].handle(), 0, false};
+  }
+}
+
+ComputeGraph::IO& ComputeGraph::find_io(const std::string& name) {
+  for (auto* list : {&inputs_, &outputs_})
+    for (auto& io : *list)
+      if (io.name == name) return io;
+  throw Error(ErrorKind::InvalidArgument, "no input or output named '" + name + "'");
+}
+
+bool ComputeGraph::has_external() const {
+  for (auto& s : storages_)
+    if (s.kind == StorageKind::External) return true;
+  return false;
+}
+
+void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& b) {
+  require_idle("bind_external");
+  IO& io = find_io(name);
+  check(io.mode == IOMode::External, ErrorKind::InvalidArgument,
+        "'" + name + "' was not declared IOMode::External");
+  TensorInfo ti = info(io.tensor);
+  check(b.buffer != VK_NULL_HANDLE, ErrorKind::InvalidArgument, "'" + name + "': null VkBuffer");
+  check(b.usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, ErrorKind::InvalidArgument,
+        "'" + name + "': the buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT");
+  if (b.size < ti.nbytes())
+    throw Error(ErrorKind::InvalidArgument, "'" + name + "' " + shape_str(ti.shape) + " needs " +
+                                                std::to_string(ti.nbytes()) + " bytes; buffer has " +
+                                                std::to_string(b.size));
+  VkDeviceSize align = context_->limits().minStorageBufferOffsetAlignment;
+  if (b.offset % align)
+    throw Error(ErrorKind::InvalidArgument, "'" + name + "': offset " + std::to_string(b.offset) +
+                                                " is not a multiple of minStorageBufferOffsetAlignment (" +
+                                                std::to_string(align) + ")");
+  Storage& s = storages_[ti.storage];
+  s.external = b;
+  s.host_visible = false;
+  io.host = nullptr;
+  io.import.reset();
+  io.host_copy.reset();
+  // Descriptor sets and command buffers name the old buffer: record them again.
+  if (encoded_) {
+    commands_ = std::make_unique<vk::CommandPool>(*context_);
+    recorded_.clear();
+    recorded_ids_.clear();
+    encoded_ = false;
+  }
+}
+
+HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointer, size_t bytes) {
+  IO& io = find_io(name);
+  size_t need = info(io.tensor).nbytes();
+  if (bytes != need)
+    throw Error(ErrorKind::InvalidArgument, "'" + name + "' takes " + std::to_string(need) +
+                                                " bytes; host binding has " + std::to_string(bytes));
+  constexpr VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  HostIOPath path;
+  std::unique_ptr<vk::HostImport> import;
+  std::unique_ptr<vk::StagingBuffer> copy;
+  if (vk::HostImport::possible(*context_, pointer, bytes)) {
+    import = std::make_unique<vk::HostImport>(*context_, pointer, bytes, name);
+    bind_external(name, {import->buffer(), 0, bytes, usage});
+    path = HostIOPath::Imported;
+  } else {
+    bool is_input = &io >= inputs_.data() && &io < inputs_.data() + inputs_.size();
+    copy = std::make_unique<vk::StagingBuffer>(
+        *context_, std::max<size_t>(bytes, 16),
+        is_input ? vk::StagingBuffer::Direction::ToDevice : vk::StagingBuffer::Direction::FromDevice,
+        "host binding '" + name + "'");
+    bind_external(name, {copy->handle(), 0, copy->size(), usage});
+    path = HostIOPath::Copied;
+  }
+  storages_[info(io.tensor).storage].host_visible = true;
+  io.host = pointer;
+  io.import = std::move(import);
+  io.host_copy = std::move(copy);
+  return path;
 }
 
 // Lifetimes in step order: input copies at -1, nodes 0..N-1, output copies at N. Activations
@@ -290,13 +391,15 @@ void ComputeGraph::prepare() {
   plan_and_allocate();
   prepack();
   for (auto& io : inputs_)
-    io.staging = std::make_unique<vk::StagingBuffer>(
-        *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
-        vk::StagingBuffer::Direction::ToDevice, "input '" + io.name + "'");
+    if (io.mode == IOMode::Staged)
+      io.staging = std::make_unique<vk::StagingBuffer>(
+          *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
+          vk::StagingBuffer::Direction::ToDevice, "input '" + io.name + "'");
   for (auto& io : outputs_)
-    io.staging = std::make_unique<vk::StagingBuffer>(
-        *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
-        vk::StagingBuffer::Direction::FromDevice, "output '" + io.name + "'");
+    if (io.mode == IOMode::Staged)
+      io.staging = std::make_unique<vk::StagingBuffer>(
+          *context_, std::max<uint64_t>(info(io.tensor).nbytes(), 16),
+          vk::StagingBuffer::Direction::FromDevice, "output '" + io.name + "'");
 
   uint32_t sets = 0, descriptors = 0;
   for (auto& n : nodes_) {
@@ -310,17 +413,6 @@ void ComputeGraph::prepare() {
     descriptors += static_cast<uint32_t>(d.bindings.size());
   }
   descriptors_ = std::make_unique<vk::DescriptorPool>(*context_, sets, descriptors);
-  for (auto& n : nodes_) {
-    if (n.kind != Node::Kind::Dispatch) continue;
-    std::vector<VkBuffer> buffers;
-    std::vector<VkDeviceSize> offsets, sizes;
-    for (auto& b : n.dispatch.bindings) {
-      buffers.push_back(buffer_of(b.tensor).handle());
-      offsets.push_back(0);
-      sizes.push_back(std::max<uint64_t>(info(b.tensor).nbytes(), 4));
-    }
-    n.set = descriptors_->allocate(n.pipeline->set_layout, buffers, offsets, sizes);
-  }
   commands_ = std::make_unique<vk::CommandPool>(*context_);
   fence_ = std::make_unique<vk::Fence>(*context_);
   if (context_->features().timestamps) {
@@ -331,34 +423,52 @@ void ComputeGraph::prepare() {
   prepared_ = true;
 }
 
+// Descriptor sets are written at encode time, when external bindings are known.
+void ComputeGraph::write_descriptors(Node& n) {
+  std::vector<VkBuffer> buffers;
+  std::vector<VkDeviceSize> offsets, sizes;
+  for (auto& b : n.dispatch.bindings) {
+    Bound bound = buffer_of(b.tensor);
+    buffers.push_back(bound.buffer);
+    offsets.push_back(bound.offset);
+    sizes.push_back(std::max<uint64_t>(info(b.tensor).nbytes(), 4));
+  }
+  if (n.set)
+    descriptors_->write(n.set, buffers, offsets, sizes);
+  else
+    n.set = descriptors_->allocate(n.pipeline->set_layout, buffers, offsets, sizes);
+}
+
 std::vector<ComputeGraph::Step> ComputeGraph::steps() {
   std::vector<Step> out;
   for (size_t i = 0; i < inputs_.size(); ++i)
-    out.push_back({Step::Kind::InputCopy,
-                   i,
-                   {{inputs_[i].staging->handle(), kTransferRead},
-                    {buffer_of(inputs_[i].tensor).handle(), kTransferWrite}}});
+    if (inputs_[i].mode == IOMode::Staged)
+      out.push_back({Step::Kind::InputCopy,
+                     i,
+                     {{inputs_[i].staging->handle(), kTransferRead},
+                      {buffer_of(inputs_[i].tensor).buffer, kTransferWrite}}});
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Step s{Step::Kind::Node, i, {}};
     const Node& n = nodes_[i];
     if (n.kind == Node::Kind::Copy) {
-      s.accesses = {{buffer_of(n.src).handle(), kTransferRead},
-                    {buffer_of(n.dst).handle(), kTransferWrite}};
+      s.accesses = {{buffer_of(n.src).buffer, kTransferRead},
+                    {buffer_of(n.dst).buffer, kTransferWrite}};
     } else {
       for (auto& b : n.dispatch.bindings) {
         ResourceAccess a = b.access == Access::Read    ? kShaderRead
                            : b.access == Access::Write ? kShaderWrite
                                                        : kShaderReadWrite;
-        s.accesses.push_back({buffer_of(b.tensor).handle(), a});
+        s.accesses.push_back({buffer_of(b.tensor).buffer, a});
       }
     }
     out.push_back(std::move(s));
   }
   for (size_t i = 0; i < outputs_.size(); ++i)
-    out.push_back({Step::Kind::OutputCopy,
-                   i,
-                   {{buffer_of(outputs_[i].tensor).handle(), kTransferRead},
-                    {outputs_[i].staging->handle(), kTransferWrite}}});
+    if (outputs_[i].mode == IOMode::Staged)
+      out.push_back({Step::Kind::OutputCopy,
+                     i,
+                     {{buffer_of(outputs_[i].tensor).buffer, kTransferRead},
+                      {outputs_[i].staging->handle(), kTransferWrite}}});
   return out;
 }
 
@@ -377,24 +487,36 @@ void ComputeGraph::record_step(vk::CommandBuffer& cb, const Step& step, HazardTr
   switch (step.kind) {
     case Step::Kind::InputCopy: {
       const IO& io = inputs_[step.index];
-      cb.copy_buffer(*io.staging, buffer_of(io.tensor), 0, 0, info(io.tensor).nbytes());
+      Bound dst = buffer_of(io.tensor);
+      cb.copy_buffer(io.staging->handle(), dst.buffer, 0, dst.offset, info(io.tensor).nbytes(),
+                     false);
       break;
     }
     case Step::Kind::OutputCopy: {
       const IO& io = outputs_[step.index];
-      cb.copy_buffer(buffer_of(io.tensor), *io.staging, 0, 0, info(io.tensor).nbytes());
+      Bound src = buffer_of(io.tensor);
+      cb.copy_buffer(src.buffer, io.staging->handle(), src.offset, 0, info(io.tensor).nbytes(),
+                     true);
       break;
     }
     case Step::Kind::Node: {
       const Node& n = nodes_[step.index];
       if (n.kind == Node::Kind::Copy) {
-        cb.copy_buffer(buffer_of(n.src), buffer_of(n.dst), n.src_offset, n.dst_offset, n.bytes);
+        Bound src = buffer_of(n.src), dst = buffer_of(n.dst);
+        cb.copy_buffer(src.buffer, dst.buffer, src.offset + n.src_offset, dst.offset + n.dst_offset,
+                       n.bytes, dst.host_visible);
       } else {
         const DispatchDesc& d = n.dispatch;
         cb.bind_pipeline(n.pipeline->pipeline);
         cb.bind_descriptor_set(n.pipeline->layout, n.set);
         cb.push_constants(n.pipeline->layout, d.push.data(), static_cast<uint32_t>(d.push.size()));
         cb.dispatch(d.groups[0], d.groups[1], d.groups[2]);
+        for (auto& b : d.bindings) {
+          Bound bound = buffer_of(b.tensor);
+          if (b.access != Access::Read && bound.host_visible)
+            cb.note_device_write(bound.buffer, info(b.tensor).nbytes(),
+                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+        }
       }
       if (options_.profile && timestamps_)
         cb.write_timestamp(VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(),
@@ -408,8 +530,27 @@ void ComputeGraph::record_step(vk::CommandBuffer& cb, const Step& step, HazardTr
 // Records the command buffers once. Replay wraps around (DESIGN.md rule 1): run N+1 follows
 // run N on the queue, so the tracker starts from the state one full pass leaves behind, and
 // the first access of each resource is ordered against its last access in the previous run.
-void ComputeGraph::encode(bool submit_chunks) {
+void ComputeGraph::encode(bool submit_chunks, const vk::SubmitSync& sync) {
+  for (auto* list : {&inputs_, &outputs_})
+    for (auto& io : *list)
+      if (io.mode == IOMode::External && !storages_[info(io.tensor).storage].external.buffer)
+        throw Error(ErrorKind::InvalidState,
+                    "external '" + io.name + "' has no buffer bound (bind_external)");
+  for (auto& n : nodes_)
+    if (n.kind == Node::Kind::Dispatch) write_descriptors(n);
   std::vector<Step> all = steps();
+  const bool external = has_external();
+  // Memory the graph does not track (DESIGN.md rule 6): order the app's earlier accesses
+  // before this graph's, and this graph's writes before the app's later accesses.
+  vk::PipelineBarrier entry, exit;
+  const ExternalSync& ext = options_.external;
+  entry.add_global(ext.before_stage, ext.before_access,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  exit.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, ext.after_stage,
+                  ext.after_access);
   HazardTracker dry;
   for (auto& s : all)
     for (auto& [buffer, access] : s.accesses) {
@@ -431,6 +572,8 @@ void ComputeGraph::encode(bool submit_chunks) {
       cb.reset_queries(timestamps_->handle(), 0, timestamps_->count());
       cb.write_timestamp(VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_->handle(), 0);
     }
+    if (first && external && !options_.testing_omit_external_entry_barrier)
+      cb.record_barrier(entry);
     size_t node_end = std::min(nodes_.size(), (c + 1) * per);
     while (next < all.size()) {
       const Step& s = all[next];
@@ -440,6 +583,7 @@ void ComputeGraph::encode(bool submit_chunks) {
       ++next;
     }
     if (last) {
+      if (external && !options_.testing_omit_external_exit_barrier) cb.record_barrier(exit);
       if (timestamps_ && !options_.profile)
         cb.write_timestamp(VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_->handle(), 1);
       // DESIGN.md rule 4: all device writes -> host reads, recorded once, replayed each run.
@@ -450,8 +594,13 @@ void ComputeGraph::encode(bool submit_chunks) {
     recorded_.push_back(cb.handle());
     recorded_ids_.push_back(cb.id());
     if (submit_chunks) {
+      // Waits gate the first chunk, signals follow the last.
+      vk::SubmitSync chunk_sync;
+      if (first) chunk_sync.waits = sync.waits;
+      if (last) chunk_sync.signals = sync.signals;
       cb.mark_submitted();
-      context_->submit({cb.handle()}, {cb.id()}, last ? fence_->handle() : VK_NULL_HANDLE);
+      context_->submit({cb.handle()}, {cb.id()}, last ? fence_->handle() : VK_NULL_HANDLE,
+                       chunk_sync);
     }
   }
   stats_.command_buffers = recorded_.size();
@@ -471,6 +620,8 @@ void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
   require_idle("copy_to_input");
   prepare();
   const IO& io = inputs_[i];
+  check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
+        "input '" + io.name + "' is external: write its bound buffer instead");
   size_t expected = info(io.tensor).nbytes();
   if (bytes != expected)
     throw Error(ErrorKind::InvalidArgument,
@@ -480,14 +631,19 @@ void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
   if (bytes) io.staging->copy_in(data, bytes);
 }
 
-void ComputeGraph::submit() {
+void ComputeGraph::submit(const vk::SubmitSync& sync) {
   require_idle("submit");
   prepare();
+  // Host-pointer inputs: copy into the graph's buffer, or flush imported non-coherent memory.
+  for (auto& io : inputs_) {
+    if (io.host_copy) io.host_copy->copy_in(io.host, info(io.tensor).nbytes());
+    if (io.import) io.import->flush();
+  }
   if (!encoded_) {
-    encode(/*submit_chunks=*/true);
+    encode(/*submit_chunks=*/true, sync);
   } else {
     for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_submitted();
-    context_->submit(recorded_, recorded_ids_, fence_->handle());
+    context_->submit(recorded_, recorded_ids_, fence_->handle(), sync);
   }
   in_flight_ = true;
 }
@@ -499,6 +655,11 @@ void ComputeGraph::wait() {
   for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
   in_flight_ = false;
   executed_ = true;
+  // Host-pointer outputs: after the device->host barrier and the fence, make them visible.
+  for (auto& io : outputs_) {
+    if (io.import) io.import->invalidate();
+    if (io.host_copy) io.host_copy->copy_out(io.host, info(io.tensor).nbytes());
+  }
 }
 
 void ComputeGraph::execute() {
@@ -514,6 +675,8 @@ void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
   require_idle("copy_from_output");
   check(executed_, ErrorKind::InvalidState, "copy_from_output before any execute()");
   const IO& io = outputs_[i];
+  check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
+        "output '" + io.name + "' is external: read its bound buffer instead");
   size_t expected = info(io.tensor).nbytes();
   if (bytes != expected)
     throw Error(ErrorKind::InvalidArgument, "output '" + io.name + "' holds " +

@@ -116,11 +116,16 @@ void CommandBuffer::dispatch(uint32_t x, uint32_t y, uint32_t z) {
 
 void CommandBuffer::copy_buffer(const Buffer& src, const Buffer& dst, VkDeviceSize src_offset,
                                 VkDeviceSize dst_offset, VkDeviceSize size) {
+  copy_buffer(src.handle(), dst.handle(), src_offset, dst_offset, size, dst.host_visible());
+}
+
+void CommandBuffer::copy_buffer(VkBuffer src, VkBuffer dst, VkDeviceSize src_offset,
+                                VkDeviceSize dst_offset, VkDeviceSize size, bool dst_host_visible) {
   require(State::Recording, "copy_buffer");
   VkBufferCopy region{src_offset, dst_offset, size};
-  vkCmdCopyBuffer(handle_, src.handle(), dst.handle(), 1, &region);
-  if (dst.host_visible())
-    note_device_write(dst, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+  vkCmdCopyBuffer(handle_, src, dst, 1, &region);
+  if (dst_host_visible)
+    note_device_write(dst, size, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
 }
 
 void CommandBuffer::reset_queries(VkQueryPool pool, uint32_t first, uint32_t count) {
@@ -134,12 +139,12 @@ void CommandBuffer::write_timestamp(VkPipelineStageFlagBits stage, VkQueryPool p
   vkCmdWriteTimestamp(handle_, stage, pool, index);
 }
 
-void CommandBuffer::note_device_write(const Buffer& buffer, VkPipelineStageFlags stage,
-                                      VkAccessFlags access) {
+void CommandBuffer::note_device_write(VkBuffer buffer, VkDeviceSize size,
+                                      VkPipelineStageFlags stage, VkAccessFlags access) {
   if (SyncTrace* t = context_.trace()) {
     SyncEvent e{SyncEvent::Type::DeviceWrite};
-    e.resource = buffer.id();
-    e.size = buffer.size();
+    e.resource = reinterpret_cast<uint64_t>(buffer);
+    e.size = size;
     e.src_stage = stage;
     e.src_access = access;
     t->record(id_, std::move(e));

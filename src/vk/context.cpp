@@ -241,18 +241,27 @@ void Context::init(const ContextOptions& options) {
   }
   device_index_ = static_cast<uint32_t>(chosen);
   physical_device_ = devices[chosen];
+  query_device(std::nullopt);
+  create_device();
+  finish(options);
+}
+
+void Context::query_device(std::optional<uint32_t> requested_family) {
   vkGetPhysicalDeviceProperties(physical_device_, &properties_);
   if (properties_.apiVersion < VK_API_VERSION_1_1)
     throw Error(ErrorKind::Unsupported,
                 std::string("device ") + properties_.deviceName + " supports only Vulkan 1.0");
-
   // A compute queue; prefer a compute-only family.
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &nq, nullptr);
   std::vector<VkQueueFamilyProperties> qfs(nq);
   vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &nq, qfs.data());
-  int family = -1;
-  for (uint32_t i = 0; i < nq; ++i) {
+  int family = requested_family ? static_cast<int>(*requested_family) : -1;
+  if (family >= static_cast<int>(nq) ||
+      (family >= 0 && !(qfs[family].queueFlags & VK_QUEUE_COMPUTE_BIT)))
+    throw Error(ErrorKind::InvalidArgument,
+                "queue family " + std::to_string(family) + " has no compute support");
+  for (uint32_t i = 0; i < nq && !requested_family; ++i) {
     if (!(qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
     if (family < 0 || !(qfs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
       if (family < 0 || (qfs[family].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = i;
@@ -274,16 +283,20 @@ void Context::init(const ContextOptions& options) {
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   VkPhysicalDevice16BitStorageFeatures s16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features f16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceTimelineSemaphoreFeatures tl{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   f2.pNext = &s16;
-  s16.pNext = &f16;
+  s16.pNext = &s8;
+  s8.pNext = &f16;
   f16.pNext = &tl;
   vkGetPhysicalDeviceFeatures2(physical_device_, &f2);
   bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
   features_.storage_buffer_16bit = s16.storageBuffer16BitAccess;
+  features_.storage_buffer_8bit =
+      (api12 || has_ext("VK_KHR_8bit_storage")) && s8.storageBuffer8BitAccess;
   features_.shader_float16 = (api12 || has_ext("VK_KHR_shader_float16_int8")) && f16.shaderFloat16;
   features_.shader_int64 = f2.features.shaderInt64;
   features_.timeline_semaphores = (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
@@ -303,6 +316,10 @@ void Context::init(const ContextOptions& options) {
                                   (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   features_.min_imported_host_pointer_alignment = hostp.minImportedHostPointerAlignment;
 
+}
+
+void Context::create_device() {
+  bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
   // Logical device.
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -314,6 +331,8 @@ void Context::init(const ContextOptions& options) {
   VkPhysicalDevice16BitStorageFeatures e16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   e16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
+  VkPhysicalDevice8BitStorageFeatures e8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  e8.storageBuffer8BitAccess = features_.storage_buffer_8bit;
   VkPhysicalDeviceShaderFloat16Int8Features ef16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   ef16.shaderFloat16 = features_.shader_float16;
@@ -321,7 +340,8 @@ void Context::init(const ContextOptions& options) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   etl.timelineSemaphore = features_.timeline_semaphores;
   enable.pNext = &e16;
-  e16.pNext = &ef16;
+  e16.pNext = &e8;
+  e8.pNext = &ef16;
   ef16.pNext = &etl;
   std::vector<const char*> dev_exts;
   if (features_.external_memory_host) {
@@ -330,6 +350,7 @@ void Context::init(const ContextOptions& options) {
   }
   if (!api12) {
     if (features_.shader_float16) dev_exts.push_back("VK_KHR_shader_float16_int8");
+    if (features_.storage_buffer_8bit) dev_exts.push_back("VK_KHR_8bit_storage");
     if (features_.timeline_semaphores) dev_exts.push_back("VK_KHR_timeline_semaphore");
   }
   if (features_.cooperative_matrix_nv) dev_exts.push_back("VK_NV_cooperative_matrix");
@@ -342,6 +363,9 @@ void Context::init(const ContextOptions& options) {
   check_vk(vkCreateDevice(physical_device_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
+}
+
+void Context::finish(const ContextOptions& options) {
   MemoryAllocator::Options mo;
   mo.budget = options.memory_budget;
   mo.force_non_coherent = force_non_coherent_;
@@ -349,10 +373,32 @@ void Context::init(const ContextOptions& options) {
   pipelines_ = std::make_unique<PipelineCache>(*this);
 }
 
+std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,
+                                        const ContextOptions& options) {
+  check(external.instance && external.physical_device && external.device && external.queue,
+        ErrorKind::InvalidArgument, "adopt: instance, physical device, device and queue are required");
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->owns_device_ = false;
+  ctx->instance_ = external.instance;
+  ctx->physical_device_ = external.physical_device;
+  ctx->device_ = external.device;
+  ctx->queue_ = external.queue;
+  ctx->force_non_coherent_ =
+      options.force_non_coherent.value_or(env_flag("VKGRAPH_FORCE_NONCOHERENT"));
+  if (options.sync_trace) ctx->trace_ = std::make_unique<SyncTrace>();
+  ctx->query_device(external.queue_family);
+  if (external.features) ctx->features_ = *external.features;
+  ctx->finish(options);
+  return ctx;
+}
+
 Context::~Context() {
-  if (device_) vkDeviceWaitIdle(device_);
+  // Graphs hold the Context alive and wait for their own work, so only an owned device
+  // needs a full drain here; an adopted device's other work is the app's business.
+  if (device_ && owns_device_) vkDeviceWaitIdle(device_);
   pipelines_.reset();
   allocator_.reset();
+  if (!owns_device_) return;
   if (device_) vkDestroyDevice(device_, nullptr);
   if (messenger_) {
     auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
@@ -363,18 +409,40 @@ Context::~Context() {
 }
 
 void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
-                     const std::vector<uint64_t>& ids, VkFence fence,
-                     const std::vector<VkSemaphore>& wait,
-                     const std::vector<VkPipelineStageFlags>& wait_stages,
-                     const std::vector<VkSemaphore>& signal) {
+                     const std::vector<uint64_t>& ids, VkFence fence, const SubmitSync& sync) {
+  std::vector<VkSemaphore> waits, signals;
+  std::vector<VkPipelineStageFlags> stages;
+  std::vector<uint64_t> wait_values, signal_values;
+  bool timeline = false;
+  for (auto& w : sync.waits) {
+    waits.push_back(w.semaphore);
+    stages.push_back(w.stage);
+    wait_values.push_back(w.value);
+    timeline |= w.value != 0;
+  }
+  for (auto& s : sync.signals) {
+    signals.push_back(s.semaphore);
+    signal_values.push_back(s.value);
+    timeline |= s.value != 0;
+  }
+  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  tsi.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+  tsi.pWaitSemaphoreValues = wait_values.data();
+  tsi.signalSemaphoreValueCount = static_cast<uint32_t>(signal_values.size());
+  tsi.pSignalSemaphoreValues = signal_values.data();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  if (timeline) {
+    check(features_.timeline_semaphores, ErrorKind::Unsupported,
+          "timeline semaphore values given, but the device lacks timeline semaphores");
+    si.pNext = &tsi;
+  }
   si.commandBufferCount = static_cast<uint32_t>(command_buffers.size());
   si.pCommandBuffers = command_buffers.data();
-  si.waitSemaphoreCount = static_cast<uint32_t>(wait.size());
-  si.pWaitSemaphores = wait.data();
-  si.pWaitDstStageMask = wait_stages.data();
-  si.signalSemaphoreCount = static_cast<uint32_t>(signal.size());
-  si.pSignalSemaphores = signal.data();
+  si.waitSemaphoreCount = static_cast<uint32_t>(waits.size());
+  si.pWaitSemaphores = waits.data();
+  si.pWaitDstStageMask = stages.data();
+  si.signalSemaphoreCount = static_cast<uint32_t>(signals.size());
+  si.pSignalSemaphores = signals.data();
   std::lock_guard<std::mutex> lock(queue_mutex_);
   if (trace_) {
     SyncEvent e{SyncEvent::Type::Submit};

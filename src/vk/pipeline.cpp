@@ -119,6 +119,13 @@ VkDescriptorSet DescriptorPool::allocate(VkDescriptorSetLayout layout,
   ai.pSetLayouts = &layout;
   VkDescriptorSet set;
   check_vk(vkAllocateDescriptorSets(context_.device(), &ai, &set), "vkAllocateDescriptorSets");
+  write(set, buffers, offsets, sizes);
+  return set;
+}
+
+void DescriptorPool::write(VkDescriptorSet set, const std::vector<VkBuffer>& buffers,
+                           const std::vector<VkDeviceSize>& offsets,
+                           const std::vector<VkDeviceSize>& sizes) {
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (uint32_t i = 0; i < buffers.size(); ++i) {
@@ -132,7 +139,6 @@ VkDescriptorSet DescriptorPool::allocate(VkDescriptorSetLayout layout,
   }
   vkUpdateDescriptorSets(context_.device(), static_cast<uint32_t>(writes.size()), writes.data(),
                          0, nullptr);
-  return set;
 }
 
 TimestampPool::TimestampPool(Context& context, uint32_t count) : context_(context), count_(count) {

@@ -18,6 +18,7 @@
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/command.h"
 #include "vkgraph/vk/context.h"
+#include "vkgraph/vk/host_import.h"
 #include "vkgraph/vk/pipeline.h"
 
 namespace vkgraph {
@@ -47,6 +48,33 @@ struct DispatchDesc {
   std::string label;  // names the node in errors and profiles, e.g. "Conv /layer1/conv"
 };
 
+// An app-owned buffer bound as a graph input or output: no staging copy (zero-copy I/O).
+struct ExternalBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;         // bytes available from offset
+  VkBufferUsageFlags usage = 0;  // the usage the app created it with; needs STORAGE_BUFFER
+};
+
+// How the app uses external buffers around the graph (DESIGN.md rule 6). The graph does not
+// track that memory, so it records global barriers at its entry (the app's earlier accesses
+// -> this graph's) and exit (this graph's writes -> the app's later accesses). The defaults
+// are correct whatever the app does; narrow them when you know the stage and access.
+struct ExternalSync {
+  VkPipelineStageFlags before_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  VkAccessFlags before_access = VK_ACCESS_MEMORY_WRITE_BIT;
+  VkPipelineStageFlags after_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  VkAccessFlags after_access = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+};
+
+enum class IOMode {
+  Staged,    // the graph owns the tensor; copy_to_input / copy_from_output move the data
+  External,  // the app binds a buffer or a host pointer; nothing is copied by the graph
+};
+
+// Which path bind_host_pointer took.
+enum class HostIOPath { Imported, Copied };
+
 struct GraphOptions {
   uint32_t nodes_per_command_buffer = 64;  // chunk size for submission
   bool plan_memory = true;                 // share activation memory between tensors by lifetime
@@ -55,6 +83,9 @@ struct GraphOptions {
   // (sync trace audit, synchronization validation) can fail.
   bool testing_omit_final_barrier = false;
   int testing_drop_barrier_before_node = -1;
+  bool testing_omit_external_entry_barrier = false;
+  bool testing_omit_external_exit_barrier = false;
+  ExternalSync external;
 };
 
 struct TensorInfo {
@@ -92,8 +123,8 @@ class ComputeGraph {
   // Same bytes, new shape (Reshape, Flatten, Squeeze, Unsqueeze cost nothing).
   TensorRef add_view(TensorRef source, Shape shape, std::string name = "");
   TensorRef add_constant(HostTensor value, std::string name = "");
-  TensorRef add_input(Shape shape, DType dtype, std::string name);
-  void add_output(TensorRef tensor, std::string name);
+  TensorRef add_input(Shape shape, DType dtype, std::string name, IOMode mode = IOMode::Staged);
+  void add_output(TensorRef tensor, std::string name, IOMode mode = IOMode::Staged);
   void add_dispatch(DispatchDesc desc);
   void add_copy(TensorRef src, TensorRef dst, uint64_t src_offset, uint64_t dst_offset,
                 uint64_t bytes, std::string label = "copy");
@@ -115,8 +146,18 @@ class ComputeGraph {
   TensorRef output(size_t i) const;
   // `bytes` must equal the tensor's size exactly.
   void copy_to_input(size_t i, const void* data, size_t bytes);
+  // Binds an app buffer to an External input or output (by name). Rebinding after the first
+  // execute re-records the command buffers.
+  void bind_external(const std::string& name, const ExternalBuffer& buffer);
+  // Binds app host memory to an External input or output: imported (zero-copy) where the
+  // device allows (VK_EXT_external_memory_host, aligned pointer and size), else through a
+  // graph-owned host-visible buffer and a memcpy at submit (inputs) / wait (outputs). The
+  // memory must stay valid while bound; outputs are readable there after wait().
+  HostIOPath bind_host_pointer(const std::string& name, void* pointer, size_t bytes);
   void execute();  // submit() + wait()
-  void submit();   // asynchronous; outputs may be read only after wait()
+  // Asynchronous; outputs may be read only after wait(). `sync` adds semaphores to wait on
+  // (producers on other queues) and to signal (consumers).
+  void submit(const vk::SubmitSync& sync = {});
   void wait();
   bool in_flight() const { return in_flight_; }
   void copy_from_output(size_t i, void* data, size_t bytes);
@@ -133,16 +174,29 @@ class ComputeGraph {
   struct IO {
     TensorRef tensor;
     std::string name;
+    IOMode mode = IOMode::Staged;
     std::unique_ptr<vk::StagingBuffer> staging;
+    // Host pointer bindings of External IO.
+    void* host = nullptr;
+    std::unique_ptr<vk::HostImport> import;
+    std::unique_ptr<vk::StagingBuffer> host_copy;  // fallback when import is impossible
   };
+  struct Bound {
+    VkBuffer buffer;
+    VkDeviceSize offset;
+    bool host_visible;
+  };
+  IO& find_io(const std::string& name);
+  void write_descriptors(Node& node);
+  bool has_external() const;
   TensorRef new_tensor(Shape shape, DType dtype, std::string name, int32_t storage);
   void plan_and_allocate();
   void prepack();
   std::vector<Step> steps();
-  void encode(bool submit_chunks);
+  void encode(bool submit_chunks, const vk::SubmitSync& sync);
   void record_step(vk::CommandBuffer& cb, const Step& step, HazardTracker& tracker, size_t index);
   void require_idle(const char* what) const;
-  const vk::Buffer& buffer_of(TensorRef t) const;
+  Bound buffer_of(TensorRef t) const;
 
   std::shared_ptr<vk::Context> context_;
   GraphOptions options_;

@@ -51,10 +51,14 @@ class CommandBuffer {
   void dispatch(uint32_t x, uint32_t y, uint32_t z);
   void copy_buffer(const Buffer& src, const Buffer& dst, VkDeviceSize src_offset,
                    VkDeviceSize dst_offset, VkDeviceSize size);
+  // Same for buffers vkgraph does not own; `dst_host_visible` makes the trace note the write.
+  void copy_buffer(VkBuffer src, VkBuffer dst, VkDeviceSize src_offset, VkDeviceSize dst_offset,
+                   VkDeviceSize size, bool dst_host_visible);
   void reset_queries(VkQueryPool pool, uint32_t first, uint32_t count);
   void write_timestamp(VkPipelineStageFlagBits stage, VkQueryPool pool, uint32_t index);
   // Tells the trace that a command in this buffer writes host-visible `buffer`.
-  void note_device_write(const Buffer& buffer, VkPipelineStageFlags stage, VkAccessFlags access);
+  void note_device_write(VkBuffer buffer, VkDeviceSize size, VkPipelineStageFlags stage,
+                         VkAccessFlags access);
 
   // Submission bookkeeping (Executable -> Pending -> Executable).
   void mark_submitted();

@@ -34,6 +34,7 @@ struct ContextOptions {
 
 struct DeviceFeatures {
   bool storage_buffer_16bit = false;
+  bool storage_buffer_8bit = false;  // Bool tensors: one byte per element
   bool shader_float16 = false;
   bool shader_int64 = false;
   bool subgroup_arithmetic = false;
@@ -47,6 +48,37 @@ struct DeviceFeatures {
   bool timeline_semaphores = false;
 };
 
+// Vulkan objects an app already has. vkgraph uses them without owning or destroying them.
+// The device must have been created with the features vkgraph uses where the physical device
+// offers them (shaderInt64, storageBuffer8BitAccess/16BitAccess, timelineSemaphore, and the
+// VK_EXT_external_memory_host extension for host imports); `features` overrides what vkgraph
+// assumes was enabled.
+// Queue sharing rule: vkgraph locks its own mutex around vkQueueSubmit; an app that also
+// submits to this queue must hold Context::queue_mutex() while it does.
+struct ExternalDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  std::optional<DeviceFeatures> features;
+};
+
+// Semaphores for one submission. `value` is used for timeline semaphores (0 = binary).
+struct SemaphoreWait {
+  VkSemaphore semaphore;
+  VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  uint64_t value = 0;
+};
+struct SemaphoreSignal {
+  VkSemaphore semaphore;
+  uint64_t value = 0;
+};
+struct SubmitSync {
+  std::vector<SemaphoreWait> waits;
+  std::vector<SemaphoreSignal> signals;
+};
+
 struct PhysicalDeviceInfo {
   uint32_t index;
   std::string name;
@@ -58,6 +90,10 @@ struct PhysicalDeviceInfo {
 class Context {
  public:
   static std::shared_ptr<Context> create(const ContextOptions& options = {});
+  // Runs on the app's device and queue (options.validation and options.device are ignored:
+  // the app made those choices).
+  static std::shared_ptr<Context> adopt(const ExternalDevice& external,
+                                        const ContextOptions& options = {});
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -82,9 +118,10 @@ class Context {
 
   // vkQueueSubmit under the queue mutex; records a Submit event in the trace.
   void submit(const std::vector<VkCommandBuffer>& command_buffers, const std::vector<uint64_t>& ids,
-              VkFence fence, const std::vector<VkSemaphore>& wait = {},
-              const std::vector<VkPipelineStageFlags>& wait_stages = {},
-              const std::vector<VkSemaphore>& signal = {});
+              VkFence fence, const SubmitSync& sync = {});
+  // Held by vkgraph around every submission; an app sharing the queue holds it too.
+  std::mutex& queue_mutex() { return queue_mutex_; }
+  bool owns_device() const { return owns_device_; }
 
   // Messages from the validation layer (errors and warnings) since creation or the last clear.
   std::vector<std::string> validation_messages() const;
@@ -93,6 +130,9 @@ class Context {
  private:
   Context() = default;
   void init(const ContextOptions& options);
+  void query_device(std::optional<uint32_t> requested_family);
+  void create_device();
+  void finish(const ContextOptions& options);
   void add_validation_message(std::string message);
   friend struct DebugCallback;
 
@@ -107,6 +147,7 @@ class Context {
   DeviceFeatures features_;
   bool validation_ = false;
   bool force_non_coherent_ = false;
+  bool owns_device_ = true;
   std::unique_ptr<MemoryAllocator> allocator_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<SyncTrace> trace_;

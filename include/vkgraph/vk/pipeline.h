@@ -75,6 +75,9 @@ class DescriptorPool {
   VkDescriptorSet allocate(VkDescriptorSetLayout layout, const std::vector<VkBuffer>& buffers,
                            const std::vector<VkDeviceSize>& offsets,
                            const std::vector<VkDeviceSize>& sizes);
+  // Re-points an existing set (not in use by pending command buffers).
+  void write(VkDescriptorSet set, const std::vector<VkBuffer>& buffers,
+             const std::vector<VkDeviceSize>& offsets, const std::vector<VkDeviceSize>& sizes);
 
  private:
   Context& context_;
