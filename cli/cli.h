@@ -1,0 +1,37 @@
+#pragma once
+// Pieces of the vkgraph command-line tool shared between its commands.
+#include <string>
+#include <vector>
+
+#include "vkgraph/session.h"
+
+namespace vkgraph::cli {
+
+// Prints every validation-layer message the context collected; 1 if there were any.
+int report_validation(vk::Context& context);
+
+// `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.
+int run_demo(const vk::ContextOptions& options);
+
+struct CaseResult {
+  enum class Status { Pass, Fail, Unsupported, Error } status;
+  std::string detail;  // why it failed / what is unsupported
+};
+
+struct Tolerance {
+  double rtol = 1e-3;
+  double atol = 1e-4;
+};
+
+// Runs one ONNX test-layout folder (model.onnx + test_data_set_*/{input,output}_N.pb).
+CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol);
+const char* status_name(CaseResult::Status s);
+
+// `vkgraph conformance DIR...`: every case folder under each DIR; prints a summary per DIR.
+// With `expect_file`, fails (returns 1) if a case listed there does not pass. With
+// `write_passes`, writes the passing cases there.
+int run_conformance(const std::vector<std::string>& roots, const std::string& expect_file,
+                    const std::string& write_passes, const std::string& filter,
+                    const vk::ContextOptions& options, bool verbose);
+
+}  // namespace vkgraph::cli

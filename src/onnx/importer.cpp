@@ -1,0 +1,239 @@
+#include "onnx/importer.h"
+
+#include "vkgraph/error.h"
+#include "vkgraph/onnx_tensor.h"
+
+namespace vkgraph::onnx_import {
+
+Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
+                   const std::map<std::string, Shape>& input_shapes, bool fuse)
+    : model_(model), graph_(graph), fuse_(fuse) {
+  for (auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = static_cast<int>(op.version());
+  if (opset_ == 0 && model.opset_import_size() == 0) opset_ = 1;
+  // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
+  // did not change (legacy attributes such as broadcast/axis are handled where they exist).
+  if (opset_ < 1 || opset_ > 21)
+    throw Error(ErrorKind::Unsupported,
+                "model uses ai.onnx opset " + std::to_string(opset_) + "; supported: 1 to 21");
+  register_elementwise(lowerings_);
+  register_nn(lowerings_);
+  register_tensor(lowerings_);
+  add_inputs(input_shapes);
+}
+
+Value Importer::device_value(ComputeGraph& g, TensorRef t) {
+  TensorInfo ti = g.info(t);
+  Value v;
+  v.tensor = t;
+  v.shape = ti.shape;
+  v.dtype = ti.dtype;
+  return v;
+}
+
+void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes) {
+  const onnx::GraphProto& g = model_.graph();
+  for (auto& init : g.initializer()) {
+    if (init.name().empty()) throw Error(ErrorKind::ModelFormat, "initializer without a name");
+    Value v;
+    v.constant = onnx_io::tensor_from_proto(init);
+    v.shape = v.constant->shape;
+    v.dtype = v.constant->dtype;
+    values_[init.name()] = std::move(v);
+  }
+  for (auto& in : g.input()) {
+    if (values_.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+    auto it = input_shapes.find(in.name());
+    if (it == input_shapes.end())
+      throw Error(ErrorKind::InvalidArgument, "no shape for model input '" + in.name() + "'");
+    if (!in.type().has_tensor_type())
+      throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
+    DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
+    values_[in.name()] = device_value(graph_, graph_.add_input(it->second, dtype, in.name()));
+  }
+  for (auto& out : g.output()) graph_outputs_.insert(out.name());
+  for (auto& node : g.node())
+    for (auto& name : node.input())
+      if (!name.empty()) consumers_[name].push_back(&node);
+}
+
+void Importer::build() {
+  const onnx::GraphProto& g = model_.graph();
+  for (auto& node : g.node()) visit(node);
+  for (auto& out : g.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end())
+      throw Error(ErrorKind::ModelFormat, "model output '" + out.name() + "' is never computed");
+    graph_.add_output(tensor(it->second, out.name()), out.name());
+  }
+}
+
+bool Importer::try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs) {
+  const std::string& op = node.op_type();
+  if (!fold::can_fold(op)) return false;
+  std::vector<const HostTensor*> inputs;
+  std::vector<HostTensor> placeholders;  // Shape/Size need only the shape
+  placeholders.reserve(node.input_size());
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (node.input(i).empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Value& v = input(node, i);
+    if (v.constant) {
+      inputs.push_back(&*v.constant);
+    } else if ((op == "Shape" || op == "Size") && i == 0) {
+      HostTensor p;
+      p.dtype = v.dtype;
+      p.shape = v.shape;
+      placeholders.push_back(std::move(p));
+      inputs.push_back(&placeholders.back());
+    } else {
+      return false;
+    }
+  }
+  std::vector<HostTensor> results;
+  try {
+    results = fold::evaluate(op, attrs, inputs, opset_);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unsupported) return false;  // the device will compute it
+    throw Error(e.kind(), where(node) + ": " + e.message());
+  }
+  for (size_t i = 0; i < results.size() && i < static_cast<size_t>(node.output_size()); ++i) {
+    Value v;
+    v.shape = results[i].shape;
+    v.dtype = results[i].dtype;
+    v.constant = std::move(results[i]);
+    values_[node.output(i)] = std::move(v);
+  }
+  return true;
+}
+
+void Importer::visit(const onnx::NodeProto& node) {
+  if (absorbed_.count(&node)) return;
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    throw Error(ErrorKind::Unsupported,
+                where(node) + ": operator domain '" + node.domain() + "' is not supported");
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty() && !values_.count(node.input(i)))
+      throw Error(ErrorKind::ModelFormat, where(node) + ": input '" + node.input(i) +
+                                              "' is not produced by any earlier node");
+  fold::Attrs attrs;
+  try {
+    attrs = fold::attrs_from_node(node);
+  } catch (const Error& e) {
+    throw Error(e.kind(), where(node) + ": " + e.message());
+  }
+  if (node.op_type() == "Constant") {
+    const HostTensor* t = attrs.find_tensor("value");
+    if (!t) {
+      if (auto it = attrs.floats.find("value_float"); it != attrs.floats.end())
+        values_[node.output(0)].constant =
+            HostTensor::from(DType::Float32, {}, std::vector<float>{it->second});
+      else if (auto jt = attrs.ints.find("value_int"); jt != attrs.ints.end())
+        values_[node.output(0)].constant =
+            HostTensor::from(DType::Int64, {}, std::vector<int64_t>{jt->second});
+      else if (auto* l = attrs.find_ints("value_ints"))
+        values_[node.output(0)].constant =
+            HostTensor::from(DType::Int64, {static_cast<int64_t>(l->size())}, *l);
+      else if (auto ft = attrs.float_lists.find("value_floats"); ft != attrs.float_lists.end())
+        values_[node.output(0)].constant =
+            HostTensor::from(DType::Float32, {static_cast<int64_t>(ft->second.size())}, ft->second);
+      else
+        fail(node, "Constant without a supported value attribute");
+    } else {
+      values_[node.output(0)].constant = *t;
+    }
+    Value& v = values_[node.output(0)];
+    v.shape = v.constant->shape;
+    v.dtype = v.constant->dtype;
+    return;
+  }
+  if (try_fold(node, attrs)) return;
+  auto it = lowerings_.find(node.op_type());
+  if (it == lowerings_.end())
+    throw Error(ErrorKind::Unsupported, "unsupported operator " + where(node));
+  pending_absorbed_.clear();
+  std::vector<Value> outs = it->second(*this, node, attrs);
+  if (outs.empty()) fail(node, "lowering produced no output");
+  for (const onnx::NodeProto* c : pending_absorbed_) values_[c->output(0)] = outs[0];
+  pending_absorbed_.clear();
+  for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(node.output_size()); ++i)
+    if (!node.output(i).empty()) values_[node.output(i)] = std::move(outs[i]);
+}
+
+size_t Importer::num_inputs(const onnx::NodeProto& node) const {
+  size_t n = node.input_size();
+  while (n > 0 && node.input(n - 1).empty()) --n;
+  return n;
+}
+
+bool Importer::has_input(const onnx::NodeProto& node, size_t i) const {
+  return i < static_cast<size_t>(node.input_size()) && !node.input(i).empty();
+}
+
+const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
+  if (!has_input(node, i)) fail(node, "missing input " + std::to_string(i));
+  return values_.at(node.input(i));
+}
+
+TensorRef Importer::tensor(Value& v, const std::string& name) {
+  if (!v.tensor.valid()) v.tensor = graph_.add_constant(*v.constant, name);
+  return v.tensor;
+}
+
+TensorRef Importer::tensor(const onnx::NodeProto& node, size_t i) {
+  input(node, i);
+  return tensor(values_.at(node.input(i)), node.input(i));
+}
+
+const HostTensor* Importer::constant(const onnx::NodeProto& node, size_t i) const {
+  if (!has_input(node, i)) return nullptr;
+  const Value& v = values_.at(node.input(i));
+  return v.constant ? &*v.constant : nullptr;
+}
+
+std::string Importer::where(const onnx::NodeProto& node) const {
+  return node.op_type() + " node '" + node.name() + "' (opset " + std::to_string(opset_) + ")";
+}
+
+void Importer::fail(const onnx::NodeProto& node, const std::string& problem) const {
+  throw Error(ErrorKind::Unsupported, where(node) + ": " + problem);
+}
+
+void Importer::require_inputs(const onnx::NodeProto& node, size_t min, size_t max) const {
+  size_t n = num_inputs(node);
+  if (n < min || n > max)
+    throw Error(ErrorKind::ModelFormat, where(node) + ": has " + std::to_string(n) +
+                                            " inputs, expected " + std::to_string(min) +
+                                            (max != min ? " to " + std::to_string(max) : ""));
+  for (size_t i = 0; i < min; ++i)
+    if (!has_input(node, i))
+      throw Error(ErrorKind::ModelFormat,
+                  where(node) + ": required input " + std::to_string(i) + " is empty");
+}
+
+const onnx::NodeProto* Importer::sole_consumer(const onnx::NodeProto& node) const {
+  if (node.output_size() < 1 || graph_outputs_.count(node.output(0))) return nullptr;
+  auto it = consumers_.find(node.output(0));
+  if (it == consumers_.end() || it->second.size() != 1) return nullptr;
+  return it->second[0];
+}
+
+void Importer::absorb(const onnx::NodeProto& consumer) {
+  absorbed_.insert(&consumer);
+  pending_absorbed_.push_back(&consumer);
+}
+
+std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> Importer::take_activation(
+    const onnx::NodeProto& node, bool (*can_fuse)(ops::UnaryOp)) {
+  if (!fuse_) return std::nullopt;
+  const onnx::NodeProto* next = sole_consumer(node);
+  if (!next || next->input_size() < 1 || next->input(0) != node.output(0)) return std::nullopt;
+  auto act = activation_of(*next, *this);
+  if (!act || !can_fuse(act->first)) return std::nullopt;
+  absorb(*next);
+  return act;
+}
+
+}  // namespace vkgraph::onnx_import

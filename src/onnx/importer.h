@@ -1,0 +1,96 @@
+#pragma once
+// ONNX ModelProto -> ComputeGraph. Nodes are visited in order; a node whose inputs are all
+// known on the host is folded there (fold.h), everything else is lowered to graph ops by a
+// per-op lowering function. Lowerings live in lower_*.cpp, grouped by op family.
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "onnx/fold.h"
+#include "vkgraph/graph/compute_graph.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::onnx_import {
+
+// A value of the model: known on the host (a constant), on the device, or both.
+struct Value {
+  std::optional<HostTensor> constant;
+  TensorRef tensor;  // valid once on the device
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
+class Importer;
+using Lowering =
+    std::function<std::vector<Value>(Importer&, const onnx::NodeProto&, const fold::Attrs&)>;
+using LoweringTable = std::map<std::string, Lowering>;
+
+// Each lower_*.cpp adds its ops.
+void register_elementwise(LoweringTable& table);
+void register_nn(LoweringTable& table);
+void register_tensor(LoweringTable& table);
+
+class Importer {
+ public:
+  // `input_shapes` gives the concrete shape of every graph input.
+  Importer(const onnx::ModelProto& model, ComputeGraph& graph,
+           const std::map<std::string, Shape>& input_shapes, bool fuse);
+  void build();
+
+  // --- for lowerings ---
+  ComputeGraph& graph() { return graph_; }
+  int opset() const { return opset_; }
+  bool fuse() const { return fuse_; }
+  size_t num_inputs(const onnx::NodeProto& node) const;  // counts trailing omitted as absent
+  bool has_input(const onnx::NodeProto& node, size_t i) const;
+  const Value& input(const onnx::NodeProto& node, size_t i) const;
+  // The input as a device tensor, uploading a constant on first use.
+  TensorRef tensor(const onnx::NodeProto& node, size_t i);
+  TensorRef tensor(Value& value, const std::string& name);
+  // The input's host value, or null when it is only known on the device.
+  const HostTensor* constant(const onnx::NodeProto& node, size_t i) const;
+  // "Conv node 'conv1' (opset 13)": for error messages.
+  std::string where(const onnx::NodeProto& node) const;
+  [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& problem) const;
+  void require_inputs(const onnx::NodeProto& node, size_t min, size_t max) const;
+
+  // Fusion: the node that alone consumes `node`'s first output, when that output is not a
+  // model output; null otherwise.
+  const onnx::NodeProto* sole_consumer(const onnx::NodeProto& node) const;
+  // Marks `consumer` as computed by the node being lowered: its first output becomes that
+  // node's first output, and it is not visited itself.
+  void absorb(const onnx::NodeProto& consumer);
+  // If the sole consumer of `node` (the node being lowered, or one it absorbed) is an
+  // activation that a fused epilogue can apply, absorbs it and returns it.
+  std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> take_activation(
+      const onnx::NodeProto& node, bool (*can_fuse)(ops::UnaryOp));
+
+  static Value device_value(ComputeGraph& g, TensorRef t);
+
+ private:
+  void add_inputs(const std::map<std::string, Shape>& input_shapes);
+  void visit(const onnx::NodeProto& node);
+  bool try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs);
+
+  const onnx::ModelProto& model_;
+  ComputeGraph& graph_;
+  bool fuse_;
+  int opset_ = 0;
+  LoweringTable lowerings_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
+  std::set<std::string> graph_outputs_;
+  std::set<const onnx::NodeProto*> absorbed_;
+  std::vector<const onnx::NodeProto*> pending_absorbed_;
+};
+
+// The activation that UnaryOp + params express for an ONNX activation node, if any.
+std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(
+    const onnx::NodeProto& node, const Importer& importer);
+
+}  // namespace vkgraph::onnx_import

@@ -1,0 +1,421 @@
+// Neural-network ONNX ops: Conv, Gemm/MatMul, pooling, normalization, softmax, reductions.
+// Load-time fusions happen here: BatchNormalization folded into a preceding Conv, bias and
+// activations applied in the Conv/Gemm/MatMul epilogue.
+#include <cmath>
+
+#include "onnx/importer.h"
+#include "vkgraph/error.h"
+
+namespace vkgraph::onnx_import {
+namespace {
+
+using ops::UnaryOp;
+
+Value out(Importer& im, TensorRef t) { return Importer::device_value(im.graph(), t); }
+
+std::vector<int64_t> ints_or(const fold::Attrs& a, const char* name, std::vector<int64_t> fallback) {
+  const auto* v = a.find_ints(name);
+  return v ? *v : fallback;
+}
+
+float float_attr(const fold::Attrs& a, const char* name, float fallback) {
+  auto it = a.floats.find(name);
+  return it == a.floats.end() ? fallback : it->second;
+}
+
+std::string string_attr(const fold::Attrs& a, const char* name, const std::string& fallback) {
+  auto it = a.strings.find(name);
+  return it == a.strings.end() ? fallback : it->second;
+}
+
+// Pads for `spatial` dims: explicit, or from auto_pad (SAME_UPPER/SAME_LOWER/VALID).
+// Returns ONNX order: begins then ends.
+std::vector<int64_t> resolve_pads(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                                  const Shape& in, const std::vector<int64_t>& kernel,
+                                  const std::vector<int64_t>& strides,
+                                  const std::vector<int64_t>& dilations) {
+  size_t n = kernel.size();
+  std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    auto pads = ints_or(a, "pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) im.fail(node, "pads has " + std::to_string(pads.size()) + " values");
+    return pads;
+  }
+  std::vector<int64_t> pads(2 * n, 0);
+  if (auto_pad == "VALID") return pads;
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    im.fail(node, "unsupported auto_pad '" + auto_pad + "'");
+  for (size_t i = 0; i < n; ++i) {
+    int64_t size = in[2 + i];
+    int64_t out = (size + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size);
+    int64_t small = total / 2, big = total - small;
+    pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+    pads[i + n] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return pads;
+}
+
+// BatchNormalization after a Conv with constant weights becomes new weights and bias.
+bool fold_batch_norm(Importer& im, const onnx::NodeProto& conv, HostTensor& weight,
+                     std::optional<HostTensor>& bias, const onnx::NodeProto*& tail) {
+  const onnx::NodeProto* bn = im.sole_consumer(conv);
+  if (!bn || bn->op_type() != "BatchNormalization" || bn->input(0) != conv.output(0)) return false;
+  if (bn->output_size() > 1 && !bn->output(1).empty()) return false;
+  const HostTensor* p[4];
+  for (int i = 0; i < 4; ++i)
+    if (!(p[i] = im.constant(*bn, i + 1)) || p[i]->dtype != DType::Float32) return false;
+  fold::Attrs a = fold::attrs_from_node(*bn);
+  if (a.get_int("training_mode", 0)) return false;
+  float eps = float_attr(a, "epsilon", 1e-5f);
+  int64_t cout = weight.shape[0];
+  for (auto* t : p)
+    if (t->numel() != cout) return false;
+  int64_t per = weight.numel() / cout;
+  if (!bias) bias = HostTensor(DType::Float32, {cout});
+  for (int64_t c = 0; c < cout; ++c) {
+    double k = p[0]->data<float>()[c] / std::sqrt(static_cast<double>(p[3]->data<float>()[c]) + eps);
+    for (int64_t j = 0; j < per; ++j) weight.data<float>()[c * per + j] *= static_cast<float>(k);
+    float& b = bias->data<float>()[c];
+    b = static_cast<float>((b - p[2]->data<float>()[c]) * k + p[1]->data<float>()[c]);
+  }
+  im.absorb(*bn);
+  tail = bn;
+  return true;
+}
+
+std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  Shape x = im.input(node, 0).shape, w = im.input(node, 1).shape;
+  if (x.size() != 3 && x.size() != 4)
+    im.fail(node, "only 1-D and 2-D convolutions are supported; input is " + shape_str(x));
+  size_t n = x.size() - 2;
+  std::vector<int64_t> kernel = ints_or(a, "kernel_shape", Shape(w.begin() + 2, w.end()));
+  std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = ints_or(a, "dilations", std::vector<int64_t>(n, 1));
+  if (kernel.size() != n || strides.size() != n || dil.size() != n)
+    im.fail(node, "kernel_shape/strides/dilations do not match the input rank");
+  std::vector<int64_t> pads = resolve_pads(im, node, a, x, kernel, strides, dil);
+  int64_t groups = a.get_int("group", 1);
+
+  // Fusions: BN folding needs host weights; the epilogue takes bias and activation.
+  const onnx::NodeProto* tail = &node;
+  TensorRef weight, bias_t;
+  bool has_bias = im.has_input(node, 2);
+  const HostTensor* wc = im.constant(node, 1);
+  if (im.fuse() && wc && wc->dtype == DType::Float32 && (!has_bias || im.constant(node, 2))) {
+    HostTensor wf = *wc;
+    std::optional<HostTensor> bf;
+    if (has_bias) bf = *im.constant(node, 2);
+    if (fold_batch_norm(im, node, wf, bf, tail)) {
+      weight = im.graph().add_constant(std::move(wf), node.input(1) + "/bn_folded");
+      if (bf) bias_t = im.graph().add_constant(std::move(*bf), node.name() + "/bn_bias");
+    }
+  }
+  if (!weight.valid()) {
+    weight = im.tensor(node, 1);
+    if (has_bias) bias_t = im.tensor(node, 2);
+  }
+  std::optional<TensorRef> bias;
+  if (bias_t.valid()) bias = bias_t;
+  auto act = im.take_activation(*tail, ops::conv_can_fuse);
+  std::optional<UnaryOp> act_op;
+  ops::UnaryParams act_params;
+  if (act) act_op = act->first, act_params = act->second;
+
+  TensorRef y;
+  if (n == 2) {
+    ops::Conv2dParams p;
+    p.strides = {strides[0], strides[1]};
+    p.pads = {pads[0], pads[1], pads[2], pads[3]};
+    p.dilations = {dil[0], dil[1]};
+    p.groups = groups;
+    y = ops::conv2d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+  } else {
+    ops::Conv1dParams p;
+    p.stride = strides[0];
+    p.pads = {pads[0], pads[1]};
+    p.dilation = dil[0];
+    p.groups = groups;
+    y = ops::conv1d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+  }
+  return {out(im, y)};
+}
+
+std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  Shape x = im.input(node, 0).shape;
+  if (x.size() != 4) im.fail(node, "only 2-D ConvTranspose is supported");
+  if (a.find_ints("output_shape")) im.fail(node, "attribute output_shape is not supported");
+  std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") im.fail(node, "auto_pad " + auto_pad + " is not supported");
+  ops::ConvTranspose2dParams p;
+  auto s = ints_or(a, "strides", {1, 1}), d = ints_or(a, "dilations", {1, 1}),
+       op = ints_or(a, "output_padding", {0, 0}), pads = ints_or(a, "pads", {0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || op.size() != 2 || pads.size() != 4)
+    im.fail(node, "strides/dilations/output_padding/pads do not match a 2-D convolution");
+  p.strides = {s[0], s[1]};
+  p.dilations = {d[0], d[1]};
+  p.output_padding = {op[0], op[1]};
+  p.pads = {pads[0], pads[1], pads[2], pads[3]};
+  p.groups = a.get_int("group", 1);
+  std::optional<TensorRef> bias;
+  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
+  return {out(im, ops::conv_transpose2d(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, p))};
+}
+
+std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  std::optional<TensorRef> c;
+  if (im.has_input(node, 2)) c = im.tensor(node, 2);
+  auto act = im.take_activation(node, ops::matmul_can_fuse);
+  std::optional<UnaryOp> act_op;
+  ops::UnaryParams act_params;
+  if (act) act_op = act->first, act_params = act->second;
+  TensorRef y = ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), c,
+                          float_attr(a, "alpha", 1.f), float_attr(a, "beta", 1.f),
+                          a.get_int("transA", 0) != 0, a.get_int("transB", 0) != 0, act_op, act_params);
+  return {out(im, y)};
+}
+
+// MatMul followed by Add of a constant [N] bias (how Linear layers export) fuses the bias, and
+// then any activation after it.
+std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
+  im.require_inputs(node, 2, 2);
+  const onnx::NodeProto* tail = &node;
+  std::optional<TensorRef> bias;
+  const onnx::NodeProto* add = im.fuse() ? im.sole_consumer(node) : nullptr;
+  const Shape& b = im.input(node, 1).shape;
+  if (add && add->op_type() == "Add" && add->input_size() == 2 && b.size() >= 2) {
+    int other = add->input(0) == node.output(0) ? 1 : 0;
+    const HostTensor* c = im.constant(*add, other);
+    if (c && c->dtype == DType::Float32 && c->shape.size() == 1 && c->shape[0] == b.back()) {
+      bias = im.tensor(*add, other);
+      im.absorb(*add);
+      tail = add;
+    }
+  }
+  auto act = im.take_activation(*tail, ops::matmul_can_fuse);
+  std::optional<UnaryOp> act_op;
+  ops::UnaryParams act_params;
+  if (act) act_op = act->first, act_params = act->second;
+  return {out(im, ops::matmul(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, act_op, act_params))};
+}
+
+std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 1, 1);
+  bool max = node.op_type() == "MaxPool";
+  if (max && node.output_size() > 1 && !node.output(1).empty())
+    im.fail(node, "the Indices output of MaxPool is not supported");
+  if (a.get_int("storage_order", 0) != 0) im.fail(node, "storage_order=1 is not supported");
+  Shape x = im.input(node, 0).shape;
+  const auto* k = a.find_ints("kernel_shape");
+  if (!k) im.fail(node, "missing kernel_shape");
+  bool one_d = x.size() == 3;
+  if (x.size() != 4 && !one_d) im.fail(node, "only 1-D and 2-D pooling is supported");
+  size_t n = x.size() - 2;
+  std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = ints_or(a, "dilations", std::vector<int64_t>(n, 1));
+  if (k->size() != n || strides.size() != n || dil.size() != n) im.fail(node, "attribute ranks differ from input");
+  std::vector<int64_t> pads = resolve_pads(im, node, a, x, *k, strides, dil);
+  TensorRef in = im.tensor(node, 0);
+  // 1-D pooling runs as 2-D over [N, C, 1, L].
+  if (one_d) in = im.graph().add_view(in, {x[0], x[1], 1, x[2]});
+  ops::Pool2dParams p;
+  p.kernel = one_d ? std::array<int64_t, 2>{1, (*k)[0]} : std::array<int64_t, 2>{(*k)[0], (*k)[1]};
+  p.strides = one_d ? std::array<int64_t, 2>{1, strides[0]} : std::array<int64_t, 2>{strides[0], strides[1]};
+  p.dilations = one_d ? std::array<int64_t, 2>{1, dil[0]} : std::array<int64_t, 2>{dil[0], dil[1]};
+  p.pads = one_d ? std::array<int64_t, 4>{0, pads[0], 0, pads[1]}
+                 : std::array<int64_t, 4>{pads[0], pads[1], pads[2], pads[3]};
+  p.ceil_mode = a.get_int("ceil_mode", 0) != 0;
+  p.count_include_pad = a.get_int("count_include_pad", 0) != 0;
+  TensorRef y = max ? ops::max_pool2d(im.graph(), in, p) : ops::avg_pool2d(im.graph(), in, p);
+  if (one_d) {
+    Shape ys = im.graph().info(y).shape;
+    y = im.graph().add_view(y, {ys[0], ys[1], ys[3]});
+  }
+  return {out(im, y)};
+}
+
+std::vector<Value> lower_global_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
+  im.require_inputs(node, 1, 1);
+  TensorRef x = im.tensor(node, 0);
+  bool max = node.op_type() == "GlobalMaxPool";
+  return {out(im, max ? ops::global_max_pool(im.graph(), x) : ops::global_avg_pool(im.graph(), x))};
+}
+
+std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 5, 5);
+  if (a.get_int("training_mode", 0)) im.fail(node, "training_mode=1 is not supported");
+  for (int i = 1; i < node.output_size(); ++i)
+    if (!node.output(i).empty()) im.fail(node, "training outputs (running mean/var) are not supported");
+  TensorRef y = ops::batch_norm_inference(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
+                                          im.tensor(node, 2), im.tensor(node, 3), im.tensor(node, 4),
+                                          float_attr(a, "epsilon", 1e-5f));
+  return {out(im, y)};
+}
+
+std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  std::optional<TensorRef> bias;
+  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
+  int64_t axis = a.get_int("axis", -1);
+  float eps = float_attr(a, "epsilon", 1e-5f);
+  ComputeGraph& g = im.graph();
+  TensorRef x = im.tensor(node, 0);
+  std::vector<Value> outs{out(im, ops::layer_norm(g, x, im.tensor(node, 1), bias, axis, eps))};
+  if (node.output_size() < 2) return outs;
+  // The optional Mean and InvStdDev outputs (training graphs) are computed separately.
+  int64_t rank = static_cast<int64_t>(im.input(node, 0).shape.size());
+  if (axis < -rank || axis >= rank) im.fail(node, "axis out of range");
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
+  TensorRef mean = ops::reduce(g, ops::ReduceOp::Mean, x, axes, true);
+  TensorRef centered = ops::binary(g, ops::BinaryOp::Sub, x, mean);
+  TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
+                              ops::binary(g, ops::BinaryOp::Mul, centered, centered), axes, true);
+  TensorRef eps_t = g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
+  TensorRef inv = ops::unary(g, UnaryOp::Reciprocal,
+                             ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));
+  outs.push_back(out(im, mean));
+  outs.push_back(out(im, inv));
+  return outs;
+}
+
+// DepthToSpace / SpaceToDepth: a reshape, a transpose, a reshape.
+std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 1, 1);
+  Shape x = im.input(node, 0).shape;
+  if (x.size() != 4) im.fail(node, "input must be 4-D");
+  int64_t b = a.get_int("blocksize", 0), n = x[0], c = x[1], h = x[2], w = x[3];
+  if (b <= 0) im.fail(node, "blocksize must be positive");
+  ComputeGraph& g = im.graph();
+  TensorRef in = im.tensor(node, 0), y;
+  if (node.op_type() == "DepthToSpace") {
+    if (c % (b * b)) im.fail(node, "channels not divisible by blocksize^2");
+    bool crd = string_attr(a, "mode", "DCR") == "CRD";
+    Shape split = crd ? Shape{n, c / (b * b), b, b, h, w} : Shape{n, b, b, c / (b * b), h, w};
+    std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3}
+                                    : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+    y = ops::transpose(g, g.add_view(in, split), perm);
+    y = g.add_view(y, {n, c / (b * b), h * b, w * b});
+  } else {
+    if (h % b || w % b) im.fail(node, "spatial dims not divisible by blocksize");
+    y = ops::transpose(g, g.add_view(in, {n, c, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+    y = g.add_view(y, {n, c * b * b, h / b, w / b});
+  }
+  return {out(im, y)};
+}
+
+std::vector<Value> lower_instance_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 3, 3);
+  return {out(im, ops::instance_norm(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
+                                     im.tensor(node, 2), float_attr(a, "epsilon", 1e-5f)))};
+}
+
+std::vector<Value> lower_group_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 3, 3);
+  int64_t groups = a.get_int("num_groups", 0);
+  if (groups <= 0) im.fail(node, "num_groups must be positive");
+  Shape x = im.input(node, 0).shape;
+  if (x.size() < 2) im.fail(node, "input rank must be at least 2");
+  int64_t channels = x[1];
+  // Opset 18 gives scale/bias per group, opset 21 per channel: expand per-group constants.
+  auto per_channel = [&](size_t i) -> TensorRef {
+    const HostTensor* c = im.constant(node, i);
+    if (c && c->numel() == groups && groups != channels && c->dtype == DType::Float32) {
+      HostTensor e(DType::Float32, {channels});
+      for (int64_t ch = 0; ch < channels; ++ch)
+        e.data<float>()[ch] = c->data<float>()[ch / (channels / groups)];
+      return im.graph().add_constant(std::move(e));
+    }
+    return im.tensor(node, i);
+  };
+  return {out(im, ops::group_norm(im.graph(), im.tensor(node, 0), per_channel(1), per_channel(2),
+                                  groups, float_attr(a, "epsilon", 1e-5f)))};
+}
+
+std::vector<Value> lower_softmax(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 1, 1);
+  bool log = node.op_type() == "LogSoftmax";
+  Shape x = im.input(node, 0).shape;
+  TensorRef in = im.tensor(node, 0);
+  if (im.opset() >= 13) return {out(im, ops::softmax(im.graph(), in, a.get_int("axis", -1), log))};
+  // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
+  int64_t axis = a.get_int("axis", 1), rank = static_cast<int64_t>(x.size());
+  if (axis < -rank || axis > rank) im.fail(node, "axis out of range");
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= x[i];
+  TensorRef flat = im.graph().add_view(in, {outer, inner});
+  TensorRef y = ops::softmax(im.graph(), flat, 1, log);
+  return {out(im, im.graph().add_view(y, x))};
+}
+
+Lowering reduce_lowering(ops::ReduceOp op) {
+  return [op](Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+    im.require_inputs(node, 1, 2);
+    std::vector<int64_t> axes;
+    if (im.has_input(node, 1)) {
+      const HostTensor* t = im.constant(node, 1);
+      if (!t) im.fail(node, "axes must be known at load time");
+      for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(t->as_int(i));
+    } else if (const auto* v = a.find_ints("axes")) {
+      axes = *v;
+    }
+    if (axes.empty() && a.get_int("noop_with_empty_axes", 0)) return std::vector<Value>{im.input(node, 0)};
+    bool keep = a.get_int("keepdims", 1) != 0;
+    return std::vector<Value>{out(im, ops::reduce(im.graph(), op, im.tensor(node, 0), axes, keep))};
+  };
+}
+
+std::vector<Value> lower_reduce_log_sum(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  Value sum = reduce_lowering(ops::ReduceOp::Sum)(im, node, a)[0];
+  return {out(im, ops::unary(im.graph(), UnaryOp::Log, im.tensor(sum, node.output(0) + "/sum")))};
+}
+
+Lowering arg_lowering(bool is_min) {
+  return [is_min](Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+    im.require_inputs(node, 1, 1);
+    return std::vector<Value>{out(im, ops::argmax(im.graph(), im.tensor(node, 0), a.get_int("axis", 0),
+                                                  a.get_int("keepdims", 1) != 0,
+                                                  a.get_int("select_last_index", 0) != 0, is_min))};
+  };
+}
+
+}  // namespace
+
+void register_nn(LoweringTable& t) {
+  t["Conv"] = lower_conv;
+  t["ConvTranspose"] = lower_conv_transpose;
+  t["Gemm"] = lower_gemm;
+  t["MatMul"] = lower_matmul;
+  t["MaxPool"] = lower_pool;
+  t["AveragePool"] = lower_pool;
+  t["GlobalAveragePool"] = lower_global_pool;
+  t["GlobalMaxPool"] = lower_global_pool;
+  t["BatchNormalization"] = lower_batch_norm;
+  t["LayerNormalization"] = lower_layer_norm;
+  t["InstanceNormalization"] = lower_instance_norm;
+  t["GroupNormalization"] = lower_group_norm;
+  t["Softmax"] = lower_softmax;
+  t["LogSoftmax"] = lower_softmax;
+  t["ReduceSum"] = reduce_lowering(ops::ReduceOp::Sum);
+  t["ReduceMean"] = reduce_lowering(ops::ReduceOp::Mean);
+  t["ReduceMax"] = reduce_lowering(ops::ReduceOp::Max);
+  t["ReduceMin"] = reduce_lowering(ops::ReduceOp::Min);
+  t["ReduceProd"] = reduce_lowering(ops::ReduceOp::Prod);
+  t["ReduceL1"] = reduce_lowering(ops::ReduceOp::L1);
+  t["ReduceL2"] = reduce_lowering(ops::ReduceOp::L2);
+  t["ReduceLogSumExp"] = reduce_lowering(ops::ReduceOp::LogSumExp);
+  t["ReduceSumSquare"] = reduce_lowering(ops::ReduceOp::SumSquare);
+  t["ReduceLogSum"] = lower_reduce_log_sum;
+  t["DepthToSpace"] = lower_depth_space;
+  t["SpaceToDepth"] = lower_depth_space;
+  t["ArgMax"] = arg_lowering(false);
+  t["ArgMin"] = arg_lowering(true);
+}
+
+}  // namespace vkgraph::onnx_import

@@ -1,0 +1,177 @@
+#include "vkgraph/session.h"
+
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "onnx/importer.h"
+#include "vkgraph/error.h"
+#include "vkgraph/onnx_tensor.h"
+#include "vkgraph/tensor_io.h"
+
+namespace vkgraph {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  std::shared_ptr<vk::Context> context;
+  onnx::ModelProto model;
+  int opset = 0;
+  std::vector<ValueInfo> inputs, outputs;
+  std::unique_ptr<ComputeGraph> graph;
+  std::map<std::string, Shape> built_for;  // input shapes the current graph was built with
+  LoadTimes times;
+
+  void load(const void* bytes, size_t size, const std::string& what) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (size > static_cast<size_t>(INT32_MAX))
+      throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
+    if (!model.ParseFromArray(bytes, static_cast<int>(size)))
+      throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
+    if (!model.has_graph())
+      throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
+    std::set<std::string> initializers;
+    for (auto& init : model.graph().initializer()) initializers.insert(init.name());
+    for (auto& in : model.graph().input()) {
+      if (initializers.count(in.name())) continue;
+      inputs.push_back(describe(in, what));
+    }
+    for (auto& out : model.graph().output()) outputs.push_back(describe(out, what));
+    if (outputs.empty()) throw Error(ErrorKind::ModelFormat, what + ": model has no outputs");
+    context = options.context ? options.context : vk::Context::create(options.context_options);
+    times.parse_ms = ms_since(t0);
+    // Build now when every input shape is known, so load errors surface at load time.
+    std::map<std::string, Shape> shapes;
+    bool all_static = true;
+    for (auto& in : inputs) {
+      auto it = options.input_shapes.find(in.name);
+      Shape s = it != options.input_shapes.end() ? it->second : in.shape;
+      for (int64_t d : s) all_static &= d >= 0;
+      shapes[in.name] = s;
+    }
+    if (all_static) build(shapes);
+  }
+
+  static ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
+    if (!v.type().has_tensor_type())
+      throw Error(ErrorKind::Unsupported, what + ": value '" + v.name() + "' is not a tensor");
+    const auto& tt = v.type().tensor_type();
+    ValueInfo info{v.name(), {}, DType::Float32};
+    if (tt.elem_type() != 0) info.dtype = onnx_io::dtype_from_onnx(tt.elem_type());
+    for (auto& d : tt.shape().dim())
+      info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+    return info;
+  }
+
+  void build(const std::map<std::string, Shape>& shapes) {
+    auto t0 = std::chrono::steady_clock::now();
+    graph.reset();
+    auto g = std::make_unique<ComputeGraph>(context, options.graph);
+    onnx_import::Importer importer(model, *g, shapes, options.fuse);
+    importer.build();
+    times.build_ms = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    g->prepare();
+    times.prepare_ms = ms_since(t0);
+    for (size_t i = 0; i < g->num_outputs(); ++i) {
+      TensorInfo ti = g->info(g->output(i));
+      outputs[i].dtype = ti.dtype;
+    }
+    graph = std::move(g);
+    built_for = shapes;
+  }
+};
+
+Session::Session(const std::string& path, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  std::vector<uint8_t> bytes = read_file_bytes(path);
+  impl_->load(bytes.data(), bytes.size(), path);
+}
+
+Session::Session(const void* model_bytes, size_t size, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->load(model_bytes, size, "model bytes");
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
+int Session::opset() const {
+  for (auto& op : impl_->model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") return static_cast<int>(op.version());
+  return 0;
+}
+ComputeGraph* Session::graph() { return impl_->graph.get(); }
+const LoadTimes& Session::load_times() const { return impl_->times; }
+vk::Context& Session::context() { return *impl_->context; }
+
+std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& feeds,
+                                     const std::vector<std::string>& output_names) {
+  Impl& s = *impl_;
+  for (auto& [name, t] : feeds) {
+    bool known = false;
+    for (auto& in : s.inputs) known |= in.name == name;
+    if (!known) {
+      std::string names;
+      for (auto& in : s.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw Error(ErrorKind::InvalidArgument,
+                  "unknown input '" + name + "'; the model's inputs are: " + names);
+    }
+  }
+  std::map<std::string, Shape> shapes;
+  for (auto& in : s.inputs) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end()) throw Error(ErrorKind::InvalidArgument, "missing input '" + in.name + "'");
+    const HostTensor& t = it->second;
+    if (t.dtype != in.dtype)
+      throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' must be " +
+                                                  dtype_name(in.dtype) + ", got " +
+                                                  dtype_name(t.dtype));
+    if (t.nbytes() != static_cast<size_t>(t.numel()) * dtype_size(t.dtype))
+      throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' holds " +
+                                                  std::to_string(t.nbytes()) + " bytes for shape " +
+                                                  shape_str(t.shape));
+    auto fixed = s.options.input_shapes.find(in.name);
+    const Shape& expected = fixed != s.options.input_shapes.end() ? fixed->second : in.shape;
+    bool fits = t.shape.size() == expected.size();
+    for (size_t d = 0; fits && d < t.shape.size(); ++d)
+      fits = expected[d] < 0 || expected[d] == t.shape[d];
+    if (!fits)
+      throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' has shape " +
+                                                  shape_str(t.shape) + ", expected " +
+                                                  shape_str(expected) + " (-1 = any)");
+    shapes[in.name] = t.shape;
+  }
+  if (!s.graph || shapes != s.built_for) s.build(shapes);
+  ComputeGraph& g = *s.graph;
+  for (size_t i = 0; i < g.num_inputs(); ++i) {
+    const HostTensor& t = feeds.at(g.input_name(i));
+    g.copy_to_input(i, t.bytes.data(), t.bytes.size());
+  }
+  g.execute();
+  std::vector<HostTensor> results;
+  if (output_names.empty()) {
+    for (size_t i = 0; i < g.num_outputs(); ++i) results.push_back(g.read_output(i));
+    return results;
+  }
+  for (auto& name : output_names) {
+    size_t i = 0;
+    while (i < g.num_outputs() && g.output_name(i) != name) ++i;
+    if (i == g.num_outputs())
+      throw Error(ErrorKind::InvalidArgument, "unknown output '" + name + "'");
+    results.push_back(g.read_output(i));
+  }
+  return results;
+}
+
+}  // namespace vkgraph

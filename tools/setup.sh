@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency (Debian 12, apt only) and builds vkgraph into build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake ninja-build pkg-config \
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc spirv-tools \
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata \
+  libgtest-dev libgmock-dev >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build
