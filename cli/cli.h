@@ -1,5 +1,6 @@
 #pragma once
 // Pieces of the vkgraph command-line tool shared between its commands.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,12 @@ namespace vkgraph::cli {
 
 // Prints every validation-layer message the context collected; 1 if there were any.
 int report_validation(vk::Context& context);
+
+// `vkgraph bench`: warm-up, timed runs, per-node table, optional Chrome trace.
+int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, int warmup,
+              int runs, size_t top, const std::string& trace_path);
+// `vkgraph bench-op gemm M N K | add N`: one op on device-resident data, GPU time.
+int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs);
 
 // `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.
 int run_demo(const vk::ContextOptions& options);

@@ -17,10 +17,14 @@ namespace vkgraph::cli {
 
 const char* status_name(CaseResult::Status s) {
   switch (s) {
-    case CaseResult::Status::Pass: return "pass";
-    case CaseResult::Status::Fail: return "fail";
-    case CaseResult::Status::Unsupported: return "unsupported";
-    case CaseResult::Status::Error: return "error";
+    case CaseResult::Status::Pass:
+      return "pass";
+    case CaseResult::Status::Fail:
+      return "fail";
+    case CaseResult::Status::Unsupported:
+      return "unsupported";
+    case CaseResult::Status::Error:
+      return "error";
   }
   return "?";
 }
@@ -49,10 +53,12 @@ std::string compare(const HostTensor& want, const HostTensor& got, Tolerance tol
   double worst = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double w = want.as_double(i), g = got.as_double(i);
-    bool ok = exact ? w == g
-                    : (std::isnan(w) ? std::isnan(g)
-                                     : (std::isinf(w) ? w == g
-                                                      : std::fabs(w - g) <= tol.atol + tol.rtol * std::fabs(w)));
+    bool ok =
+        exact ? w == g
+              : (std::isnan(w)
+                     ? std::isnan(g)
+                     : (std::isinf(w) ? w == g
+                                      : std::fabs(w - g) <= tol.atol + tol.rtol * std::fabs(w)));
     if (!ok) {
       if (first < 0) first = i;
       ++bad;
@@ -119,7 +125,8 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
       for (size_t i = 0; i < output_files.size(); ++i) {
         std::string diff = compare(onnx_io::read_tensor_pb(output_files[i]), got[i], tol);
         if (!diff.empty())
-          return {S::Fail, "output " + std::to_string(i) + " (" + set.filename().string() + "): " + diff};
+          return {S::Fail,
+                  "output " + std::to_string(i) + " (" + set.filename().string() + "): " + diff};
       }
     }
     return {S::Pass, ""};
@@ -162,8 +169,10 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
         context->clear_validation_messages();
       }
       counts[r.status]++;
-      if (r.status == CaseResult::Status::Pass) passes.push_back(id);
-      else if (expected.count(id)) regressions.push_back(id + ": " + r.detail);
+      if (r.status == CaseResult::Status::Pass)
+        passes.push_back(id);
+      else if (expected.count(id))
+        regressions.push_back(id + ": " + r.detail);
       if (verbose && r.status != CaseResult::Status::Pass)
         std::cout << "  " << status_name(r.status) << " " << id << ": " << r.detail << "\n";
     }

@@ -35,7 +35,8 @@ int run_demo(const vk::ContextOptions& options) {
     g.copy_to_input(1, bs.data(), bs.size() * 4);
     auto t0 = std::chrono::steady_clock::now();
     g.execute();
-    total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     g.copy_from_output(0, ys.data(), ys.size() * 4);
     for (int64_t i = 0; i < rows * cols; ++i) {
       float xv = xs[i], bv = bs[i % cols];
@@ -44,8 +45,8 @@ int run_demo(const vk::ContextOptions& options) {
     }
   }
   bool ok = worst <= 1e-5;
-  std::printf("demo: %zu nodes, %d runs on %s: max |error| vs CPU = %.2e -> %s\n",
-              g.stats().nodes, runs, context->properties().deviceName, worst, ok ? "OK" : "FAILED");
+  std::printf("demo: %zu nodes, %d runs on %s: max |error| vs CPU = %.2e -> %s\n", g.stats().nodes,
+              runs, context->properties().deviceName, worst, ok ? "OK" : "FAILED");
   std::printf("demo: host time per execute %.3f ms, GPU time %.3f ms\n", total_ms / runs,
               g.last_gpu_ms());
   return report_validation(*context) || !ok;

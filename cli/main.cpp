@@ -31,6 +31,10 @@ commands:
       --output-dir DIR         write each output as DIR/<name>.npy
       --repeat N               run N times and report timing
       --labels FILE            .npy of int64 class labels: report argmax accuracy of output 0
+  bench MODEL [run options]    time a model: warm-up, N runs, host and GPU p50/p90,
+      --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
+      --trace FILE.json        Chrome trace with one slice per node (Perfetto)
+  bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
   check CASE_DIR               run an ONNX test-layout folder and compare with its outputs
   conformance DIR... [--expect FILE] [--write-passes FILE] [--filter S] [-v]
                                run every case folder under each DIR; print a summary
@@ -55,11 +59,16 @@ std::string flags_str(VkMemoryPropertyFlags f) {
 
 const char* type_name(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
   }
 }
 
@@ -83,8 +92,9 @@ int cmd_info(const vk::ContextOptions& options) {
   const auto& mem = ctx->allocator().properties();
   std::printf("memory heaps:\n");
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
-    std::printf("  heap %u: %.1f GiB%s\n", i, mem.memoryHeaps[i].size / double(1ull << 30),
-                (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
+    std::printf(
+        "  heap %u: %.1f GiB%s\n", i, mem.memoryHeaps[i].size / double(1ull << 30),
+        (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
   std::printf("memory types:\n");
   for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
     std::printf("  type %u (heap %u): %s\n", i, mem.memoryTypes[i].heapIndex,
@@ -122,7 +132,8 @@ HostTensor load_tensor(const std::string& path) {
 std::pair<std::string, std::string> split_eq(const std::string& arg, const char* flag) {
   size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error(ErrorKind::InvalidArgument, std::string(flag) + " expects NAME=VALUE, got '" + arg + "'");
+    throw Error(ErrorKind::InvalidArgument,
+                std::string(flag) + " expects NAME=VALUE, got '" + arg + "'");
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
@@ -148,11 +159,20 @@ HostTensor random_tensor(const ValueInfo& info, const Shape& shape, std::mt19937
   std::uniform_int_distribution<int> n(0, 9);
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (info.dtype) {
-      case DType::Float32: t.data<float>()[i] = f(rng); break;
-      case DType::Int32: t.data<int32_t>()[i] = n(rng); break;
-      case DType::Int64: t.data<int64_t>()[i] = n(rng); break;
-      case DType::Bool: t.data<uint8_t>()[i] = n(rng) & 1; break;
-      default: throw Error(ErrorKind::Unsupported, "random inputs of this dtype");
+      case DType::Float32:
+        t.data<float>()[i] = f(rng);
+        break;
+      case DType::Int32:
+        t.data<int32_t>()[i] = n(rng);
+        break;
+      case DType::Int64:
+        t.data<int64_t>()[i] = n(rng);
+        break;
+      case DType::Bool:
+        t.data<uint8_t>()[i] = n(rng) & 1;
+        break;
+      default:
+        throw Error(ErrorKind::Unsupported, "random inputs of this dtype");
     }
   }
   return t;
@@ -168,7 +188,8 @@ std::string summary(const HostTensor& t) {
   s << shape_str(t.shape) << " " << dtype_name(t.dtype);
   if (t.numel()) s << "  min " << lo << "  max " << hi << "  mean " << sum / t.numel();
   s << "  first [";
-  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i) s << (i ? ", " : "") << t.as_double(i);
+  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i)
+    s << (i ? ", " : "") << t.as_double(i);
   s << (t.numel() > 5 ? ", ...]" : "]");
   return s.str();
 }
@@ -178,8 +199,11 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
-int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options) {
+int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool bench) {
   if (args.empty()) throw Error(ErrorKind::InvalidArgument, "run: missing MODEL");
+  int warmup = 10, runs = 100;
+  size_t top = 15;
+  std::string trace;
   std::string model = args[0], output_dir, labels_path;
   std::map<std::string, std::string> input_files;
   SessionOptions so;
@@ -190,15 +214,29 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
       if (i + 1 >= args.size()) throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
       return args[++i];
     };
-    if (args[i] == "--input") input_files.insert(split_eq(value(), "--input"));
+    if (args[i] == "--input")
+      input_files.insert(split_eq(value(), "--input"));
     else if (args[i] == "--shape") {
       auto [name, dims] = split_eq(value(), "--shape");
       so.input_shapes[name] = parse_dims(dims);
-    } else if (args[i] == "--output-dir") output_dir = value();
-    else if (args[i] == "--repeat") repeat = std::max(1, std::atoi(value().c_str()));
-    else if (args[i] == "--labels") labels_path = value();
-    else throw Error(ErrorKind::InvalidArgument, "run: unknown option '" + args[i] + "'");
+    } else if (args[i] == "--output-dir")
+      output_dir = value();
+    else if (args[i] == "--repeat")
+      repeat = std::max(1, std::atoi(value().c_str()));
+    else if (args[i] == "--labels")
+      labels_path = value();
+    else if (bench && args[i] == "--warmup")
+      warmup = std::max(0, std::atoi(value().c_str()));
+    else if (bench && args[i] == "--runs")
+      runs = std::max(1, std::atoi(value().c_str()));
+    else if (bench && args[i] == "--top")
+      top = std::max(1, std::atoi(value().c_str()));
+    else if (bench && args[i] == "--trace")
+      trace = value();
+    else
+      throw Error(ErrorKind::InvalidArgument, "run: unknown option '" + args[i] + "'");
   }
+  so.graph.profile = bench;
   auto t0 = std::chrono::steady_clock::now();
   Session session(model, so);
   std::map<std::string, HostTensor> feeds;
@@ -214,19 +252,24 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
     for (int64_t d : shape)
       if (d < 0)
         throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' has dynamic shape " +
-                                                    shape_str(in.shape) + ": give --shape or --input");
+                                                    shape_str(in.shape) +
+                                                    ": give --shape or --input");
     feeds[in.name] = random_tensor(in, shape, rng);
     std::printf("input %s: random %s\n", in.name.c_str(), shape_str(shape).c_str());
   }
   if (!input_files.empty())
-    throw Error(ErrorKind::InvalidArgument, "--input names unknown input '" + input_files.begin()->first + "'");
+    throw Error(ErrorKind::InvalidArgument,
+                "--input names unknown input '" + input_files.begin()->first + "'");
+  if (bench) return cli::run_bench(session, feeds, warmup, runs, top, trace);
   std::vector<HostTensor> outputs = session.run(feeds);
-  double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double first_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<double> host_ms, gpu_ms;
   for (int r = 1; r < repeat; ++r) {
     auto t1 = std::chrono::steady_clock::now();
     outputs = session.run(feeds);
-    host_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+    host_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
     gpu_ms.push_back(session.graph()->last_gpu_ms());
   }
   std::printf("device: %s\n", session.context().properties().deviceName);
@@ -237,7 +280,8 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
       fs::create_directories(output_dir);
       std::string safe = name;
       for (char& c : safe)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+          c = '_';
       write_npy((fs::path(output_dir) / (safe + ".npy")).string(), outputs[i]);
     }
   }
@@ -245,8 +289,9 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
     HostTensor labels = read_npy(labels_path);
     const HostTensor& logits = outputs.at(0);
     if (logits.shape.size() != 2 || labels.numel() != logits.shape[0])
-      throw Error(ErrorKind::InvalidArgument, "--labels: need output 0 of shape [N, classes] and N labels; got " +
-                                                  shape_str(logits.shape) + " and " + shape_str(labels.shape));
+      throw Error(ErrorKind::InvalidArgument,
+                  "--labels: need output 0 of shape [N, classes] and N labels; got " +
+                      shape_str(logits.shape) + " and " + shape_str(labels.shape));
     int64_t n = logits.shape[0], k = logits.shape[1], correct = 0;
     std::string preds;
     for (int64_t r = 0; r < n; ++r) {
@@ -261,8 +306,9 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
                 static_cast<long long>(n), 100.0 * correct / n);
   }
   const LoadTimes& lt = session.load_times();
-  std::printf("load: parse %.1f ms, build %.1f ms, prepare %.1f ms; first run (incl. load) %.1f ms\n",
-              lt.parse_ms, lt.build_ms, lt.prepare_ms, first_ms);
+  std::printf(
+      "load: parse %.1f ms, build %.1f ms, prepare %.1f ms; first run (incl. load) %.1f ms\n",
+      lt.parse_ms, lt.build_ms, lt.prepare_ms, first_ms);
   if (!host_ms.empty())
     std::printf("run x%zu: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms\n", host_ms.size(),
                 percentile(host_ms, 0.5), percentile(host_ms, 0.9), percentile(gpu_ms, 0.5));
@@ -280,19 +326,27 @@ int main(int argc, char** argv) {
   try {
     for (size_t i = 0; i < args.size(); ++i) {
       auto value = [&]() -> std::string {
-        if (i + 1 >= args.size()) throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
+        if (i + 1 >= args.size())
+          throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
         return args[++i];
       };
-      if (args[i] == "--device") options.device = value();
-      else if (args[i] == "--validation") options.validation = true;
-      else if (args[i] == "--expect") expect = value();
-      else if (args[i] == "--write-passes") write_passes = value();
-      else if (args[i] == "--filter") filter = value();
-      else if (args[i] == "-v") verbose = true;
+      if (args[i] == "--device")
+        options.device = value();
+      else if (args[i] == "--validation")
+        options.validation = true;
+      else if (args[i] == "--expect")
+        expect = value();
+      else if (args[i] == "--write-passes")
+        write_passes = value();
+      else if (args[i] == "--filter")
+        filter = value();
+      else if (args[i] == "-v")
+        verbose = true;
       else if (args[i] == "-h" || args[i] == "--help") {
         std::fputs(kUsage, stdout);
         return 0;
-      } else rest.push_back(args[i]);
+      } else
+        rest.push_back(args[i]);
     }
     if (rest.empty()) {
       std::fputs(kUsage, stderr);
@@ -302,16 +356,20 @@ int main(int argc, char** argv) {
     std::vector<std::string> cmd_args(rest.begin() + 1, rest.end());
     if (cmd == "info") return cmd_info(options);
     if (cmd == "demo") return cli::run_demo(options);
-    if (cmd == "run") return cmd_run(cmd_args, options);
+    if (cmd == "run") return cmd_run(cmd_args, options, false);
+    if (cmd == "bench") return cmd_run(cmd_args, options, true);
+    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20);
     if (cmd == "check") {
-      if (cmd_args.size() != 1) throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
+      if (cmd_args.size() != 1)
+        throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
       auto r = cli::run_case(cmd_args[0], vk::Context::create(options), {});
       std::printf("%s: %s%s%s\n", cmd_args[0].c_str(), cli::status_name(r.status),
                   r.detail.empty() ? "" : ": ", r.detail.c_str());
       return r.status == cli::CaseResult::Status::Pass ? 0 : 1;
     }
     if (cmd == "conformance") {
-      if (cmd_args.empty()) throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
+      if (cmd_args.empty())
+        throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
       return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose);
     }
     throw Error(ErrorKind::InvalidArgument, "unknown command '" + cmd + "' (see vkgraph --help)");

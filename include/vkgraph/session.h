@@ -36,9 +36,9 @@ struct ValueInfo {
 };
 
 struct LoadTimes {
-  double parse_ms = 0;     // protobuf parse and model checks
-  double build_ms = 0;     // import: folding, fusion, graph construction
-  double prepare_ms = 0;   // memory plan, allocation, prepack upload, pipeline creation
+  double parse_ms = 0;    // protobuf parse and model checks
+  double build_ms = 0;    // import: folding, fusion, graph construction
+  double prepare_ms = 0;  // memory plan, allocation, prepack upload, pipeline creation
 };
 
 class Session {

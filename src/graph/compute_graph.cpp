@@ -48,8 +48,7 @@ constexpr ResourceAccess kShaderWrite{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                       VK_ACCESS_SHADER_WRITE_BIT};
 constexpr ResourceAccess kShaderReadWrite{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-constexpr ResourceAccess kTransferRead{VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                       VK_ACCESS_TRANSFER_READ_BIT};
+constexpr ResourceAccess kTransferRead{VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT};
 constexpr ResourceAccess kTransferWrite{VK_PIPELINE_STAGE_TRANSFER_BIT,
                                         VK_ACCESS_TRANSFER_WRITE_BIT};
 constexpr VkBufferUsageFlags kTensorUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
@@ -92,11 +91,10 @@ TensorRef ComputeGraph::add_tensor(Shape shape, DType dtype, std::string name) {
 TensorRef ComputeGraph::add_view(TensorRef source, Shape shape, std::string name) {
   const TensorInfo src = info(source);
   if (numel(shape) != numel(src.shape))
-    throw Error(ErrorKind::InvalidArgument, "view '" + name + "' of '" + src.name + "': shape " +
-                                                shape_str(shape) + " has " +
-                                                std::to_string(numel(shape)) + " elements, source " +
-                                                shape_str(src.shape) + " has " +
-                                                std::to_string(numel(src.shape)));
+    throw Error(ErrorKind::InvalidArgument,
+                "view '" + name + "' of '" + src.name + "': shape " + shape_str(shape) + " has " +
+                    std::to_string(numel(shape)) + " elements, source " + shape_str(src.shape) +
+                    " has " + std::to_string(numel(src.shape)));
   return new_tensor(std::move(shape), src.dtype, std::move(name), src.storage);
 }
 
@@ -173,6 +171,7 @@ void ComputeGraph::add_dispatch(DispatchDesc desc) {
   vk::find_shader(desc.shader);  // unknown shader: fail at build time, not at encode
   Node n{Node::Kind::Dispatch};
   n.label = desc.label.empty() ? desc.shader : desc.label;
+  if (!label_scope_.empty()) n.label = label_scope_ + ": " + n.label;
   n.dispatch = std::move(desc);
   nodes_.push_back(std::move(n));
 }
@@ -193,14 +192,34 @@ void ComputeGraph::add_copy(TensorRef src, TensorRef dst, uint64_t src_offset, u
   n.src_offset = src_offset;
   n.dst_offset = dst_offset;
   n.bytes = bytes;
-  n.label = std::move(label);
+  n.label = label_scope_.empty() ? std::move(label) : label_scope_ + ": " + label;
   nodes_.push_back(std::move(n));
 }
 
-const std::string& ComputeGraph::input_name(size_t i) const { return inputs_.at(i).name; }
-const std::string& ComputeGraph::output_name(size_t i) const { return outputs_.at(i).name; }
-TensorRef ComputeGraph::input(size_t i) const { return inputs_.at(i).tensor; }
-TensorRef ComputeGraph::output(size_t i) const { return outputs_.at(i).tensor; }
+namespace {
+// Indices come from callers, so a bad one is an Error like any other bad argument.
+template <typename IOList>
+const auto& io_at(const IOList& list, size_t i, const std::string& kind) {
+  if (i >= list.size())
+    throw Error(ErrorKind::InvalidArgument, kind + " index " + std::to_string(i) +
+                                                " out of range (" + std::to_string(list.size()) +
+                                                " " + kind + "s)");
+  return list[i];
+}
+}  // namespace
+
+const std::string& ComputeGraph::input_name(size_t i) const {
+  return io_at(inputs_, i, "input").name;
+}
+const std::string& ComputeGraph::output_name(size_t i) const {
+  return io_at(outputs_, i, "output").name;
+}
+TensorRef ComputeGraph::input(size_t i) const {
+  return io_at(inputs_, i, "input").tensor;
+}
+TensorRef ComputeGraph::output(size_t i) const {
+  return io_at(outputs_, i, "output").tensor;
+}
 
 ComputeGraph::Bound ComputeGraph::buffer_of(TensorRef t) const {
   const Storage& s = storages_[info(t).storage];
@@ -238,13 +257,14 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
         "'" + name + "': the buffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT");
   if (b.size < ti.nbytes())
     throw Error(ErrorKind::InvalidArgument, "'" + name + "' " + shape_str(ti.shape) + " needs " +
-                                                std::to_string(ti.nbytes()) + " bytes; buffer has " +
-                                                std::to_string(b.size));
+                                                std::to_string(ti.nbytes()) +
+                                                " bytes; buffer has " + std::to_string(b.size));
   VkDeviceSize align = context_->limits().minStorageBufferOffsetAlignment;
   if (b.offset % align)
-    throw Error(ErrorKind::InvalidArgument, "'" + name + "': offset " + std::to_string(b.offset) +
-                                                " is not a multiple of minStorageBufferOffsetAlignment (" +
-                                                std::to_string(align) + ")");
+    throw Error(ErrorKind::InvalidArgument,
+                "'" + name + "': offset " + std::to_string(b.offset) +
+                    " is not a multiple of minStorageBufferOffsetAlignment (" +
+                    std::to_string(align) + ")");
   Storage& s = storages_[ti.storage];
   s.external = b;
   s.host_visible = false;
@@ -263,9 +283,11 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
 HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointer, size_t bytes) {
   IO& io = find_io(name);
   size_t need = info(io.tensor).nbytes();
-  if (bytes != need)
-    throw Error(ErrorKind::InvalidArgument, "'" + name + "' takes " + std::to_string(need) +
-                                                " bytes; host binding has " + std::to_string(bytes));
+  // More than the tensor is fine: an app rounds its allocation up so that it can be imported.
+  if (bytes < need)
+    throw Error(ErrorKind::InvalidArgument, "'" + name + "' needs " + std::to_string(need) +
+                                                " bytes; host binding has " +
+                                                std::to_string(bytes));
   constexpr VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
                                        VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT;
@@ -278,10 +300,10 @@ HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointe
     path = HostIOPath::Imported;
   } else {
     bool is_input = &io >= inputs_.data() && &io < inputs_.data() + inputs_.size();
-    copy = std::make_unique<vk::StagingBuffer>(
-        *context_, std::max<size_t>(bytes, 16),
-        is_input ? vk::StagingBuffer::Direction::ToDevice : vk::StagingBuffer::Direction::FromDevice,
-        "host binding '" + name + "'");
+    copy = std::make_unique<vk::StagingBuffer>(*context_, std::max<size_t>(need, 16),
+                                               is_input ? vk::StagingBuffer::Direction::ToDevice
+                                                        : vk::StagingBuffer::Direction::FromDevice,
+                                               "host binding '" + name + "'");
     bind_external(name, {copy->handle(), 0, copy->size(), usage});
     path = HostIOPath::Copied;
   }
@@ -295,6 +317,10 @@ HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointe
 // Lifetimes in step order: input copies at -1, nodes 0..N-1, output copies at N. Activations
 // whose lifetimes never overlap share one buffer (greedy, best fit by size).
 void ComputeGraph::plan_and_allocate() {
+  // A prepare() retried after a failure (e.g. out of memory) plans from scratch; buffers kept
+  // from the failed attempt would shift every slot index.
+  activation_buffers_.clear();
+  stats_.activation_bytes = stats_.unplanned_activation_bytes = 0;
   const int n = static_cast<int>(nodes_.size());
   auto use = [&](TensorRef t, int when) {
     Storage& s = storages_[info(t).storage];
@@ -363,12 +389,16 @@ void ComputeGraph::plan_and_allocate() {
 
 // Constants are uploaded once, through one staging buffer and one submission.
 void ComputeGraph::prepack() {
+  stats_.constant_bytes = 0;  // a retried prepare() uploads again
   uint64_t total = 0;
   for (auto& s : storages_)
     if (s.kind == StorageKind::Constant) total += (s.bytes + 15) / 16 * 16;
-  if (total == 0) return;
-  vk::StagingBuffer staging(*context_, total, vk::StagingBuffer::Direction::ToDevice,
-                            "prepack staging");
+  if (std::none_of(storages_.begin(), storages_.end(),
+                   [](const Storage& s) { return s.kind == StorageKind::Constant; }))
+    return;
+  // Zero-element constants still get a (minimal) buffer so descriptors stay valid.
+  vk::StagingBuffer staging(*context_, std::max<uint64_t>(total, 16),
+                            vk::StagingBuffer::Direction::ToDevice, "prepack staging");
   vk::OneShot shot(*context_);
   uint64_t offset = 0;
   for (auto& s : storages_) {
@@ -488,15 +518,16 @@ void ComputeGraph::record_step(vk::CommandBuffer& cb, const Step& step, HazardTr
     case Step::Kind::InputCopy: {
       const IO& io = inputs_[step.index];
       Bound dst = buffer_of(io.tensor);
-      cb.copy_buffer(io.staging->handle(), dst.buffer, 0, dst.offset, info(io.tensor).nbytes(),
-                     false);
+      // A zero-size vkCmdCopyBuffer is invalid; empty tensors have nothing to move.
+      if (size_t bytes = info(io.tensor).nbytes())
+        cb.copy_buffer(io.staging->handle(), dst.buffer, 0, dst.offset, bytes, false);
       break;
     }
     case Step::Kind::OutputCopy: {
       const IO& io = outputs_[step.index];
       Bound src = buffer_of(io.tensor);
-      cb.copy_buffer(src.buffer, io.staging->handle(), src.offset, 0, info(io.tensor).nbytes(),
-                     true);
+      if (size_t bytes = info(io.tensor).nbytes())
+        cb.copy_buffer(src.buffer, io.staging->handle(), src.offset, 0, bytes, true);
       break;
     }
     case Step::Kind::Node: {
@@ -614,12 +645,9 @@ void ComputeGraph::require_idle(const char* what) const {
 }
 
 void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
-  if (i >= inputs_.size())
-    throw Error(ErrorKind::InvalidArgument, "input index " + std::to_string(i) + " out of range (" +
-                                                std::to_string(inputs_.size()) + " inputs)");
+  const IO& io = io_at(inputs_, i, "input");
   require_idle("copy_to_input");
   prepare();
-  const IO& io = inputs_[i];
   check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
         "input '" + io.name + "' is external: write its bound buffer instead");
   size_t expected = info(io.tensor).nbytes();
@@ -668,13 +696,9 @@ void ComputeGraph::execute() {
 }
 
 void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
-  if (i >= outputs_.size())
-    throw Error(ErrorKind::InvalidArgument, "output index " + std::to_string(i) +
-                                                " out of range (" + std::to_string(outputs_.size()) +
-                                                " outputs)");
+  const IO& io = io_at(outputs_, i, "output");
   require_idle("copy_from_output");
   check(executed_, ErrorKind::InvalidState, "copy_from_output before any execute()");
-  const IO& io = outputs_[i];
   check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
         "output '" + io.name + "' is external: read its bound buffer instead");
   size_t expected = info(io.tensor).nbytes();

@@ -8,8 +8,8 @@ void HazardTracker::access(VkBuffer buffer, const ResourceAccess& a, vk::Pipelin
                                          VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
   if (!a.writes()) {
     // Read after write: make the write visible to this stage, once per stage and access.
-    bool visible = (s.visible_stages & a.stage) == a.stage &&
-                   (s.visible_access & read_bits) == read_bits;
+    bool visible =
+        (s.visible_stages & a.stage) == a.stage && (s.visible_access & read_bits) == read_bits;
     if (s.write_stage && !visible) {
       barrier.add_buffer(buffer, s.write_stage, s.write_access, a.stage, read_bits);
       s.visible_stages |= a.stage;

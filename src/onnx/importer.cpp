@@ -59,7 +59,13 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes) {
 
 void Importer::build() {
   const onnx::GraphProto& g = model_.graph();
-  for (auto& node : g.node()) visit(node);
+  // Constants first: fusion looks ahead at a consumer's inputs (Clip's bounds, an Add's bias)
+  // that exporters often emit as Constant nodes placed after the producer.
+  for (auto& node : g.node())
+    if (node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx"))
+      visit(node);
+  for (auto& node : g.node())
+    if (node.op_type() != "Constant") visit(node);
   for (auto& out : g.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end())
@@ -154,7 +160,9 @@ void Importer::visit(const onnx::NodeProto& node) {
   if (it == lowerings_.end())
     throw Error(ErrorKind::Unsupported, "unsupported operator " + where(node));
   pending_absorbed_.clear();
+  graph_.set_label_scope(node.op_type() + " '" + node.name() + "'");
   std::vector<Value> outs = it->second(*this, node, attrs);
+  graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
   for (const onnx::NodeProto* c : pending_absorbed_) values_[c->output(0)] = outs[0];
   pending_absorbed_.clear();
@@ -189,8 +197,9 @@ TensorRef Importer::tensor(const onnx::NodeProto& node, size_t i) {
 
 const HostTensor* Importer::constant(const onnx::NodeProto& node, size_t i) const {
   if (!has_input(node, i)) return nullptr;
-  const Value& v = values_.at(node.input(i));
-  return v.constant ? &*v.constant : nullptr;
+  // Fusion looks at nodes not visited yet, whose inputs may not exist yet: not a constant.
+  auto it = values_.find(node.input(i));
+  return it != values_.end() && it->second.constant ? &*it->second.constant : nullptr;
 }
 
 std::string Importer::where(const onnx::NodeProto& node) const {

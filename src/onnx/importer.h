@@ -90,7 +90,7 @@ class Importer {
 };
 
 // The activation that UnaryOp + params express for an ONNX activation node, if any.
-std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(
-    const onnx::NodeProto& node, const Importer& importer);
+std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(const onnx::NodeProto& node,
+                                                                       const Importer& importer);
 
 }  // namespace vkgraph::onnx_import

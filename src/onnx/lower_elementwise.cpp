@@ -2,9 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "vkgraph/error.h"
-
 #include "onnx/importer.h"
+#include "vkgraph/error.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -95,10 +94,17 @@ Lowering passthrough() {
 HostTensor scalar_of(DType dtype, double v) {
   HostTensor t(dtype, {});
   switch (dtype) {
-    case DType::Float32: t.data<float>()[0] = static_cast<float>(v); break;
-    case DType::Int32: t.data<int32_t>()[0] = static_cast<int32_t>(v); break;
-    case DType::Int64: t.data<int64_t>()[0] = static_cast<int64_t>(v); break;
-    default: throw Error(ErrorKind::Unsupported, std::string("scalar of ") + dtype_name(dtype));
+    case DType::Float32:
+      t.data<float>()[0] = static_cast<float>(v);
+      break;
+    case DType::Int32:
+      t.data<int32_t>()[0] = static_cast<int32_t>(v);
+      break;
+    case DType::Int64:
+      t.data<int64_t>()[0] = static_cast<int64_t>(v);
+      break;
+    default:
+      throw Error(ErrorKind::Unsupported, std::string("scalar of ") + dtype_name(dtype));
   }
   return t;
 }
@@ -156,23 +162,36 @@ float scalar_input(const Importer& im, const onnx::NodeProto& node, size_t i, fl
 }  // namespace
 
 std::optional<std::pair<UnaryOp, UnaryParams>> activation_of(const onnx::NodeProto& node,
-                                                              const Importer& im) {
+                                                             const Importer& im) {
   fold::Attrs a = fold::attrs_from_node(node);
   auto f = [&](const char* name, float fallback) {
     auto it = a.floats.find(name);
     return it == a.floats.end() ? fallback : it->second;
   };
   const std::string& op = node.op_type();
-  static const std::map<std::string, UnaryOp> simple = {
-      {"Relu", UnaryOp::Relu},       {"Sigmoid", UnaryOp::Sigmoid}, {"Tanh", UnaryOp::Tanh},
-      {"Exp", UnaryOp::Exp},         {"Log", UnaryOp::Log},         {"Neg", UnaryOp::Neg},
-      {"Sqrt", UnaryOp::Sqrt},       {"Abs", UnaryOp::Abs},         {"Reciprocal", UnaryOp::Reciprocal},
-      {"Floor", UnaryOp::Floor},     {"Ceil", UnaryOp::Ceil},       {"Round", UnaryOp::Round},
-      {"Sign", UnaryOp::Sign},       {"Sin", UnaryOp::Sin},         {"Cos", UnaryOp::Cos},
-      {"Erf", UnaryOp::Erf},         {"Softplus", UnaryOp::Softplus}, {"Mish", UnaryOp::Mish},
-      {"HardSwish", UnaryOp::HardSwish}};
-  if (auto it = simple.find(op); it != simple.end()) return std::make_pair(it->second, UnaryParams{});
-  if (op == "LeakyRelu") return std::make_pair(UnaryOp::LeakyRelu, UnaryParams{f("alpha", 0.01f), 0});
+  static const std::map<std::string, UnaryOp> simple = {{"Relu", UnaryOp::Relu},
+                                                        {"Sigmoid", UnaryOp::Sigmoid},
+                                                        {"Tanh", UnaryOp::Tanh},
+                                                        {"Exp", UnaryOp::Exp},
+                                                        {"Log", UnaryOp::Log},
+                                                        {"Neg", UnaryOp::Neg},
+                                                        {"Sqrt", UnaryOp::Sqrt},
+                                                        {"Abs", UnaryOp::Abs},
+                                                        {"Reciprocal", UnaryOp::Reciprocal},
+                                                        {"Floor", UnaryOp::Floor},
+                                                        {"Ceil", UnaryOp::Ceil},
+                                                        {"Round", UnaryOp::Round},
+                                                        {"Sign", UnaryOp::Sign},
+                                                        {"Sin", UnaryOp::Sin},
+                                                        {"Cos", UnaryOp::Cos},
+                                                        {"Erf", UnaryOp::Erf},
+                                                        {"Softplus", UnaryOp::Softplus},
+                                                        {"Mish", UnaryOp::Mish},
+                                                        {"HardSwish", UnaryOp::HardSwish}};
+  if (auto it = simple.find(op); it != simple.end())
+    return std::make_pair(it->second, UnaryParams{});
+  if (op == "LeakyRelu")
+    return std::make_pair(UnaryOp::LeakyRelu, UnaryParams{f("alpha", 0.01f), 0});
   if (op == "Elu") return std::make_pair(UnaryOp::Elu, UnaryParams{f("alpha", 1.0f), 0});
   if (op == "Selu")
     return std::make_pair(UnaryOp::Selu, UnaryParams{f("alpha", 1.67326319217681884765625f),
@@ -213,9 +232,10 @@ void register_elementwise(LoweringTable& t) {
   t["Max"] = variadic_lowering(BinaryOp::Max, false);
   t["Min"] = variadic_lowering(BinaryOp::Min, false);
   for (const char* op :
-       {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Sqrt", "Abs", "Reciprocal", "Floor",
-        "Ceil", "Round", "Sign", "Sin", "Cos", "Erf", "Softplus", "Mish", "HardSwish", "LeakyRelu",
-        "Elu", "Selu", "HardSigmoid", "Gelu", "Clip"})
+       {"Relu", "Sigmoid",     "Tanh",     "Exp",  "Log",       "Neg",       "Sqrt",
+        "Abs",  "Reciprocal",  "Floor",    "Ceil", "Round",     "Sign",      "Sin",
+        "Cos",  "Erf",         "Softplus", "Mish", "HardSwish", "LeakyRelu", "Elu",
+        "Selu", "HardSigmoid", "Gelu",     "Clip"})
     t[op] = unary_lowering();
   t["PRelu"] = lower_prelu;
   t["Trilu"] = lower_trilu;

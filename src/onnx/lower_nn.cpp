@@ -11,9 +11,12 @@ namespace {
 
 using ops::UnaryOp;
 
-Value out(Importer& im, TensorRef t) { return Importer::device_value(im.graph(), t); }
+Value out(Importer& im, TensorRef t) {
+  return Importer::device_value(im.graph(), t);
+}
 
-std::vector<int64_t> ints_or(const fold::Attrs& a, const char* name, std::vector<int64_t> fallback) {
+std::vector<int64_t> ints_or(const fold::Attrs& a, const char* name,
+                             std::vector<int64_t> fallback) {
   const auto* v = a.find_ints(name);
   return v ? *v : fallback;
 }
@@ -48,7 +51,8 @@ std::vector<int64_t> resolve_pads(Importer& im, const onnx::NodeProto& node, con
   for (size_t i = 0; i < n; ++i) {
     int64_t size = in[2 + i];
     int64_t out = (size + strides[i] - 1) / strides[i];
-    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size);
+    int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size);
     int64_t small = total / 2, big = total - small;
     pads[i] = auto_pad == "SAME_UPPER" ? small : big;
     pads[i + n] = auto_pad == "SAME_UPPER" ? big : small;
@@ -74,7 +78,8 @@ bool fold_batch_norm(Importer& im, const onnx::NodeProto& conv, HostTensor& weig
   int64_t per = weight.numel() / cout;
   if (!bias) bias = HostTensor(DType::Float32, {cout});
   for (int64_t c = 0; c < cout; ++c) {
-    double k = p[0]->data<float>()[c] / std::sqrt(static_cast<double>(p[3]->data<float>()[c]) + eps);
+    double k =
+        p[0]->data<float>()[c] / std::sqrt(static_cast<double>(p[3]->data<float>()[c]) + eps);
     for (int64_t j = 0; j < per; ++j) weight.data<float>()[c * per + j] *= static_cast<float>(k);
     float& b = bias->data<float>()[c];
     b = static_cast<float>((b - p[2]->data<float>()[c]) * k + p[1]->data<float>()[c]);
@@ -149,7 +154,8 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   if (x.size() != 4) im.fail(node, "only 2-D ConvTranspose is supported");
   if (a.find_ints("output_shape")) im.fail(node, "attribute output_shape is not supported");
   std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") im.fail(node, "auto_pad " + auto_pad + " is not supported");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    im.fail(node, "auto_pad " + auto_pad + " is not supported");
   ops::ConvTranspose2dParams p;
   auto s = ints_or(a, "strides", {1, 1}), d = ints_or(a, "dilations", {1, 1}),
        op = ints_or(a, "output_padding", {0, 0}), pads = ints_or(a, "pads", {0, 0, 0, 0});
@@ -162,7 +168,8 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   p.groups = a.get_int("group", 1);
   std::optional<TensorRef> bias;
   if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  return {out(im, ops::conv_transpose2d(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, p))};
+  return {
+      out(im, ops::conv_transpose2d(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, p))};
 }
 
 std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -173,9 +180,10 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
   if (act) act_op = act->first, act_params = act->second;
-  TensorRef y = ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), c,
-                          float_attr(a, "alpha", 1.f), float_attr(a, "beta", 1.f),
-                          a.get_int("transA", 0) != 0, a.get_int("transB", 0) != 0, act_op, act_params);
+  TensorRef y =
+      ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), c, float_attr(a, "alpha", 1.f),
+                float_attr(a, "beta", 1.f), a.get_int("transA", 0) != 0,
+                a.get_int("transB", 0) != 0, act_op, act_params);
   return {out(im, y)};
 }
 
@@ -200,7 +208,8 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
   if (act) act_op = act->first, act_params = act->second;
-  return {out(im, ops::matmul(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, act_op, act_params))};
+  return {out(im, ops::matmul(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, act_op,
+                              act_params))};
 }
 
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -217,14 +226,16 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   size_t n = x.size() - 2;
   std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> dil = ints_or(a, "dilations", std::vector<int64_t>(n, 1));
-  if (k->size() != n || strides.size() != n || dil.size() != n) im.fail(node, "attribute ranks differ from input");
+  if (k->size() != n || strides.size() != n || dil.size() != n)
+    im.fail(node, "attribute ranks differ from input");
   std::vector<int64_t> pads = resolve_pads(im, node, a, x, *k, strides, dil);
   TensorRef in = im.tensor(node, 0);
   // 1-D pooling runs as 2-D over [N, C, 1, L].
   if (one_d) in = im.graph().add_view(in, {x[0], x[1], 1, x[2]});
   ops::Pool2dParams p;
   p.kernel = one_d ? std::array<int64_t, 2>{1, (*k)[0]} : std::array<int64_t, 2>{(*k)[0], (*k)[1]};
-  p.strides = one_d ? std::array<int64_t, 2>{1, strides[0]} : std::array<int64_t, 2>{strides[0], strides[1]};
+  p.strides = one_d ? std::array<int64_t, 2>{1, strides[0]}
+                    : std::array<int64_t, 2>{strides[0], strides[1]};
   p.dilations = one_d ? std::array<int64_t, 2>{1, dil[0]} : std::array<int64_t, 2>{dil[0], dil[1]};
   p.pads = one_d ? std::array<int64_t, 4>{0, pads[0], 0, pads[1]}
                  : std::array<int64_t, 4>{pads[0], pads[1], pads[2], pads[3]};
@@ -238,25 +249,29 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   return {out(im, y)};
 }
 
-std::vector<Value> lower_global_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
+std::vector<Value> lower_global_pool(Importer& im, const onnx::NodeProto& node,
+                                     const fold::Attrs&) {
   im.require_inputs(node, 1, 1);
   TensorRef x = im.tensor(node, 0);
   bool max = node.op_type() == "GlobalMaxPool";
   return {out(im, max ? ops::global_max_pool(im.graph(), x) : ops::global_avg_pool(im.graph(), x))};
 }
 
-std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
   im.require_inputs(node, 5, 5);
   if (a.get_int("training_mode", 0)) im.fail(node, "training_mode=1 is not supported");
   for (int i = 1; i < node.output_size(); ++i)
-    if (!node.output(i).empty()) im.fail(node, "training outputs (running mean/var) are not supported");
+    if (!node.output(i).empty())
+      im.fail(node, "training outputs (running mean/var) are not supported");
   TensorRef y = ops::batch_norm_inference(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
-                                          im.tensor(node, 2), im.tensor(node, 3), im.tensor(node, 4),
-                                          float_attr(a, "epsilon", 1e-5f));
+                                          im.tensor(node, 2), im.tensor(node, 3),
+                                          im.tensor(node, 4), float_attr(a, "epsilon", 1e-5f));
   return {out(im, y)};
 }
 
-std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
   std::optional<TensorRef> bias;
   if (im.has_input(node, 2)) bias = im.tensor(node, 2);
@@ -277,15 +292,17 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node, c
   TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
                               ops::binary(g, ops::BinaryOp::Mul, centered, centered), axes, true);
   TensorRef eps_t = g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
-  TensorRef inv = ops::unary(g, UnaryOp::Reciprocal,
-                             ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));
+  TensorRef inv =
+      ops::unary(g, UnaryOp::Reciprocal,
+                 ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));
   outs.push_back(out(im, mean));
   outs.push_back(out(im, inv));
   return outs;
 }
 
 // DepthToSpace / SpaceToDepth: a reshape, a transpose, a reshape.
-std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node,
+                                     const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
   Shape x = im.input(node, 0).shape;
   if (x.size() != 4) im.fail(node, "input must be 4-D");
@@ -297,8 +314,8 @@ std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node, 
     if (c % (b * b)) im.fail(node, "channels not divisible by blocksize^2");
     bool crd = string_attr(a, "mode", "DCR") == "CRD";
     Shape split = crd ? Shape{n, c / (b * b), b, b, h, w} : Shape{n, b, b, c / (b * b), h, w};
-    std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3}
-                                    : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+    std::vector<int64_t> perm =
+        crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
     y = ops::transpose(g, g.add_view(in, split), perm);
     y = g.add_view(y, {n, c / (b * b), h * b, w * b});
   } else {
@@ -309,13 +326,15 @@ std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node, 
   return {out(im, y)};
 }
 
-std::vector<Value> lower_instance_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_instance_norm(Importer& im, const onnx::NodeProto& node,
+                                       const fold::Attrs& a) {
   im.require_inputs(node, 3, 3);
   return {out(im, ops::instance_norm(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
                                      im.tensor(node, 2), float_attr(a, "epsilon", 1e-5f)))};
 }
 
-std::vector<Value> lower_group_norm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_group_norm(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
   im.require_inputs(node, 3, 3);
   int64_t groups = a.get_int("num_groups", 0);
   if (groups <= 0) im.fail(node, "num_groups must be positive");
@@ -365,13 +384,15 @@ Lowering reduce_lowering(ops::ReduceOp op) {
     } else if (const auto* v = a.find_ints("axes")) {
       axes = *v;
     }
-    if (axes.empty() && a.get_int("noop_with_empty_axes", 0)) return std::vector<Value>{im.input(node, 0)};
+    if (axes.empty() && a.get_int("noop_with_empty_axes", 0))
+      return std::vector<Value>{im.input(node, 0)};
     bool keep = a.get_int("keepdims", 1) != 0;
     return std::vector<Value>{out(im, ops::reduce(im.graph(), op, im.tensor(node, 0), axes, keep))};
   };
 }
 
-std::vector<Value> lower_reduce_log_sum(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_reduce_log_sum(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs& a) {
   Value sum = reduce_lowering(ops::ReduceOp::Sum)(im, node, a)[0];
   return {out(im, ops::unary(im.graph(), UnaryOp::Log, im.tensor(sum, node.output(0) + "/sum")))};
 }
@@ -379,9 +400,10 @@ std::vector<Value> lower_reduce_log_sum(Importer& im, const onnx::NodeProto& nod
 Lowering arg_lowering(bool is_min) {
   return [is_min](Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
     im.require_inputs(node, 1, 1);
-    return std::vector<Value>{out(im, ops::argmax(im.graph(), im.tensor(node, 0), a.get_int("axis", 0),
-                                                  a.get_int("keepdims", 1) != 0,
-                                                  a.get_int("select_last_index", 0) != 0, is_min))};
+    return std::vector<Value>{
+        out(im, ops::argmax(im.graph(), im.tensor(node, 0), a.get_int("axis", 0),
+                            a.get_int("keepdims", 1) != 0, a.get_int("select_last_index", 0) != 0,
+                            is_min))};
   };
 }
 

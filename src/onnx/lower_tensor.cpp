@@ -2,9 +2,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "vkgraph/onnx_tensor.h"
-
 #include "onnx/importer.h"
+#include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -79,7 +78,8 @@ std::vector<Value> lower_squeeze(Importer& im, const onnx::NodeProto& node,
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) im.fail(node, "axis " + std::to_string(a) + " out of range");
     if (a < 0) a += rank;
-    if (in[a] != 1) im.fail(node, "cannot squeeze dimension " + std::to_string(a) + " of " + shape_str(in));
+    if (in[a] != 1)
+      im.fail(node, "cannot squeeze dimension " + std::to_string(a) + " of " + shape_str(in));
     drop[a] = true;
   }
   Shape out;
@@ -107,11 +107,15 @@ std::vector<Value> lower_unsqueeze(Importer& im, const onnx::NodeProto& node,
   return {view(im, node, out)};
 }
 
-Value out(Importer& im, TensorRef t) { return Importer::device_value(im.graph(), t); }
+Value out(Importer& im, TensorRef t) {
+  return Importer::device_value(im.graph(), t);
+}
 
-std::vector<Value> lower_transpose(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+std::vector<Value> lower_transpose(Importer& im, const onnx::NodeProto& node,
+                                   const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
-  return {out(im, ops::transpose(im.graph(), im.tensor(node, 0), int_list(im, node, 99, a, "perm")))};
+  return {
+      out(im, ops::transpose(im.graph(), im.tensor(node, 0), int_list(im, node, 99, a, "perm")))};
 }
 
 std::vector<Value> lower_concat(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -135,7 +139,8 @@ std::vector<Value> lower_split(Importer& im, const onnx::NodeProto& node, const 
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, x[axis] - i * each));
   }
   std::vector<Value> values;
-  for (TensorRef t : ops::split(im.graph(), im.tensor(node, 0), axis, sizes)) values.push_back(out(im, t));
+  for (TensorRef t : ops::split(im.graph(), im.tensor(node, 0), axis, sizes))
+    values.push_back(out(im, t));
   return values;
 }
 
@@ -169,8 +174,10 @@ std::vector<Value> lower_scatter(Importer& im, const onnx::NodeProto& node, cons
   std::string r = "none";
   if (auto it = a.strings.find("reduction"); it != a.strings.end()) r = it->second;
   static const std::map<std::string, ops::ScatterReduction> kinds = {
-      {"none", ops::ScatterReduction::None}, {"add", ops::ScatterReduction::Add},
-      {"mul", ops::ScatterReduction::Mul},   {"max", ops::ScatterReduction::Max},
+      {"none", ops::ScatterReduction::None},
+      {"add", ops::ScatterReduction::Add},
+      {"mul", ops::ScatterReduction::Mul},
+      {"max", ops::ScatterReduction::Max},
       {"min", ops::ScatterReduction::Min}};
   if (!kinds.count(r)) im.fail(node, "unsupported reduction '" + r + "'");
   return {out(im, ops::scatter_elements(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
@@ -213,20 +220,23 @@ std::vector<Value> lower_pad(Importer& im, const onnx::NodeProto& node, const fo
 Lowering compare_lowering(ops::CompareOp op) {
   return [op](Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
     im.require_inputs(node, 2, 2);
-    return std::vector<Value>{out(im, ops::compare(im.graph(), op, im.tensor(node, 0), im.tensor(node, 1)))};
+    return std::vector<Value>{
+        out(im, ops::compare(im.graph(), op, im.tensor(node, 0), im.tensor(node, 1)))};
   };
 }
 
 Lowering logical_lowering(ops::LogicalOp op) {
   return [op](Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
     im.require_inputs(node, 2, 2);
-    return std::vector<Value>{out(im, ops::logical(im.graph(), op, im.tensor(node, 0), im.tensor(node, 1)))};
+    return std::vector<Value>{
+        out(im, ops::logical(im.graph(), op, im.tensor(node, 0), im.tensor(node, 1)))};
   };
 }
 
 std::vector<Value> lower_where(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
   im.require_inputs(node, 3, 3);
-  return {out(im, ops::where(im.graph(), im.tensor(node, 0), im.tensor(node, 1), im.tensor(node, 2)))};
+  return {
+      out(im, ops::where(im.graph(), im.tensor(node, 0), im.tensor(node, 1), im.tensor(node, 2)))};
 }
 
 std::vector<Value> lower_not(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
@@ -267,7 +277,8 @@ std::vector<Value> lower_topk(Importer& im, const onnx::NodeProto& node, const f
     k = kt->as_int(0);
   }
   if (a.get_int("sorted", 1) == 0) im.fail(node, "sorted=0 is not supported");
-  auto r = ops::topk(im.graph(), im.tensor(node, 0), k, a.get_int("axis", -1), a.get_int("largest", 1) != 0);
+  auto r = ops::topk(im.graph(), im.tensor(node, 0), k, a.get_int("axis", -1),
+                     a.get_int("largest", 1) != 0);
   return {out(im, r.values), out(im, r.indices)};
 }
 
@@ -277,10 +288,13 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   ops::ResizeOptions o;
   std::string mode = "nearest";
   if (auto it = a.strings.find("mode"); it != a.strings.end()) mode = it->second;
-  if (mode == "linear" || mode == "bilinear") o.mode = ops::ResizeMode::Linear;
-  else if (mode != "nearest") im.fail(node, "unsupported mode '" + mode + "'");
+  if (mode == "linear" || mode == "bilinear")
+    o.mode = ops::ResizeMode::Linear;
+  else if (mode != "nearest")
+    im.fail(node, "unsupported mode '" + mode + "'");
   std::string ctm = "half_pixel";
-  if (auto it = a.strings.find("coordinate_transformation_mode"); it != a.strings.end()) ctm = it->second;
+  if (auto it = a.strings.find("coordinate_transformation_mode"); it != a.strings.end())
+    ctm = it->second;
   if (im.opset() < 11) ctm = "asymmetric";
   static const std::map<std::string, ops::ResizeCoordinates> ctms = {
       {"half_pixel", ops::ResizeCoordinates::HalfPixel},
@@ -306,19 +320,24 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   const HostTensor* scales = im.constant(node, scales_at);
   std::optional<HostTensor> scale_attr;
   if (auto it = a.float_lists.find("scales"); it != a.float_lists.end()) {
-    scale_attr = HostTensor::from(DType::Float32, {static_cast<int64_t>(it->second.size())}, it->second);
+    scale_attr =
+        HostTensor::from(DType::Float32, {static_cast<int64_t>(it->second.size())}, it->second);
     scales = &*scale_attr;
   }
   if (im.has_input(node, sizes_at) && !sizes) im.fail(node, "sizes must be known at load time");
   if (im.has_input(node, scales_at) && !scales) im.fail(node, "scales must be known at load time");
   if (sizes && sizes->numel() > 0) {
-    if (sizes->numel() != static_cast<int64_t>(x.size())) im.fail(node, "sizes rank differs from input");
+    if (sizes->numel() != static_cast<int64_t>(x.size()))
+      im.fail(node, "sizes rank differs from input");
     for (size_t i = 0; i < x.size(); ++i) out_shape[i] = sizes->as_int(i);
   } else if (scales && scales->numel() > 0) {
-    if (scales->numel() != static_cast<int64_t>(x.size())) im.fail(node, "scales rank differs from input");
+    if (scales->numel() != static_cast<int64_t>(x.size()))
+      im.fail(node, "scales rank differs from input");
     for (size_t i = 0; i < x.size(); ++i)
       out_shape[i] = static_cast<int64_t>(std::floor(x[i] * scales->as_double(i)));
-    if (x.size() == 4) o.scale_h = static_cast<float>(scales->as_double(2)), o.scale_w = static_cast<float>(scales->as_double(3));
+    if (x.size() == 4)
+      o.scale_h = static_cast<float>(scales->as_double(2)),
+      o.scale_w = static_cast<float>(scales->as_double(3));
   } else {
     im.fail(node, "needs scales or sizes");
   }

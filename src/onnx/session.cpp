@@ -32,9 +32,9 @@ struct Session::Impl {
     if (size > static_cast<size_t>(INT32_MAX))
       throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
     if (!model.ParseFromArray(bytes, static_cast<int>(size)))
-      throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
-    if (!model.has_graph())
-      throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
+      throw Error(ErrorKind::ModelFormat,
+                  what + ": not a valid ONNX model (protobuf parse failed)");
+    if (!model.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
     std::set<std::string> initializers;
     for (auto& init : model.graph().initializer()) initializers.insert(init.name());
     for (auto& in : model.graph().input()) {
@@ -104,16 +104,26 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
-const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
+const std::vector<ValueInfo>& Session::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<ValueInfo>& Session::outputs() const {
+  return impl_->outputs;
+}
 int Session::opset() const {
   for (auto& op : impl_->model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") return static_cast<int>(op.version());
   return 0;
 }
-ComputeGraph* Session::graph() { return impl_->graph.get(); }
-const LoadTimes& Session::load_times() const { return impl_->times; }
-vk::Context& Session::context() { return *impl_->context; }
+ComputeGraph* Session::graph() {
+  return impl_->graph.get();
+}
+const LoadTimes& Session::load_times() const {
+  return impl_->times;
+}
+vk::Context& Session::context() {
+  return *impl_->context;
+}
 
 std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& feeds,
                                      const std::vector<std::string>& output_names) {
@@ -131,7 +141,8 @@ std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& fe
   std::map<std::string, Shape> shapes;
   for (auto& in : s.inputs) {
     auto it = feeds.find(in.name);
-    if (it == feeds.end()) throw Error(ErrorKind::InvalidArgument, "missing input '" + in.name + "'");
+    if (it == feeds.end())
+      throw Error(ErrorKind::InvalidArgument, "missing input '" + in.name + "'");
     const HostTensor& t = it->second;
     if (t.dtype != in.dtype)
       throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' must be " +

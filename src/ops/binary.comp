@@ -2,9 +2,21 @@
 // c = a OP b with NumPy broadcasting. OP and T come from defines (see src/ops/CMakeLists).
 #include "common.glsl"
 
+#ifdef VEC4
+// Same-shape operands, n divisible by 4: no index arithmetic, 16-byte loads and stores.
+#if defined(DTYPE_I32)
+#define T4 ivec4
+#else
+#define T4 vec4
+#endif
+layout(std430, binding = 0) readonly buffer A { T4 a[]; };
+layout(std430, binding = 1) readonly buffer B { T4 b[]; };
+layout(std430, binding = 2) writeonly buffer C { T4 c[]; };
+#else
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 1) readonly buffer B { T b[]; };
 layout(std430, binding = 2) writeonly buffer C { T c[]; };
+#endif
 layout(push_constant) uniform Params {
   int n;
   int rank;
@@ -55,6 +67,10 @@ T apply(T x, T y) {
 void main() {
   int i = int(linear_index());
   if (i >= p.n) return;
+#ifdef VEC4
+  T4 x = a[i], y = b[i];
+  c[i] = T4(apply(x.x, y.x), apply(x.y, y.y), apply(x.z, y.z), apply(x.w, y.w));
+#else
   int ia = 0, ib = 0, rem = i;
   for (int d = p.rank - 1; d >= 0; --d) {
     int idx = rem % p.shape[d];
@@ -63,4 +79,5 @@ void main() {
     ib += idx * p.stride_b[d];
   }
   c[i] = apply(a[ia], b[ib]);
+#endif
 }

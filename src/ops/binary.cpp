@@ -7,15 +7,24 @@ namespace vkgraph::ops {
 namespace {
 const char* binary_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Max: return "max";
-    case BinaryOp::Min: return "min";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Mod: return "mod";
-    case BinaryOp::FMod: return "fmod";
+    case BinaryOp::Add:
+      return "add";
+    case BinaryOp::Sub:
+      return "sub";
+    case BinaryOp::Mul:
+      return "mul";
+    case BinaryOp::Div:
+      return "div";
+    case BinaryOp::Max:
+      return "max";
+    case BinaryOp::Min:
+      return "min";
+    case BinaryOp::Pow:
+      return "pow";
+    case BinaryOp::Mod:
+      return "mod";
+    case BinaryOp::FMod:
+      return "fmod";
   }
   return "?";
 }
@@ -37,10 +46,19 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
   pc.add_array(to_i32(out, name), kMaxRank);
   pc.add_array(broadcast_strides(ia.shape, out), kMaxRank);
   pc.add_array(broadcast_strides(ib.shape, out), kMaxRank);
+  // Same shapes (no broadcast) in 4-element groups take the index-free vec4 variant.
+  bool vec4 = ia.shape == out && ib.shape == out && n % 4 == 0 &&
+              (ia.dtype == DType::Float32 || ia.dtype == DType::Int32);
+  if (vec4) {
+    PushConstants flat;
+    flat.add(static_cast<int32_t>(n / 4)).add(int32_t{0});
+    flat.add_array(std::vector<int32_t>{}, 3 * kMaxRank);
+    pc = std::move(flat);
+  }
   DispatchDesc d;
-  d.shader = "binary_" + name + "_" + dtype_suffix(ia.dtype);
+  d.shader = "binary_" + name + "_" + dtype_suffix(ia.dtype) + (vec4 ? "_vec4" : "");
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
-  d.groups = groups_for(n);
+  d.groups = groups_for(vec4 ? n / 4 : n);
   d.local = {kLocal, 1, 1};
   d.push = pc.take();
   d.label = name;

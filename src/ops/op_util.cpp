@@ -16,9 +16,8 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
   int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= std::max<int64_t>(r, 1))
-    throw Error(ErrorKind::InvalidArgument,
-                op + ": axis " + std::to_string(axis) + " out of range for rank " +
-                    std::to_string(rank));
+    throw Error(ErrorKind::InvalidArgument, op + ": axis " + std::to_string(axis) +
+                                                " out of range for rank " + std::to_string(rank));
   return static_cast<int>(axis < 0 ? axis + r : axis);
 }
 
@@ -30,8 +29,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1)
       throw Error(ErrorKind::InvalidArgument, std::string(op) + ": shapes " + shape_str(a) +
-                                                  " and " + shape_str(b) +
-                                                  " do not broadcast");
+                                                  " and " + shape_str(b) + " do not broadcast");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -41,8 +39,8 @@ std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out) {
   std::vector<int32_t> strides(out.size(), 0);
   int64_t stride = 1;
   for (size_t k = 0; k < shape.size(); ++k) {
-    size_t i = shape.size() - 1 - k;     // dim in `shape`
-    size_t o = out.size() - 1 - k;       // matching dim in `out`
+    size_t i = shape.size() - 1 - k;  // dim in `shape`
+    size_t o = out.size() - 1 - k;    // matching dim in `out`
     strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : static_cast<int32_t>(stride);
     stride *= shape[i];
   }

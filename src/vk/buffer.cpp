@@ -32,7 +32,9 @@ Buffer::Buffer(Context& context, VkDeviceSize size, MemoryUsage usage, VkBufferU
   }
 }
 
-Buffer::~Buffer() { release(); }
+Buffer::~Buffer() {
+  release();
+}
 
 void Buffer::release() {
   if (!context_) return;
@@ -41,7 +43,9 @@ void Buffer::release() {
   buffer_ = VK_NULL_HANDLE;
 }
 
-Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+Buffer::Buffer(Buffer&& o) noexcept {
+  *this = std::move(o);
+}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -68,10 +72,10 @@ StagingBuffer::StagingBuffer(Context& context, VkDeviceSize size, Direction dire
 
 void StagingBuffer::check_range(VkDeviceSize offset, VkDeviceSize bytes, const char* op) const {
   if (offset > size_ || bytes > size_ - offset)
-    throw Error(ErrorKind::InvalidArgument,
-                std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
-                    std::to_string(offset) + " overruns '" + name_ + "' (" +
-                    std::to_string(size_) + " bytes)");
+    throw Error(ErrorKind::InvalidArgument, std::string(op) + " of " + std::to_string(bytes) +
+                                                " bytes at offset " + std::to_string(offset) +
+                                                " overruns '" + name_ + "' (" +
+                                                std::to_string(size_) + " bytes)");
 }
 
 VkMappedMemoryRange StagingBuffer::aligned_range(VkDeviceSize offset, VkDeviceSize bytes) const {
@@ -108,8 +112,7 @@ void StagingBuffer::flush(VkDeviceSize offset, VkDeviceSize bytes) {
   if (allocation_.coherent || bytes == 0) return;
   VkMappedMemoryRange r = aligned_range(offset, bytes);
   check_vk(vkFlushMappedMemoryRanges(context_->device(), 1, &r), "vkFlushMappedMemoryRanges");
-  trace_host(context_, SyncEvent::Type::Flush, *this, r.offset - allocation_.offset, r.size,
-             false);
+  trace_host(context_, SyncEvent::Type::Flush, *this, r.offset - allocation_.offset, r.size, false);
 }
 
 void StagingBuffer::invalidate(VkDeviceSize offset, VkDeviceSize bytes) {

@@ -12,7 +12,9 @@ Fence::Fence(Context& context) : context_(context) {
   check_vk(vkCreateFence(context.device(), &ci, nullptr, &fence_), "vkCreateFence");
 }
 
-Fence::~Fence() { vkDestroyFence(context_.device(), fence_, nullptr); }
+Fence::~Fence() {
+  vkDestroyFence(context_.device(), fence_, nullptr);
+}
 
 void Fence::wait(uint64_t timeout_ns) {
   VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, timeout_ns);
@@ -25,9 +27,13 @@ void Fence::wait(uint64_t timeout_ns) {
   }
 }
 
-bool Fence::signaled() const { return vkGetFenceStatus(context_.device(), fence_) == VK_SUCCESS; }
+bool Fence::signaled() const {
+  return vkGetFenceStatus(context_.device(), fence_) == VK_SUCCESS;
+}
 
-void Fence::reset() { check_vk(vkResetFences(context_.device(), 1, &fence_), "vkResetFences"); }
+void Fence::reset() {
+  check_vk(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
+}
 
 namespace {
 const char* state_name(CommandBuffer::State s) {
@@ -100,8 +106,7 @@ void CommandBuffer::bind_pipeline(VkPipeline pipeline) {
 
 void CommandBuffer::bind_descriptor_set(VkPipelineLayout layout, VkDescriptorSet set) {
   require(State::Recording, "bind_descriptor_set");
-  vkCmdBindDescriptorSets(handle_, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0,
-                          nullptr);
+  vkCmdBindDescriptorSets(handle_, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
 }
 
 void CommandBuffer::push_constants(VkPipelineLayout layout, const void* data, uint32_t size) {
@@ -167,7 +172,9 @@ CommandPool::CommandPool(Context& context) : context_(context) {
   check_vk(vkCreateCommandPool(context.device(), &ci, nullptr, &pool_), "vkCreateCommandPool");
 }
 
-CommandPool::~CommandPool() { vkDestroyCommandPool(context_.device(), pool_, nullptr); }
+CommandPool::~CommandPool() {
+  vkDestroyCommandPool(context_.device(), pool_, nullptr);
+}
 
 CommandBuffer& CommandPool::allocate() {
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -176,8 +183,7 @@ CommandBuffer& CommandPool::allocate() {
   ai.commandBufferCount = 1;
   VkCommandBuffer cb;
   check_vk(vkAllocateCommandBuffers(context_.device(), &ai, &cb), "vkAllocateCommandBuffers");
-  buffers_.push_back(
-      std::make_unique<CommandBuffer>(context_, cb, reinterpret_cast<uint64_t>(cb)));
+  buffers_.push_back(std::make_unique<CommandBuffer>(context_, cb, reinterpret_cast<uint64_t>(cb)));
   return *buffers_.back();
 }
 

@@ -129,9 +129,10 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
 }  // namespace
 
 struct DebugCallback {
-  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
-      VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
-      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                   void* user) {
     if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
     std::string msg = data && data->pMessage ? data->pMessage : "(no message)";
     static_cast<Context*>(user)->add_validation_message(std::move(msg));
@@ -160,8 +161,7 @@ std::shared_ptr<Context> Context::create(const ContextOptions& options) {
 
 void Context::init(const ContextOptions& options) {
   validation_ = options.validation.value_or(env_flag("VKGRAPH_VALIDATION"));
-  force_non_coherent_ =
-      options.force_non_coherent.value_or(env_flag("VKGRAPH_FORCE_NONCOHERENT"));
+  force_non_coherent_ = options.force_non_coherent.value_or(env_flag("VKGRAPH_FORCE_NONCOHERENT"));
   if (options.sync_trace) trace_ = std::make_unique<SyncTrace>();
 
   // Instance, with validation + synchronization validation when asked.
@@ -204,7 +204,22 @@ void Context::init(const ContextOptions& options) {
   ci.ppEnabledLayerNames = layers.data();
   ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
   ci.ppEnabledExtensionNames = exts.data();
-  check_vk(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
+  {
+    // The 1.3.239 layer checks hazards between separate submissions (chunks of one graph,
+    // successive executions, app work) only with this enable, which it reads from the
+    // environment at instance creation; set it for that moment only.
+    constexpr const char* kVar = "VK_LAYER_ENABLES";
+    constexpr const char* kEnable =
+        "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT";
+    const char* old = std::getenv(kVar);
+    std::string saved = old ? old : "";
+    bool set = validation_ && saved.find(kEnable) == std::string::npos;
+    if (set)
+      setenv(kVar, (saved.empty() ? std::string(kEnable) : saved + "," + kEnable).c_str(), 1);
+    VkResult r = vkCreateInstance(&ci, nullptr, &instance_);
+    if (set) old ? setenv(kVar, saved.c_str(), 1) : unsetenv(kVar);
+    check_vk(r, "vkCreateInstance");
+  }
   if (validation_) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
@@ -215,15 +230,17 @@ void Context::init(const ContextOptions& options) {
   // Physical device: explicit choice, else the best type.
   auto devices = physical_devices(instance_);
   if (devices.empty()) throw Error(ErrorKind::Unsupported, "no Vulkan device found");
-  std::string choice = options.device.value_or(
-      std::getenv("VKGRAPH_DEVICE") ? std::getenv("VKGRAPH_DEVICE") : "");
+  std::string choice =
+      options.device.value_or(std::getenv("VKGRAPH_DEVICE") ? std::getenv("VKGRAPH_DEVICE") : "");
   int chosen = -1;
   if (!choice.empty()) {
-    bool numeric = std::all_of(choice.begin(), choice.end(), ::isdigit);
+    bool numeric =
+        std::all_of(choice.begin(), choice.end(), [](unsigned char c) { return std::isdigit(c); });
     for (uint32_t i = 0; i < devices.size() && chosen < 0; ++i) {
       VkPhysicalDeviceProperties p;
       vkGetPhysicalDeviceProperties(devices[i], &p);
-      if (numeric ? std::stoul(choice) == i
+      // strtoull saturates instead of throwing, so an index too large matches no device.
+      if (numeric ? std::strtoull(choice.c_str(), nullptr, 10) == i
                   : lower(p.deviceName).find(lower(choice)) != std::string::npos)
         chosen = static_cast<int>(i);
     }
@@ -271,8 +288,8 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
     throw Error(ErrorKind::Unsupported,
                 std::string("device ") + properties_.deviceName + " has no compute queue");
   queue_family_ = static_cast<uint32_t>(family);
-  features_.timestamps = qfs[family].timestampValidBits > 0 &&
-                         properties_.limits.timestampComputeAndGraphics;
+  features_.timestamps =
+      qfs[family].timestampValidBits > 0 && properties_.limits.timestampComputeAndGraphics;
   features_.timestamp_period_ns = properties_.limits.timestampPeriod;
 
   // Features: query what exists, enable what we use.
@@ -299,7 +316,8 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
       (api12 || has_ext("VK_KHR_8bit_storage")) && s8.storageBuffer8BitAccess;
   features_.shader_float16 = (api12 || has_ext("VK_KHR_shader_float16_int8")) && f16.shaderFloat16;
   features_.shader_int64 = f2.features.shaderInt64;
-  features_.timeline_semaphores = (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
+  features_.timeline_semaphores =
+      (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
   features_.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
   features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
@@ -315,7 +333,6 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   features_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                                   (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   features_.min_imported_host_pointer_alignment = hostp.minImportedHostPointerAlignment;
-
 }
 
 void Context::create_device() {
@@ -362,7 +379,6 @@ void Context::create_device() {
   dci.ppEnabledExtensionNames = dev_exts.data();
   check_vk(vkCreateDevice(physical_device_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
-
 }
 
 void Context::finish(const ContextOptions& options) {
@@ -376,7 +392,8 @@ void Context::finish(const ContextOptions& options) {
 std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,
                                         const ContextOptions& options) {
   check(external.instance && external.physical_device && external.device && external.queue,
-        ErrorKind::InvalidArgument, "adopt: instance, physical device, device and queue are required");
+        ErrorKind::InvalidArgument,
+        "adopt: instance, physical device, device and queue are required");
   std::shared_ptr<Context> ctx(new Context());
   ctx->owns_device_ = false;
   ctx->instance_ = external.instance;

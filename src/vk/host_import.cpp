@@ -19,15 +19,19 @@ HostImport::HostImport(Context& context, void* pointer, VkDeviceSize size, std::
     : context_(context), size_(size), name_(std::move(name)) {
   if (!possible(context, pointer, size))
     throw Error(ErrorKind::Unsupported,
-                "host import of '" + name_ + "': needs VK_EXT_external_memory_host and pointer and "
-                "size aligned to " + std::to_string(context.features().min_imported_host_pointer_alignment));
+                "host import of '" + name_ +
+                    "': needs VK_EXT_external_memory_host and pointer and "
+                    "size aligned to " +
+                    std::to_string(context.features().min_imported_host_pointer_alignment));
   VkDevice device = context.device();
   auto get_props = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
       vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
-  check(get_props != nullptr, ErrorKind::Unsupported, "vkGetMemoryHostPointerPropertiesEXT missing");
+  check(get_props != nullptr, ErrorKind::Unsupported,
+        "vkGetMemoryHostPointerPropertiesEXT missing");
   VkMemoryHostPointerPropertiesEXT props{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
-  check_vk(get_props(device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, pointer, &props),
-           "vkGetMemoryHostPointerPropertiesEXT");
+  check_vk(
+      get_props(device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, pointer, &props),
+      "vkGetMemoryHostPointerPropertiesEXT");
 
   VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
   ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;

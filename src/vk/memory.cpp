@@ -10,7 +10,9 @@ namespace {
 
 constexpr VkDeviceSize kNoFit = ~VkDeviceSize(0);
 
-VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
+  return (v + a - 1) / a * a;
+}
 
 std::string mib(uint64_t bytes) {
   return std::to_string(bytes / (1024.0 * 1024.0)).substr(0, 8) + " MiB";
@@ -50,8 +52,7 @@ void MemoryBlock::give_back(VkDeviceSize offset, VkDeviceSize size) {
   free_ranges[offset] = size;
 }
 
-MemoryAllocator::MemoryAllocator(VkPhysicalDevice physical_device, VkDevice device,
-                                 Options options)
+MemoryAllocator::MemoryAllocator(VkPhysicalDevice physical_device, VkDevice device, Options options)
     : device_(device), options_(options) {
   vkGetPhysicalDeviceMemoryProperties(physical_device, &props_);
   VkPhysicalDeviceProperties p;
@@ -106,10 +107,10 @@ uint32_t MemoryAllocator::choose_type(uint32_t type_bits, MemoryUsage usage) con
 VkDeviceMemory MemoryAllocator::allocate_device_memory(VkDeviceSize size, uint32_t type,
                                                        const std::string& what) {
   if (options_.budget && stats_.block_bytes + size > options_.budget)
-    throw Error(ErrorKind::OutOfMemory,
-                what + ": needs " + mib(size) + " more device memory, but the budget of " +
-                    mib(options_.budget) + " has " + mib(options_.budget - stats_.block_bytes) +
-                    " left");
+    throw Error(ErrorKind::OutOfMemory, what + ": needs " + mib(size) +
+                                            " more device memory, but the budget of " +
+                                            mib(options_.budget) + " has " +
+                                            mib(options_.budget - stats_.block_bytes) + " left");
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = size;
   ai.memoryTypeIndex = type;
@@ -200,8 +201,8 @@ void MemoryAllocator::free(Allocation& a) {
       vkFreeMemory(device_, block->memory, nullptr);
       stats_.block_bytes -= block->size;
       stats_.blocks--;
-      blocks_.erase(std::find_if(blocks_.begin(), blocks_.end(),
-                                 [&](auto& b) { return b.get() == block; }));
+      blocks_.erase(
+          std::find_if(blocks_.begin(), blocks_.end(), [&](auto& b) { return b.get() == block; }));
     }
   }
   a = Allocation{};

@@ -7,8 +7,7 @@ namespace vkgraph::vk {
 
 PipelineCache::PipelineCache(Context& context) : context_(context) {
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  check_vk(vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_),
-           "vkCreatePipelineCache");
+  check_vk(vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
 }
 
 PipelineCache::~PipelineCache() {
@@ -59,10 +58,9 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   if (it != pipelines_.end()) return it->second;
   uint32_t max_push = context_.limits().maxPushConstantsSize;
   if (key.push_size > max_push)
-    throw Error(ErrorKind::Unsupported, "shader " + key.shader + " needs " +
-                                            std::to_string(key.push_size) +
-                                            " bytes of push constants; device allows " +
-                                            std::to_string(max_push));
+    throw Error(ErrorKind::Unsupported,
+                "shader " + key.shader + " needs " + std::to_string(key.push_size) +
+                    " bytes of push constants; device allows " + std::to_string(max_push));
   Pipeline p;
   p.set_layout = set_layout(key.bindings);
   auto lk = std::make_pair(key.bindings, key.push_size);
@@ -107,7 +105,9 @@ DescriptorPool::DescriptorPool(Context& context, uint32_t max_sets, uint32_t max
            "vkCreateDescriptorPool");
 }
 
-DescriptorPool::~DescriptorPool() { vkDestroyDescriptorPool(context_.device(), pool_, nullptr); }
+DescriptorPool::~DescriptorPool() {
+  vkDestroyDescriptorPool(context_.device(), pool_, nullptr);
+}
 
 VkDescriptorSet DescriptorPool::allocate(VkDescriptorSetLayout layout,
                                          const std::vector<VkBuffer>& buffers,
@@ -137,8 +137,8 @@ void DescriptorPool::write(VkDescriptorSet set, const std::vector<VkBuffer>& buf
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkUpdateDescriptorSets(context_.device(), static_cast<uint32_t>(writes.size()), writes.data(),
-                         0, nullptr);
+  vkUpdateDescriptorSets(context_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                         nullptr);
 }
 
 TimestampPool::TimestampPool(Context& context, uint32_t count) : context_(context), count_(count) {
@@ -150,12 +150,14 @@ TimestampPool::TimestampPool(Context& context, uint32_t count) : context_(contex
   check_vk(vkCreateQueryPool(context.device(), &ci, nullptr, &pool_), "vkCreateQueryPool");
 }
 
-TimestampPool::~TimestampPool() { vkDestroyQueryPool(context_.device(), pool_, nullptr); }
+TimestampPool::~TimestampPool() {
+  vkDestroyQueryPool(context_.device(), pool_, nullptr);
+}
 
 std::vector<double> TimestampPool::read_ns() {
   std::vector<uint64_t> raw(count_);
-  check_vk(vkGetQueryPoolResults(context_.device(), pool_, 0, count_, raw.size() * 8, raw.data(),
-                                 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+  check_vk(vkGetQueryPoolResults(context_.device(), pool_, 0, count_, raw.size() * 8, raw.data(), 8,
+                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
            "vkGetQueryPoolResults");
   std::vector<double> ns(count_);
   for (uint32_t i = 0; i < count_; ++i)

@@ -52,8 +52,7 @@ struct PendingFlush {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
 };
 
-bool covers(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t off,
-            uint64_t size) {
+bool covers(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t off, uint64_t size) {
   // Ranges are few; sort a copy and sweep.
   auto r = ranges;
   std::sort(r.begin(), r.end());
@@ -154,7 +153,9 @@ std::vector<std::string> SyncTrace::audit() const {
       case SyncEvent::Type::Flush: {
         auto& r = unflushed[e.resource].ranges;
         r.erase(std::remove_if(r.begin(), r.end(),
-                               [&](auto& w) { return covers({{e.offset, e.size}}, w.first, w.second); }),
+                               [&](auto& w) {
+                                 return covers({{e.offset, e.size}}, w.first, w.second);
+                               }),
                 r.end());
         break;
       }
@@ -170,7 +171,8 @@ std::vector<std::string> SyncTrace::audit() const {
         else if (w.stage == WriteState::Available)
           problems.push_back(where + what + ": no fence wait after the device->host barrier");
         else if (!e.coherent && !covers(w.invalidated, e.offset, e.size))
-          problems.push_back(where + what + ": non-coherent memory not invalidated before the read");
+          problems.push_back(where + what +
+                             ": non-coherent memory not invalidated before the read");
         break;
       }
       default:

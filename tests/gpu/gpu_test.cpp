@@ -20,10 +20,22 @@ std::shared_ptr<vk::Context> make_context(vk::ContextOptions options) {
   return ctx;
 }
 
-std::shared_ptr<vk::Context> context() {
-  static std::shared_ptr<vk::Context> ctx = make_context({});
+// The shared context is released when the test environment is torn down, not by a static
+// destructor during exit(), where the 1.3.239 validation layer's vkDeviceWaitIdle can hang.
+std::shared_ptr<vk::Context>& shared_context() {
+  static std::shared_ptr<vk::Context> ctx;
   return ctx;
 }
+
+std::shared_ptr<vk::Context> context() {
+  if (!shared_context()) shared_context() = make_context({});
+  return shared_context();
+}
+
+class ReleaseSharedContext : public ::testing::Environment {
+ public:
+  void TearDown() override { shared_context().reset(); }
+};
 
 void GpuTest::SetUp() {
   for (auto& w : live_contexts())
@@ -52,5 +64,6 @@ std::vector<float> GpuTest::random_floats(size_t n, float lo, float hi) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new vkgraph::testing::ReleaseSharedContext);
   return RUN_ALL_TESTS();
 }

@@ -99,7 +99,7 @@ struct TensorInfo {
 struct GraphStats {
   size_t nodes = 0;
   size_t command_buffers = 0;
-  uint64_t activation_bytes = 0;  // after lifetime sharing
+  uint64_t activation_bytes = 0;            // after lifetime sharing
   uint64_t unplanned_activation_bytes = 0;  // if every activation had its own buffer
   uint64_t constant_bytes = 0;
   uint64_t peak_device_bytes = 0;  // the allocator's high-water mark
@@ -126,6 +126,9 @@ class ComputeGraph {
   TensorRef add_input(Shape shape, DType dtype, std::string name, IOMode mode = IOMode::Staged);
   void add_output(TensorRef tensor, std::string name, IOMode mode = IOMode::Staged);
   void add_dispatch(DispatchDesc desc);
+  // Prefixes the labels of nodes added from now on (the ONNX importer names the model node),
+  // so errors and profiles say which model node a dispatch belongs to.
+  void set_label_scope(std::string scope) { label_scope_ = std::move(scope); }
   void add_copy(TensorRef src, TensorRef dst, uint64_t src_offset, uint64_t dst_offset,
                 uint64_t bytes, std::string label = "copy");
 
@@ -151,8 +154,10 @@ class ComputeGraph {
   void bind_external(const std::string& name, const ExternalBuffer& buffer);
   // Binds app host memory to an External input or output: imported (zero-copy) where the
   // device allows (VK_EXT_external_memory_host, aligned pointer and size), else through a
-  // graph-owned host-visible buffer and a memcpy at submit (inputs) / wait (outputs). The
-  // memory must stay valid while bound; outputs are readable there after wait().
+  // graph-owned host-visible buffer and a memcpy at submit (inputs) / wait (outputs). `bytes`
+  // is what the app has at `pointer`, at least the tensor's size; allocations rounded up to
+  // features().min_imported_host_pointer_alignment can be imported whatever the tensor's size.
+  // The memory must stay valid while bound; outputs are readable there after wait().
   HostIOPath bind_host_pointer(const std::string& name, void* pointer, size_t bytes);
   void execute();  // submit() + wait()
   // Asynchronous; outputs may be read only after wait(). `sync` adds semaphores to wait on
@@ -164,7 +169,7 @@ class ComputeGraph {
   HostTensor read_output(size_t i);
 
   GraphStats stats() const;
-  double last_gpu_ms() const;             // GPU time of the last execution (timestamps)
+  double last_gpu_ms() const;                // GPU time of the last execution (timestamps)
   std::vector<NodeTime> node_times() const;  // needs options.profile
 
  private:
@@ -213,6 +218,7 @@ class ComputeGraph {
   std::vector<uint64_t> recorded_ids_;
   bool prepared_ = false, encoded_ = false, in_flight_ = false, executed_ = false;
   GraphStats stats_;
+  std::string label_scope_;
 };
 
 }  // namespace vkgraph

@@ -25,7 +25,7 @@ class HazardTracker {
   struct State {
     VkPipelineStageFlags write_stage = 0;  // 0: never written in the tracked span
     VkAccessFlags write_access = 0;
-    VkPipelineStageFlags read_stages = 0;    // stages that read since the last write
+    VkPipelineStageFlags read_stages = 0;     // stages that read since the last write
     VkPipelineStageFlags visible_stages = 0;  // stages the last write was made visible to
     VkAccessFlags visible_access = 0;
   };

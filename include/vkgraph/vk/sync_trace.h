@@ -34,7 +34,7 @@ struct SyncEvent {
   bool coherent = true;  // for host events: was the memory treated as coherent
   VkPipelineStageFlags src_stage = 0, dst_stage = 0;
   VkAccessFlags src_access = 0, dst_access = 0;  // Barrier: global masks; DeviceWrite: its access
-  std::vector<uint64_t> buffers;                  // Barrier: per-buffer barriers (dst access)
+  std::vector<uint64_t> buffers;                 // Barrier: per-buffer barriers (dst access)
   std::vector<VkAccessFlags> buffer_src_access, buffer_dst_access;
   std::vector<uint64_t> command_buffers;  // Submit
   uint64_t fence = 0;                     // Submit, FenceWait

@@ -1,0 +1,223 @@
+// `vkgraph bench MODEL` and `vkgraph bench-op`: timing with GPU timestamps, a per-node
+// table, and a Chrome trace (chrome://tracing, Perfetto) with one slice per node.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "cli.h"
+#include "vkgraph/error.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::cli {
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+  }
+  return o;
+}
+
+void write_trace(const std::string& path, const std::vector<NodeTime>& nodes) {
+  std::ofstream f(path);
+  if (!f) throw Error(ErrorKind::Io, "cannot write " + path);
+  f << "{\"traceEvents\":[\n";
+  double t = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    double us = nodes[i].gpu_ms * 1000;
+    f << (i ? ",\n" : "") << "{\"name\":\"" << json_escape(nodes[i].label)
+      << "\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << t << ",\"dur\":" << us
+      << ",\"args\":{\"index\":" << i << "}}";
+    t += us;
+  }
+  f << "\n],\"displayTimeUnit\":\"ms\"}\n";
+}
+
+}  // namespace
+
+void print_profile(ComputeGraph& g, const std::vector<std::vector<NodeTime>>& runs, size_t top,
+                   const std::string& trace_path) {
+  if (runs.empty() || runs[0].empty()) return;
+  // Mean over runs, per node.
+  std::vector<NodeTime> mean = runs[0];
+  for (auto& n : mean) n.gpu_ms = 0;
+  for (auto& r : runs)
+    for (size_t i = 0; i < r.size() && i < mean.size(); ++i)
+      mean[i].gpu_ms += r[i].gpu_ms / runs.size();
+  double total = 0;
+  for (auto& n : mean) total += n.gpu_ms;
+  std::vector<size_t> order(mean.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return mean[a].gpu_ms > mean[b].gpu_ms; });
+  std::printf("per-node GPU time (mean of %zu runs; %zu nodes, %.3f ms in nodes):\n", runs.size(),
+              mean.size(), total);
+  std::printf("  %9s %6s  %s\n", "ms", "%", "node");
+  for (size_t k = 0; k < std::min(top, order.size()); ++k) {
+    const NodeTime& n = mean[order[k]];
+    std::printf("  %9.4f %5.1f%%  #%zu %s\n", n.gpu_ms, total > 0 ? 100 * n.gpu_ms / total : 0,
+                order[k], n.label.c_str());
+  }
+  if (!trace_path.empty()) {
+    write_trace(trace_path, mean);
+    std::printf("trace: %s\n", trace_path.c_str());
+  }
+  (void)g;
+}
+
+int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, int warmup,
+              int runs, size_t top, const std::string& trace_path) {
+  std::vector<double> host, gpu;
+  std::vector<std::vector<NodeTime>> profiles;
+  for (int i = 0; i < warmup; ++i) session.run(feeds);
+  for (int i = 0; i < runs; ++i) {
+    double t0 = now_ms();
+    session.run(feeds);
+    host.push_back(now_ms() - t0);
+    gpu.push_back(session.graph()->last_gpu_ms());
+    profiles.push_back(session.graph()->node_times());
+  }
+  ComputeGraph& g = *session.graph();
+  const LoadTimes& lt = session.load_times();
+  GraphStats st = g.stats();
+  std::printf("device: %s\n", session.context().properties().deviceName);
+  std::printf("load: parse %.1f ms, build %.1f ms, prepare (plan, upload, pipelines) %.1f ms\n",
+              lt.parse_ms, lt.build_ms, lt.prepare_ms);
+  std::printf(
+      "graph: %zu nodes in %zu command buffers; activations %.2f MiB (%.2f MiB unplanned), "
+      "constants %.2f MiB, peak device memory %.2f MiB\n",
+      st.nodes, st.command_buffers, st.activation_bytes / 1048576.0,
+      st.unplanned_activation_bytes / 1048576.0, st.constant_bytes / 1048576.0,
+      st.peak_device_bytes / 1048576.0);
+  std::printf("run x%d: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms, p90 %.3f ms\n", runs,
+              percentile(host, 0.5), percentile(host, 0.9), percentile(gpu, 0.5),
+              percentile(gpu, 0.9));
+  print_profile(g, profiles, top, trace_path);
+  return report_validation(session.context());
+}
+
+// Host-to-host y = 2x over n floats: staging copies versus host memory bound to the graph
+// (imported where possible). Wall time per run, and bytes the host copies.
+int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
+  size_t bytes = static_cast<size_t>(n) * 4;
+  size_t align = std::max<size_t>(ctx->features().min_imported_host_pointer_alignment, 64);
+  size_t padded = (bytes + align - 1) / align * align;
+  auto alloc = [&] { return static_cast<float*>(std::aligned_alloc(align, padded)); };
+  std::unique_ptr<float, decltype(&std::free)> x(alloc(), &std::free), y(alloc(), &std::free);
+  for (int64_t i = 0; i < n; ++i) x.get()[i] = static_cast<float>(i % 1000);
+  for (IOMode mode : {IOMode::Staged, IOMode::External}) {
+    ComputeGraph g(ctx);
+    TensorRef in = g.add_input({n}, DType::Float32, "x", mode);
+    TensorRef out = ops::binary(g, ops::BinaryOp::Add, in, in);
+    g.add_output(out, "y", mode);
+    std::string path = "staged copies";
+    if (mode == IOMode::External) {
+      bool imported = g.bind_host_pointer("x", x.get(), padded) == HostIOPath::Imported;
+      imported &= g.bind_host_pointer("y", y.get(), padded) == HostIOPath::Imported;
+      path = imported ? "host memory imported (zero-copy)" : "host binding (copied)";
+    }
+    g.prepare();
+    std::vector<double> ms;
+    for (int i = 0; i < runs + 2; ++i) {
+      double t0 = now_ms();
+      if (mode == IOMode::Staged) g.copy_to_input(0, x.get(), bytes);
+      g.execute();
+      if (mode == IOMode::Staged) g.copy_from_output(0, y.get(), bytes);
+      if (i >= 2) ms.push_back(now_ms() - t0);
+    }
+    bool ok = y.get()[n - 1] == 2 * x.get()[n - 1];
+    double p50 = percentile(ms, 0.5);
+    std::printf(
+        "bench-op io %lld floats, %s: wall p50 %.3f ms, %.1f GB/s host-to-host, GPU %.3f ms, "
+        "host copies %zu bytes/run%s\n",
+        static_cast<long long>(n), path.c_str(), p50, 2.0 * bytes / (p50 * 1e-3) / 1e9,
+        g.last_gpu_ms(), mode == IOMode::Staged ? 2 * bytes : 0, ok ? "" : "  WRONG RESULT");
+  }
+  return report_validation(*ctx);
+}
+
+// Microbenchmarks of single ops on device-resident data (no host copies in the timing).
+int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options,
+                 int runs) {
+  if (args.empty()) throw Error(ErrorKind::InvalidArgument, "bench-op: gemm M N K | add N | io N");
+  auto ctx = vk::Context::create(options);
+  if (args[0] == "io") {
+    if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
+    return bench_io(ctx, std::stoll(args[1]), runs);
+  }
+  GraphOptions go;
+  go.profile = true;
+  ComputeGraph g(ctx, go);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto random_const = [&](Shape s) {
+    HostTensor t(DType::Float32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    return g.add_constant(std::move(t));
+  };
+  auto num = [&](size_t i) -> int64_t {
+    if (i >= args.size()) throw Error(ErrorKind::InvalidArgument, "bench-op: missing size");
+    return std::stoll(args[i]);
+  };
+  double flops = 0, bytes = 0;
+  TensorRef y;
+  std::string what;
+  if (args[0] == "gemm") {
+    int64_t m = num(1), n = num(2), k = num(3);
+    y = ops::matmul(g, random_const({m, k}), random_const({k, n}));
+    flops = 2.0 * m * n * k;
+    what =
+        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " fp32";
+  } else if (args[0] == "add") {
+    int64_t n = num(1);
+    y = ops::binary(g, ops::BinaryOp::Add, random_const({n}), random_const({n}));
+    bytes = 12.0 * n;
+    what = "add " + std::to_string(n) + " fp32";
+  } else {
+    throw Error(ErrorKind::InvalidArgument, "bench-op: unknown op '" + args[0] + "'");
+  }
+  // The output stays on the device: bound to a buffer of ours, not read back.
+  g.add_output(y, "y", IOMode::External);
+  TensorInfo ti = g.info(y);
+  vk::Buffer out(*ctx, ti.nbytes(), vk::MemoryUsage::Device,
+                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+                 "bench output");
+  g.bind_external("y", {out.handle(), 0, out.size(), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT});
+  g.prepare();
+  std::vector<double> node_ms;
+  for (int i = 0; i < runs + 3; ++i) {
+    g.execute();
+    if (i >= 3) {
+      double ms = 0;
+      for (auto& n : g.node_times()) ms += n.gpu_ms;
+      node_ms.push_back(ms);
+    }
+  }
+  double p50 = percentile(node_ms, 0.5);
+  std::printf("bench-op %s: GPU p50 %.4f ms", what.c_str(), p50);
+  if (flops) std::printf(", %.2f TFLOP/s", flops / (p50 * 1e-3) / 1e12);
+  if (bytes) std::printf(", %.1f GB/s", bytes / (p50 * 1e-3) / 1e9);
+  std::printf("\n");
+  return report_validation(*ctx);
+}
+
+}  // namespace vkgraph::cli

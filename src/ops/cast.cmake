@@ -1,0 +1,10 @@
+foreach(from f32 i32 i64 bool)
+  foreach(to f32 i32 i64 bool)
+    if(NOT from STREQUAL to)
+      string(TOUPPER ${from} FROM)
+      string(TOUPPER ${to} TO)
+      vkgraph_shader(cast_${from}_${to} ${CMAKE_CURRENT_LIST_DIR}/cast.comp FROM_${FROM}=1
+                     TO_${TO}=1)
+    endif()
+  endforeach()
+endforeach()

@@ -1,0 +1,127 @@
+#version 450
+// Convolution as an implicit GEMM per group: Y[m][n] = sum_k W[m][k] * im2col(X)[k][n] with
+// M = the group's output channels, N = batch * out_h * out_w, K = in_c_g * k_h * k_w. A
+// workgroup computes a BM x BN tile of Y, walking K in BK-deep slices staged in shared memory;
+// each thread accumulates a TM x TN block in registers, so every value read from shared memory
+// feeds TM or TN multiply-adds. POINTWISE (1x1, stride 1, no padding) reads X as a plain
+// [K, N] matrix per image, without the im2col index arithmetic. Tile sizes are defines; the
+// workgroup size (spec constant 0) must be (BM / TM) * (BN / TN), a multiple of BN.
+// SPLIT_K: gl_WorkGroupID.z enumerates (K slice, group), slice outermost; the workgroup sums
+// only its slice's p.k_chunk of K and stores the raw partial into slice `slice` of a
+// [slices, N, C, H, W] scratch bound as Y; conv_splitk_reduce.comp sums them and applies the
+// epilogue.
+#include "common.glsl"
+#include "conv_common.glsl"
+
+#define THREADS ((BM / TM) * (BN / TN))
+#define THREADS_N (BN / TN)
+// Threads fill A along K, so consecutive threads would hit one bank with a stride of BM.
+#define A_STRIDE (BM + 1)
+
+shared float a_tile[BK * A_STRIDE];
+shared float b_tile[BK * BN];
+
+void main() {
+  const int tid = int(gl_LocalInvocationID.x);
+#if SPLIT_K
+  const int groups = p.in_c / p.in_c_g;
+  const int slice = int(gl_WorkGroupID.z) / groups;
+  const int group = int(gl_WorkGroupID.z) - slice * groups;
+#else
+  const int group = int(gl_WorkGroupID.z);
+#endif
+  const int m0 = int(gl_WorkGroupID.y) * BM;
+  const int n0 = int(gl_WorkGroupID.x) * BN;
+  const int taps = p.k_h * p.k_w;
+  const int K = p.in_c_g * taps;
+  const int out_hw = p.out_h * p.out_w;
+  const int N = p.batch * out_hw;
+  const int in_hw = p.in_h * p.in_w;
+#if SPLIT_K
+  const int k_begin = slice * p.k_chunk;
+  const int k_end = min(K, k_begin + p.k_chunk);
+  const int y_base = slice * p.batch * p.out_c * out_hw;
+#else
+  const int k_begin = 0;
+  const int k_end = K;
+  const int y_base = 0;
+#endif
+
+  // Each thread always loads the same column of the B tile, so its pixel is decoded once.
+  const int b_col = tid % BN;
+  const int n_load = n0 + b_col;
+  const bool n_valid = n_load < N;
+  const int img = n_valid ? n_load / out_hw : 0;
+  const int pix = n_load - img * out_hw;
+  const int x_base = (img * p.in_c + group * p.in_c_g) * in_hw;
+#if POINTWISE
+  const int x_col = x_base + pix;
+#else
+  const int oh = pix / p.out_w;
+  const int ih0 = oh * p.stride_h - p.pad_t;
+  const int iw0 = (pix - oh * p.out_w) * p.stride_w - p.pad_l;
+#endif
+  const int m_rows = min(BM, p.out_c_g - m0);
+  const int w_base = (group * p.out_c_g + m0) * K;
+
+  const int ty = tid / THREADS_N;
+  const int tx = tid - ty * THREADS_N;
+  float acc[TM][TN];
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+    // Consecutive threads read consecutive k of one weight row: contiguous memory.
+    for (int e = tid; e < BM * BK; e += THREADS) {
+      int r = e / BK;
+      int c = e - r * BK;
+      int k = k0 + c;
+      a_tile[c * A_STRIDE + r] = (r < m_rows && k < k_end) ? w[w_base + r * K + k] : 0.0;
+    }
+    // Consecutive threads read consecutive output pixels of one (channel, tap).
+    for (int r = tid / BN; r < BK; r += THREADS / BN) {
+      int k = k0 + r;
+      float v = 0.0;
+      if (n_valid && k < k_end) {
+#if POINTWISE
+        v = x[x_col + k * in_hw];
+#else
+        int ci = k / taps;
+        int tap = k - ci * taps;
+        int kh = tap / p.k_w;
+        int ih = ih0 + kh * p.dil_h;
+        int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
+        if (uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
+          v = x[x_base + (ci * p.in_h + ih) * p.in_w + iw];
+#endif
+      }
+      b_tile[r * BN + b_col] = v;
+    }
+    barrier();
+    for (int kk = 0; kk < BK; ++kk) {
+      float a[TM], b[TN];
+      for (int i = 0; i < TM; ++i) a[i] = a_tile[kk * A_STRIDE + ty + i * (BM / TM)];
+      for (int j = 0; j < TN; ++j) b[j] = b_tile[kk * BN + tx + j * THREADS_N];
+      for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+    }
+    barrier();
+  }
+
+  for (int i = 0; i < TM; ++i) {
+    int m = m0 + ty + i * (BM / TM);
+    if (m >= p.out_c_g) break;
+    int co = group * p.out_c_g + m;
+    for (int j = 0; j < TN; ++j) {
+      int n = n0 + tx + j * THREADS_N;
+      if (n >= N) break;
+      int s = n / out_hw;
+      int at = y_base + (s * p.out_c + co) * out_hw + (n - s * out_hw);
+#if SPLIT_K
+      y[at] = acc[i][j];
+#else
+      y[at] = epilogue(acc[i][j], co);
+#endif
+    }
+  }
+}

@@ -1,0 +1,339 @@
+// Convolutions: conv2d picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM),
+// all sharing conv_common.glsl's push constants and bias + activation epilogue; conv1d runs as
+// conv2d with H = 1; conv_transpose2d gathers.
+#include <limits>
+
+#include "matmul_config.h"
+#include "op_util.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+
+// conv_common.glsl's ACT_* codes; nullopt for activations the epilogue does not implement.
+std::optional<uint32_t> activation_code(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Identity:
+      return 0;
+    case UnaryOp::Relu:
+      return 1;
+    case UnaryOp::LeakyRelu:
+      return 2;
+    case UnaryOp::Clip:
+      return 3;
+    case UnaryOp::Sigmoid:
+      return 4;
+    case UnaryOp::HardSwish:
+      return 5;
+    case UnaryOp::Gelu:
+      return 6;
+    case UnaryOp::GeluTanh:
+      return 7;
+    case UnaryOp::Tanh:
+      return 8;
+    case UnaryOp::HardSigmoid:
+      return 9;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Everything conv_common.glsl's push constants describe, in their order.
+struct ConvGeometry {
+  int64_t batch, in_c, in_h, in_w, out_c, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_t, pad_l,
+      dil_h, dil_w, in_c_g, out_c_g;
+};
+
+// x: [N, C, H, W]; the weight's last two dims are the kernel. The output size is the caller's.
+ConvGeometry geometry(const Shape& xs, const Shape& ws, int64_t out_c, int64_t groups,
+                      const std::array<int64_t, 2>& strides, const std::array<int64_t, 4>& pads,
+                      const std::array<int64_t, 2>& dilations) {
+  ConvGeometry c{};
+  c.batch = xs[0];
+  c.in_c = xs[1];
+  c.in_h = xs[2];
+  c.in_w = xs[3];
+  c.out_c = out_c;
+  c.k_h = ws[2];
+  c.k_w = ws[3];
+  c.stride_h = strides[0];
+  c.stride_w = strides[1];
+  c.pad_t = pads[0];
+  c.pad_l = pads[1];
+  c.dil_h = dilations[0];
+  c.dil_w = dilations[1];
+  c.in_c_g = c.in_c / groups;
+  c.out_c_g = out_c / groups;
+  return c;
+}
+
+std::vector<uint8_t> conv_push(const ConvGeometry& c, UnaryParams act, int64_t k_chunk) {
+  PushConstants pc;
+  for (int64_t v :
+       {c.batch, c.in_c, c.in_h, c.in_w, c.out_c, c.out_h, c.out_w, c.k_h, c.k_w, c.stride_h,
+        c.stride_w, c.pad_t, c.pad_l, c.dil_h, c.dil_w, c.in_c_g, c.out_c_g})
+    pc.add(static_cast<int32_t>(v));
+  pc.add(act.alpha).add(act.beta).add(static_cast<int32_t>(k_chunk));
+  return pc.take();
+}
+
+std::string dims_str(const std::array<int64_t, 2>& v) {
+  return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+}
+
+void check_window(const std::string& op, const std::array<int64_t, 2>& strides,
+                  const std::array<int64_t, 4>& pads, const std::array<int64_t, 2>& dilations,
+                  int64_t groups) {
+  check(strides[0] >= 1 && strides[1] >= 1, ErrorKind::InvalidArgument,
+        op + ": strides " + dims_str(strides) + " must be positive");
+  check(dilations[0] >= 1 && dilations[1] >= 1, ErrorKind::InvalidArgument,
+        op + ": dilations " + dims_str(dilations) + " must be positive");
+  for (int64_t pad : pads)
+    check(pad >= 0, ErrorKind::InvalidArgument, op + ": pads must be non-negative");
+  check(groups >= 1, ErrorKind::InvalidArgument,
+        op + ": groups " + std::to_string(groups) + " must be positive");
+}
+
+void check_f32_rank4(ComputeGraph& g, TensorRef t, const std::string& op, const char* role,
+                     const char* layout) {
+  require_dtype(g, t, DType::Float32, op);
+  Shape s = g.info(t).shape;
+  check(s.size() == 4, ErrorKind::InvalidArgument,
+        op + ": " + role + " must be " + layout + ", got " + shape_str(s));
+}
+
+void check_weight(ComputeGraph& g, TensorRef weight, const std::string& op, const char* layout) {
+  check_f32_rank4(g, weight, op, "weight", layout);
+  Shape s = g.info(weight).shape;
+  for (int64_t d : s)
+    check(d > 0, ErrorKind::InvalidArgument, op + ": weight " + shape_str(s) + " has an empty dim");
+}
+
+void check_bias(ComputeGraph& g, std::optional<TensorRef> bias, int64_t out_c,
+                const std::string& op) {
+  if (!bias) return;
+  require_dtype(g, *bias, DType::Float32, op);
+  Shape s = g.info(*bias).shape;
+  check(s == Shape{out_c}, ErrorKind::InvalidArgument,
+        op + ": bias must be [" + std::to_string(out_c) + "], got " + shape_str(s));
+}
+
+// Shader indices are 32-bit.
+void check_index_range(const Shape& s, const std::string& op) {
+  check(numel(s) <= std::numeric_limits<int32_t>::max(), ErrorKind::Unsupported,
+        op + ": tensor " + shape_str(s) + " has more than 2^31 elements");
+}
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, int64_t pad_end,
+                      int64_t dilation, const std::string& op, const char* dim) {
+  int64_t span = in + pad_begin + pad_end - dilation * (k - 1) - 1;
+  check(span >= 0, ErrorKind::InvalidArgument,
+        op + ": dilated kernel " + std::to_string(dilation * (k - 1) + 1) + " exceeds padded " +
+            dim + " " + std::to_string(in + pad_begin + pad_end));
+  return span / stride + 1;
+}
+
+// Implicit-GEMM tile shapes, matching conv.cmake's variants.
+struct GemmTile {
+  const char* suffix;
+  uint32_t size;     // BM = BN
+  uint32_t threads;  // (BM / TM) * (BN / TN) with TM = TN = 4
+};
+constexpr GemmTile kLargeTile{"64", 64, 256};
+constexpr GemmTile kSmallTile{"32", 32, 64};
+// Large tiles load each element for more multiply-adds, but pay off only with enough of them to
+// occupy every compute unit of a big GPU; below that, small tiles give more parallelism.
+constexpr uint64_t kMinLargeTileGroups = 128;
+
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
+
+uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const GemmTile& tile) {
+  uint64_t m = c.out_c_g, n = c.batch * c.out_h * c.out_w;
+  return ceil_div(m, tile.size) * ceil_div(n, tile.size) * groups;
+}
+
+// The one split-K decision for convolutions. Splitting happens only with few small tiles, far
+// below kMinLargeTileGroups, so split passes always use small tiles.
+SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
+  return choose_split_k(gemm_tiles(c, groups, kSmallTile), c.in_c_g * c.k_h * c.k_w);
+}
+
+// `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
+DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
+                           bool pointwise, uint32_t splits) {
+  uint64_t m = c.out_c_g, n = c.batch * c.out_h * c.out_w;
+  bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= kMinLargeTileGroups;
+  const GemmTile& tile = large ? kLargeTile : kSmallTile;
+  uint64_t gx = ceil_div(n, tile.size), gy = ceil_div(m, tile.size), gz = groups * splits;
+  check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
+        op + ": output of " + std::to_string(n) + " pixels x " + std::to_string(m) +
+            " channels needs too many workgroups");
+  DispatchDesc d;
+  d.shader = std::string("conv2d_") + (pointwise ? "pointwise" : "gemm") + tile.suffix +
+             (splits > 1 ? "_splitk" : "") + "_f32";
+  d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
+  d.local = {tile.threads, 1, 1};
+  return d;
+}
+
+// One invocation per output element (depthwise, transposed).
+DispatchDesc elementwise_dispatch(const std::string& shader, const ConvGeometry& c) {
+  DispatchDesc d;
+  d.shader = shader;
+  d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c * c.out_h * c.out_w));
+  d.local = {kLocal, 1, 1};
+  return d;
+}
+
+// Binds x, weight, bias (the weight again when absent: the shader never reads it) and y, and
+// sets the epilogue's specialization constants.
+void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight,
+                     std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c,
+                     uint32_t act_code, UnaryParams act_params, const std::string& label,
+                     int64_t k_chunk = 0) {
+  d.bindings = {{x, Access::Read},
+                {weight, Access::Read},
+                {bias.value_or(weight), Access::Read},
+                {y, Access::Write}};
+  d.spec = {act_code, bias ? 1u : 0u};
+  d.push = conv_push(c, act_params, k_chunk);
+  d.label = label;
+  g.add_dispatch(std::move(d));
+}
+
+// The implicit GEMM, split along K into partials plus a reduce pass when the output alone
+// would leave most of the GPU idle; the reduce pass then applies the epilogue.
+void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
+              std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c, int64_t groups,
+              bool pointwise, uint32_t act_code, UnaryParams act_params) {
+  SplitK split = conv_split_k(c, groups);
+  DispatchDesc d = gemm_dispatch(op, c, groups, pointwise, split.splits);
+  if (split.splits == 1) {
+    finish_dispatch(g, std::move(d), x, weight, bias, y, c, act_code, act_params, op);
+    return;
+  }
+  Shape partial_shape{split.splits, c.batch, c.out_c, c.out_h, c.out_w};
+  check_index_range(partial_shape, op);
+  // A graph tensor, so the memory planner places it and the hazard tracker orders the passes.
+  TensorRef partials = g.add_tensor(partial_shape, DType::Float32);
+  finish_dispatch(g, std::move(d), x, weight, bias, partials, c, act_code, act_params, op,
+                  split.k_chunk);
+  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_f32", c), partials, partials, bias,
+                  y, c, act_code, act_params, op, split.k_chunk);
+}
+
+TensorRef conv2d_named(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
+                       std::optional<TensorRef> bias, const Conv2dParams& params,
+                       std::optional<UnaryOp> activation, UnaryParams activation_params) {
+  check_f32_rank4(g, x, op, "input", "[N, C, H, W]");
+  check_weight(g, weight, op, "[Cout, Cin/groups, kH, kW]");
+  check_window(op, params.strides, params.pads, params.dilations, params.groups);
+  const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
+  const int64_t groups = params.groups, in_c = xs[1], out_c = ws[0];
+  check(in_c % groups == 0 && out_c % groups == 0, ErrorKind::InvalidArgument,
+        op + ": groups " + std::to_string(groups) + " must divide input channels " +
+            std::to_string(in_c) + " and output channels " + std::to_string(out_c));
+  check(ws[1] * groups == in_c, ErrorKind::InvalidArgument,
+        op + ": weight " + shape_str(ws) + " with groups " + std::to_string(groups) + " expects " +
+            std::to_string(ws[1] * groups) + " input channels, input " + shape_str(xs) + " has " +
+            std::to_string(in_c));
+  check_bias(g, bias, out_c, op);
+  std::optional<uint32_t> act = activation_code(activation.value_or(UnaryOp::Identity));
+  check(act.has_value(), ErrorKind::Unsupported,
+        op + ": activation UnaryOp(" + std::to_string(static_cast<int>(*activation)) +
+            ") cannot be fused (see conv_can_fuse)");
+
+  const auto& s = params.strides;
+  const auto& pads = params.pads;
+  const auto& dil = params.dilations;
+  ConvGeometry c = geometry(xs, ws, out_c, groups, s, pads, dil);
+  c.out_h = conv_out_size(c.in_h, c.k_h, s[0], pads[0], pads[2], dil[0], op, "height");
+  c.out_w = conv_out_size(c.in_w, c.k_w, s[1], pads[1], pads[3], dil[1], op, "width");
+  Shape ys{c.batch, out_c, c.out_h, c.out_w};
+  for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
+  TensorRef y = g.add_tensor(ys, DType::Float32);
+
+  if (groups == in_c && groups > 1) {
+    finish_dispatch(g, elementwise_dispatch("conv2d_depthwise_f32", c), x, weight, bias, y, c, *act,
+                    activation_params, op);
+  } else {
+    bool pointwise = c.k_h == 1 && c.k_w == 1 && s[0] == 1 && s[1] == 1 &&
+                     pads == std::array<int64_t, 4>{0, 0, 0, 0};
+    add_gemm(g, op, x, weight, bias, y, c, groups, pointwise, *act, activation_params);
+  }
+  return y;
+}
+
+}  // namespace
+
+bool conv_can_fuse(UnaryOp activation) {
+  return activation_code(activation).has_value();
+}
+
+TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
+                 const Conv2dParams& params, std::optional<UnaryOp> activation,
+                 UnaryParams activation_params) {
+  return conv2d_named(g, "conv2d", x, weight, bias, params, activation, activation_params);
+}
+
+TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
+                 const Conv1dParams& params, std::optional<UnaryOp> activation,
+                 UnaryParams activation_params) {
+  const std::string op = "conv1d";
+  const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
+  check(xs.size() == 3, ErrorKind::InvalidArgument,
+        op + ": input must be [N, C, L], got " + shape_str(xs));
+  check(ws.size() == 3, ErrorKind::InvalidArgument,
+        op + ": weight must be [Cout, Cin/groups, k], got " + shape_str(ws));
+  Conv2dParams p2;
+  p2.strides = {1, params.stride};
+  p2.pads = {0, params.pads[0], 0, params.pads[1]};
+  p2.dilations = {1, params.dilation};
+  p2.groups = params.groups;
+  TensorRef x4 = g.add_view(x, {xs[0], xs[1], 1, xs[2]});
+  TensorRef w4 = g.add_view(weight, {ws[0], ws[1], 1, ws[2]});
+  TensorRef y4 = conv2d_named(g, op, x4, w4, bias, p2, activation, activation_params);
+  Shape ys = g.info(y4).shape;
+  return g.add_view(y4, {ys[0], ys[1], ys[3]});
+}
+
+TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
+                           std::optional<TensorRef> bias, const ConvTranspose2dParams& params) {
+  const std::string op = "conv_transpose2d";
+  check_f32_rank4(g, x, op, "input", "[N, C, H, W]");
+  check_weight(g, weight, op, "[Cin, Cout/groups, kH, kW]");
+  check_window(op, params.strides, params.pads, params.dilations, params.groups);
+  const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
+  const int64_t groups = params.groups, in_c = xs[1], out_c = ws[1] * groups;
+  check(ws[0] == in_c, ErrorKind::InvalidArgument,
+        op + ": weight " + shape_str(ws) + " expects " + std::to_string(ws[0]) +
+            " input channels, input " + shape_str(xs) + " has " + std::to_string(in_c));
+  check(in_c % groups == 0, ErrorKind::InvalidArgument,
+        op + ": groups " + std::to_string(groups) + " must divide input channels " +
+            std::to_string(in_c));
+  check(params.output_padding[0] >= 0 && params.output_padding[1] >= 0, ErrorKind::InvalidArgument,
+        op + ": output_padding " + dims_str(params.output_padding) + " must be non-negative");
+  check_bias(g, bias, out_c, op);
+
+  const auto& s = params.strides;
+  const auto& pads = params.pads;
+  const auto& dil = params.dilations;
+  ConvGeometry c = geometry(xs, ws, out_c, groups, s, pads, dil);
+  c.out_h =
+      (c.in_h - 1) * s[0] - pads[0] - pads[2] + dil[0] * (c.k_h - 1) + params.output_padding[0] + 1;
+  c.out_w =
+      (c.in_w - 1) * s[1] - pads[1] - pads[3] + dil[1] * (c.k_w - 1) + params.output_padding[1] + 1;
+  check(c.out_h > 0 && c.out_w > 0, ErrorKind::InvalidArgument,
+        op + ": pads leave an empty output (" + std::to_string(c.out_h) + " x " +
+            std::to_string(c.out_w) + ")");
+  Shape ys{c.batch, out_c, c.out_h, c.out_w};
+  for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
+  TensorRef y = g.add_tensor(ys, DType::Float32);
+  finish_dispatch(g, elementwise_dispatch("conv_transpose2d_f32", c), x, weight, bias, y, c,
+                  *activation_code(UnaryOp::Identity), {}, op);
+  return y;
+}
+
+}  // namespace vkgraph::ops

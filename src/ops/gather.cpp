@@ -1,0 +1,139 @@
+// Gather, GatherElements and ScatterElements. Index tensors may be Int32 or Int64; the shaders
+// read Int64 as word pairs, so only the scatter reductions on Int64 data need shaderInt64.
+#include "shape_ops.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+
+// Catches bad constant indices at build time; computed ones are bounds-checked in the shader.
+void check_constant_indices(ComputeGraph& g, TensorRef indices, int64_t dim,
+                            const std::string& op) {
+  const HostTensor* v = g.constant_value(indices);
+  if (!v) return;
+  for (int64_t i = 0; i < v->numel(); ++i) {
+    int64_t k = v->as_int(i);
+    if (k < -dim || k >= dim)
+      throw Error(ErrorKind::InvalidArgument, op + ": index " + std::to_string(k) +
+                                                  " out of range for axis of size " +
+                                                  std::to_string(dim));
+  }
+}
+
+uint32_t wide_indices(ComputeGraph& g, TensorRef indices) {
+  return g.info(indices).dtype == DType::Int64 ? 1u : 0u;
+}
+
+// GatherElements and ScatterElements: indices have data's rank and fit inside it off the axis.
+int check_elementwise_indices(const TensorInfo& data, const TensorInfo& indices, int64_t axis,
+                              const std::string& op) {
+  if (data.shape.empty()) throw Error(ErrorKind::InvalidArgument, op + ": data is a scalar");
+  int a = normalize_axis(axis, data.shape.size(), op);
+  bool valid = indices.shape.size() == data.shape.size();
+  for (size_t d = 0; valid && d < data.shape.size(); ++d)
+    valid = static_cast<int>(d) == a || indices.shape[d] <= data.shape[d];
+  if (!valid)
+    throw Error(ErrorKind::InvalidArgument, op + ": indices " + shape_str(indices.shape) +
+                                                " do not fit data " + shape_str(data.shape) +
+                                                " off axis " + std::to_string(a));
+  if (data.shape.size() > static_cast<size_t>(kMaxRank))
+    throw Error(ErrorKind::Unsupported, op + ": rank " + std::to_string(data.shape.size()) +
+                                            " above " + std::to_string(kMaxRank));
+  return a;
+}
+
+std::vector<uint8_t> elementwise_push(int64_t n, const TensorInfo& data, const TensorInfo& indices,
+                                      int a, const std::string& op) {
+  std::vector<int64_t> strides = contiguous_strides(data.shape);
+  std::vector<int32_t> data_stride;
+  for (int64_t s : strides) data_stride.push_back(checked_i32(s, op, "stride"));
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count")).add(static_cast<int32_t>(data.shape.size()));
+  pc.add(static_cast<int32_t>(a)).add(checked_i32(data.shape[a], op, "dim"));
+  pc.add_array(to_i32(indices.shape, op), kMaxRank);
+  pc.add_array(data_stride, kMaxRank);
+  return pc.take();
+}
+
+}  // namespace
+
+TensorRef gather(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axis) {
+  const TensorInfo di = g.info(data), ii = g.info(indices);
+  require_index_dtype(g, indices, "gather");
+  std::string bits = elem_bits(g, di.dtype, "gather");
+  if (di.shape.empty()) throw Error(ErrorKind::InvalidArgument, "gather: data is a scalar");
+  int a = normalize_axis(axis, di.shape.size(), "gather");
+  check_constant_indices(g, indices, di.shape[a], "gather");
+  Shape out(di.shape.begin(), di.shape.begin() + a);
+  out.insert(out.end(), ii.shape.begin(), ii.shape.end());
+  out.insert(out.end(), di.shape.begin() + a + 1, di.shape.end());
+  TensorRef y = g.add_tensor(out, di.dtype);
+  int64_t inner = numel(Shape(di.shape.begin() + a + 1, di.shape.end()));
+  int64_t n = numel(out);
+  PushConstants pc;
+  pc.add(checked_i32(n, "gather", "element count"))
+      .add(checked_i32(di.shape[a], "gather", "dim"))
+      .add(checked_i32(inner, "gather", "dim"))
+      .add(checked_i32(numel(ii.shape), "gather", "index count"));
+  add_elementwise(g, "gather_" + bits,
+                  {{data, Access::Read}, {indices, Access::Read}, {y, Access::Write}}, n, pc.take(),
+                  "gather", {wide_indices(g, indices)});
+  return y;
+}
+
+TensorRef gather_elements(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axis) {
+  const std::string op = "gather_elements";
+  const TensorInfo di = g.info(data), ii = g.info(indices);
+  require_index_dtype(g, indices, op);
+  std::string bits = elem_bits(g, di.dtype, op);
+  int a = check_elementwise_indices(di, ii, axis, op);
+  check_constant_indices(g, indices, di.shape[a], op);
+  TensorRef y = g.add_tensor(ii.shape, di.dtype);
+  int64_t n = numel(ii.shape);
+  add_elementwise(g, "gather_elements_" + bits,
+                  {{data, Access::Read}, {indices, Access::Read}, {y, Access::Write}}, n,
+                  elementwise_push(n, di, ii, a, op), op, {wide_indices(g, indices)});
+  return y;
+}
+
+TensorRef scatter_elements(ComputeGraph& g, TensorRef data, TensorRef indices, TensorRef updates,
+                           int64_t axis, ScatterReduction reduction) {
+  const std::string op = "scatter_elements";
+  const TensorInfo di = g.info(data), ii = g.info(indices), ui = g.info(updates);
+  require_index_dtype(g, indices, op);
+  if (ui.shape != ii.shape || ui.dtype != di.dtype)
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": updates " + shape_str(ui.shape) + " " + dtype_name(ui.dtype) +
+                    " must have the indices' shape " + shape_str(ii.shape) +
+                    " and the data's dtype " + dtype_name(di.dtype));
+  std::string shader;
+  switch (reduction) {
+    case ScatterReduction::None:
+      shader = "scatter_elements_none_" + elem_bits(g, di.dtype, op);
+      break;
+    case ScatterReduction::Add:
+      shader = "scatter_elements_add_";
+      break;
+    case ScatterReduction::Mul:
+      shader = "scatter_elements_mul_";
+      break;
+    case ScatterReduction::Max:
+      shader = "scatter_elements_max_";
+      break;
+    case ScatterReduction::Min:
+      shader = "scatter_elements_min_";
+      break;
+  }
+  if (reduction != ScatterReduction::None) shader += typed_suffix(g, di.dtype, op);
+  int a = check_elementwise_indices(di, ii, axis, op);
+  check_constant_indices(g, indices, di.shape[a], op);
+  TensorRef y = g.add_tensor(di.shape, di.dtype);
+  g.add_copy(data, y, 0, 0, di.nbytes(), op);
+  int64_t fibers = ii.shape[a] == 0 ? 0 : numel(ii.shape) / ii.shape[a];
+  add_elementwise(g, shader,
+                  {{indices, Access::Read}, {updates, Access::Read}, {y, Access::ReadWrite}},
+                  fibers, elementwise_push(fibers, di, ii, a, op), op, {wide_indices(g, indices)});
+  return y;
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,413 @@
+// matmul, linear and gemm: shape rules, then one GEMM problem described by strides, simplified
+// (batch dims folded into M, N == 1 turned into M == 1) and sent to the tiled or the GEMV kernel.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "matmul_config.h"
+#include "op_util.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+
+constexpr size_t kMaxBatchRank = 4;  // MAX_BATCH in matmul_common.glsl
+// Operands of rank <= kMaxRank leave at most this many batch dims.
+static_assert(kMaxBatchRank == kMaxRank - 2);
+
+// Activation codes of matmul_epilogue.glsl.
+enum class EpilogueActivation : int32_t {
+  None = 0,
+  Relu,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  Gelu,
+  GeluTanh,
+  Clip,
+  HardSigmoid,
+  HardSwish,
+};
+
+std::optional<EpilogueActivation> epilogue_code(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Identity:
+      return EpilogueActivation::None;
+    case UnaryOp::Relu:
+      return EpilogueActivation::Relu;
+    case UnaryOp::LeakyRelu:
+      return EpilogueActivation::LeakyRelu;
+    case UnaryOp::Sigmoid:
+      return EpilogueActivation::Sigmoid;
+    case UnaryOp::Tanh:
+      return EpilogueActivation::Tanh;
+    case UnaryOp::Gelu:
+      return EpilogueActivation::Gelu;
+    case UnaryOp::GeluTanh:
+      return EpilogueActivation::GeluTanh;
+    case UnaryOp::Clip:
+      return EpilogueActivation::Clip;
+    case UnaryOp::HardSigmoid:
+      return EpilogueActivation::HardSigmoid;
+    case UnaryOp::HardSwish:
+      return EpilogueActivation::HardSwish;
+    default:
+      return std::nullopt;
+  }
+}
+
+// What runs after the dot products: alpha * acc + beta * bias, then the activation.
+struct Epilogue {
+  std::optional<TensorRef> bias;
+  const char* bias_name = "bias";  // in errors; ONNX Gemm calls it C
+  float alpha = 1.f, beta = 1.f;
+  EpilogueActivation activation = EpilogueActivation::None;
+  UnaryParams params;
+};
+
+Epilogue make_epilogue(const std::string& op, std::optional<TensorRef> bias,
+                       std::optional<UnaryOp> activation, UnaryParams params) {
+  Epilogue e;
+  e.bias = bias;
+  e.params = params;
+  if (activation) {
+    auto code = epilogue_code(*activation);
+    check(code.has_value(), ErrorKind::Unsupported,
+          op + ": activation UnaryOp #" + std::to_string(static_cast<int>(*activation)) +
+              " cannot be fused (see ops::matmul_can_fuse)");
+    e.activation = *code;
+  }
+  return e;
+}
+
+// A matrix operand as the kernel reads it: logical shape [..., rows, cols] (or [K] for a 1-D
+// matmul operand) and element strides per dim, so a transposed view costs nothing.
+struct Operand {
+  TensorRef tensor;
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = stride;
+    stride *= shape[i];
+  }
+  return s;
+}
+
+Operand as_stored(ComputeGraph& g, TensorRef t) {
+  Shape shape = g.info(t).shape;
+  return {t, shape, row_major_strides(shape)};
+}
+
+// Swaps the last two dims of a 2-D operand's view.
+Operand transposed(Operand o) {
+  std::swap(o.shape[0], o.shape[1]);
+  std::swap(o.strides[0], o.strides[1]);
+  return o;
+}
+
+// One batched GEMM in element strides. The rows of C are indexed by (batch..., m): `rows` holds
+// those dims outermost first, ending with M, and each stride vector matches it. B's stride
+// along M is 0; C is contiguous.
+struct GemmProblem {
+  int64_t n = 1, k = 1;
+  Shape rows;
+  std::vector<int64_t> a_rows, b_rows, bias_rows;
+  int64_t a_sk = 0, b_sk = 0, b_sn = 0, bias_sn = 0;
+  TensorRef a, b;
+  int64_t m() const { return rows.back(); }
+};
+
+// Strides of `o`'s batch dims (all but the last two) broadcast against `batch`: right-aligned,
+// 0 where the operand has size 1.
+std::vector<int64_t> batch_strides(const Operand& o, const Shape& batch) {
+  std::vector<int64_t> s(batch.size(), 0);
+  size_t own = o.shape.size() - 2;
+  for (size_t i = 0; i < own; ++i) {
+    size_t at = batch.size() - own + i;
+    s[at] = o.shape[i] == 1 ? 0 : o.strides[i];
+  }
+  return s;
+}
+
+// Merges adjacent row dims wherever every operand steps through them as one dim (C always
+// does), and drops size-1 dims. A [B, S, K] input against a 2-D weight becomes one GEMM with
+// M = B * S, which lets small-S batches use the GEMV kernel and fills the tiles.
+void coalesce_rows(GemmProblem& p) {
+  GemmProblem out = p;
+  out.rows.clear();
+  out.a_rows.clear();
+  out.b_rows.clear();
+  out.bias_rows.clear();
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    bool last = i + 1 == p.rows.size();
+    if (p.rows[i] == 1 && !last) continue;
+    if (!out.rows.empty()) {
+      int64_t inner = p.rows[i];
+      bool mergeable = out.a_rows.back() == p.a_rows[i] * inner &&
+                       out.b_rows.back() == p.b_rows[i] * inner &&
+                       out.bias_rows.back() == p.bias_rows[i] * inner;
+      if (mergeable) {
+        out.rows.back() *= inner;
+        out.a_rows.back() = p.a_rows[i];
+        out.b_rows.back() = p.b_rows[i];
+        out.bias_rows.back() = p.bias_rows[i];
+        continue;
+      }
+    }
+    out.rows.push_back(p.rows[i]);
+    out.a_rows.push_back(p.a_rows[i]);
+    out.b_rows.push_back(p.b_rows[i]);
+    out.bias_rows.push_back(p.bias_rows[i]);
+  }
+  p = std::move(out);
+}
+
+// C = A B with N == 1 is C^T = B^T A^T with M == 1: same output bytes, and the GEMV kernel
+// serves it instead of a tiled GEMM that would leave BN - 1 columns of every tile idle.
+void transpose_if_single_column(GemmProblem& p) {
+  if (p.n != 1 || p.m() == 1) return;
+  int64_t m = p.m();
+  std::swap(p.a, p.b);
+  int64_t a_sm = p.a_rows.back();
+  p.a_rows.back() = 0;  // row 0 only
+  p.a_sk = std::exchange(p.b_sk, p.a_sk);
+  p.b_sn = a_sm;
+  for (size_t i = 0; i + 1 < p.rows.size(); ++i) std::swap(p.a_rows[i], p.b_rows[i]);
+  p.bias_sn = std::exchange(p.bias_rows.back(), p.bias_sn);
+  p.rows.back() = 1;
+  p.n = m;
+}
+
+// Unidirectional broadcast: `shape` stretches to `target` without changing it.
+bool broadcasts_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[shape.size() - 1 - i], t = target[target.size() - 1 - i];
+    if (d != 1 && d != t) return false;
+  }
+  return true;
+}
+
+int32_t narrow(int64_t v) {
+  return static_cast<int32_t>(v);
+}
+
+// Push constants of matmul_common.glsl.
+std::vector<uint8_t> push_constants(const GemmProblem& p, const Epilogue& e, int64_t k_chunk) {
+  size_t batch_rank = p.rows.size() - 1;
+  std::vector<int32_t> batch(kMaxBatchRank, 1), a_sb(kMaxBatchRank, 0), b_sb(kMaxBatchRank, 0),
+      bias_sb(kMaxBatchRank, 0);
+  for (size_t i = 0; i < batch_rank; ++i) {
+    batch[i] = narrow(p.rows[i]);
+    a_sb[i] = narrow(p.a_rows[i]);
+    b_sb[i] = narrow(p.b_rows[i]);
+    bias_sb[i] = narrow(p.bias_rows[i]);
+  }
+  PushConstants pc;
+  pc.add(narrow(p.m())).add(narrow(p.n)).add(narrow(p.k));
+  pc.add(narrow(p.a_rows.back())).add(narrow(p.a_sk)).add(narrow(p.b_sk)).add(narrow(p.b_sn));
+  pc.add(narrow(p.bias_rows.back())).add(narrow(p.bias_sn));
+  pc.add(int32_t{e.bias.has_value()}).add(static_cast<int32_t>(e.activation));
+  pc.add(e.alpha).add(e.beta).add(e.params.alpha).add(e.params.beta).add(narrow(k_chunk));
+  pc.add_array(batch, kMaxBatchRank).add_array(a_sb, kMaxBatchRank);
+  pc.add_array(b_sb, kMaxBatchRank).add_array(bias_sb, kMaxBatchRank);
+  return pc.take();
+}
+
+uint32_t ceil_div(int64_t a, uint32_t b) {
+  return static_cast<uint32_t>((a + b - 1) / b);
+}
+
+void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const std::string& op) {
+  const uint32_t* limit = g.context().limits().maxComputeWorkGroupCount;
+  for (int i = 0; i < 3; ++i)
+    check(groups[i] <= limit[i], ErrorKind::Unsupported,
+          op + ": needs " + std::to_string(groups[i]) + " workgroups in dimension " +
+              std::to_string(i) + ", above the device's " + std::to_string(limit[i]));
+}
+
+// Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
+void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, TensorRef out,
+                       const std::string& op) {
+  MatmulConfig cfg = matmul_config(g.context());
+  int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));
+  check(batch <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
+        op + ": batch of " + std::to_string(batch) + " is too large");
+  DispatchDesc d;
+  d.bindings = {{p.a, Access::Read},
+                {p.b, Access::Read},
+                {e.bias.value_or(p.a), Access::Read},
+                {out, Access::Write}};
+  d.label = op;
+  if (p.m() <= cfg.gemv_rows) {
+    bool k_fast = p.b_sk == 1 && (p.b_sn != 1 || p.n == 1);
+    d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u};
+    uint32_t cols;
+    if (cfg.gemv_subgroup && k_fast) {
+      cols = cfg.gemv_threads() / cfg.subgroup_size;
+      d.shader = "matmul_gemv_subgroup_f32";
+      d.local = {cfg.gemv_threads(), 1, 1};
+      d.spec.push_back(cols);
+    } else {
+      cols = k_fast ? cfg.gemv_other : cfg.gemv_contig;
+      d.shader = "matmul_gemv_f32";
+      d.local = {cfg.gemv_contig, cfg.gemv_other, 1};
+    }
+    d.groups = {ceil_div(p.n, cols), ceil_div(p.m(), cfg.gemv_rows), static_cast<uint32_t>(batch)};
+    d.push = push_constants(p, e, 0);
+    check_groups(g, d.groups, op);
+    g.add_dispatch(std::move(d));
+    return;
+  }
+  bool a_k_fast = p.a_sk == 1;
+  bool b_k_fast = p.b_sk == 1 && p.b_sn != 1;
+  d.local = {cfg.threads_x, cfg.threads_y, 1};
+  d.spec = {cfg.micro_m, cfg.micro_n, cfg.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u};
+  d.groups = {ceil_div(p.n, cfg.tile_n()), ceil_div(p.m(), cfg.tile_m()),
+              static_cast<uint32_t>(batch)};
+  SplitK split = choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2], p.k);
+  d.push = push_constants(p, e, split.k_chunk);
+  if (split.splits == 1) {
+    d.shader = "matmul_tiled_f32";
+    check_groups(g, d.groups, op);
+    g.add_dispatch(std::move(d));
+    return;
+  }
+  // Split-K: the partials of every slice go to a scratch graph tensor (so the planner and the
+  // hazard tracker see them), which the reduce pass sums into `out` with the epilogue.
+  TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
+  d.shader = "matmul_tiled_splitk_f32";
+  d.bindings[3] = {partials, Access::Write};
+  d.groups[2] *= split.splits;
+  check_groups(g, d.groups, op);
+  DispatchDesc reduce;
+  reduce.shader = "matmul_splitk_reduce_f32";
+  reduce.bindings = {{partials, Access::Read},
+                     {partials, Access::Read},
+                     {e.bias.value_or(partials), Access::Read},
+                     {out, Access::Write}};
+  reduce.push = d.push;
+  reduce.groups = groups_for(static_cast<uint64_t>(batch * p.m() * p.n));
+  reduce.local = {kLocal, 1, 1};
+  reduce.label = op + " (split-K reduce)";
+  g.add_dispatch(std::move(d));
+  g.add_dispatch(std::move(reduce));
+}
+
+// `s`: the bias's strides against the numpy result, which lacks the dims a 1-D operand was
+// promoted with; those have size 1 in the problem, so stride 0.
+void set_bias_strides(GemmProblem& p, const std::vector<int32_t>& s, bool a_vector, bool b_vector) {
+  size_t batch_rank = p.rows.size() - 1;
+  std::copy(s.begin(), s.begin() + batch_rank, p.bias_rows.begin());
+  auto it = s.begin() + batch_rank;
+  p.bias_rows.back() = a_vector ? 0 : *it++;
+  p.bias_sn = b_vector ? 0 : *it;
+}
+
+// numpy.matmul of two operand views plus the epilogue. 1-D operands are promoted to matrices
+// here and the added dims left out of the result.
+TensorRef matmul_views(ComputeGraph& g, Operand a, Operand b, const Epilogue& e,
+                       const std::string& op) {
+  for (const Operand* o : {&a, &b}) {
+    const char* which = o == &a ? "A" : "B";
+    require_dtype(g, o->tensor, DType::Float32, op);
+    check(!o->shape.empty(), ErrorKind::InvalidArgument,
+          op + ": input " + which + " is a scalar (rank 0); it needs at least one dim");
+    check(o->shape.size() <= static_cast<size_t>(kMaxRank), ErrorKind::Unsupported,
+          op + ": input " + which + " has rank " + std::to_string(o->shape.size()) + ", above " +
+              std::to_string(kMaxRank));
+  }
+  bool a_vector = a.shape.size() == 1, b_vector = b.shape.size() == 1;
+  if (a_vector) {
+    a.shape.insert(a.shape.begin(), 1);
+    a.strides.insert(a.strides.begin(), 0);
+  }
+  if (b_vector) {
+    b.shape.push_back(1);
+    b.strides.push_back(0);
+  }
+  int64_t m = a.shape.end()[-2], k = a.shape.back(), n = b.shape.back();
+  int64_t kb = b.shape.end()[-2];
+  check(k == kb, ErrorKind::InvalidArgument,
+        op + ": inner dims differ: A " + shape_str(g.info(a.tensor).shape) +
+            " has K=" + std::to_string(k) + ", B " + shape_str(g.info(b.tensor).shape) +
+            " has K=" + std::to_string(kb));
+  Shape batch = broadcast_shapes(Shape(a.shape.begin(), a.shape.end() - 2),
+                                 Shape(b.shape.begin(), b.shape.end() - 2), op.c_str());
+  Shape result = batch;
+  if (!a_vector) result.push_back(m);
+  if (!b_vector) result.push_back(n);
+
+  GemmProblem p;
+  p.a = a.tensor;
+  p.b = b.tensor;
+  p.n = n;
+  p.k = k;
+  p.rows = batch;
+  p.rows.push_back(m);
+  p.a_rows = batch_strides(a, batch);
+  p.a_rows.push_back(a.strides.end()[-2]);
+  p.b_rows = batch_strides(b, batch);
+  p.b_rows.push_back(0);
+  p.a_sk = a.strides.back();
+  p.b_sk = b.strides.end()[-2];
+  p.b_sn = b.strides.back();
+  p.bias_rows.assign(p.rows.size(), 0);
+  if (e.bias) {
+    require_dtype(g, *e.bias, DType::Float32, op);
+    Shape bias_shape = g.info(*e.bias).shape;
+    check(broadcasts_to(bias_shape, result), ErrorKind::InvalidArgument,
+          op + ": " + e.bias_name + " " + shape_str(bias_shape) +
+              " does not broadcast to the result " + shape_str(result));
+    set_bias_strides(p, broadcast_strides(bias_shape, result), a_vector, b_vector);
+  }
+  TensorRef out = g.add_tensor(result, DType::Float32);
+  coalesce_rows(p);
+  transpose_if_single_column(p);
+  add_gemm_dispatch(g, p, e, out, op);
+  return out;
+}
+
+}  // namespace
+
+bool matmul_can_fuse(UnaryOp activation) {
+  return epilogue_code(activation).has_value();
+}
+
+TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<TensorRef> bias,
+                 std::optional<UnaryOp> activation, UnaryParams activation_params) {
+  Epilogue e = make_epilogue("matmul", bias, activation, activation_params);
+  return matmul_views(g, as_stored(g, a), as_stored(g, b), e, "matmul");
+}
+
+TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
+                 std::optional<UnaryOp> activation, UnaryParams activation_params) {
+  Epilogue e = make_epilogue("linear", bias, activation, activation_params);
+  Operand w = as_stored(g, weight);
+  check(w.shape.size() == 2, ErrorKind::InvalidArgument,
+        "linear: weight " + shape_str(w.shape) + " must be 2-D [N, K]");
+  return matmul_views(g, as_stored(g, x), transposed(w), e, "linear");
+}
+
+TensorRef gemm(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<TensorRef> c, float alpha,
+               float beta, bool trans_a, bool trans_b, std::optional<UnaryOp> activation,
+               UnaryParams activation_params) {
+  Epilogue e = make_epilogue("gemm", c, activation, activation_params);
+  e.bias_name = "C";
+  e.alpha = alpha;
+  e.beta = beta;
+  Operand va = as_stored(g, a), vb = as_stored(g, b);
+  for (const Operand* o : {&va, &vb})
+    check(o->shape.size() == 2, ErrorKind::InvalidArgument,
+          std::string("gemm: input ") + (o == &va ? "A " : "B ") + shape_str(o->shape) +
+              " must be 2-D");
+  return matmul_views(g, trans_a ? transposed(va) : va, trans_b ? transposed(vb) : vb, e, "gemm");
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,57 @@
+// Shared by the matmul kernels. They compute, for each batch index z,
+//   C[z, m, n] = act(alpha * sum_k A[z, m, k] * B[z, k, n] + beta * bias[z, m, n])
+// with every input addressed through element strides from push constants, so transposed and
+// broadcast operands (stride 0) need no copies. C is contiguous [batch, M, N].
+#include "common.glsl"
+#include "matmul_epilogue.glsl"
+
+#define MAX_BATCH 4
+
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+// Without a bias the host binds A here and has_bias keeps it unread.
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) writeonly buffer C { float c[]; };
+
+layout(push_constant) uniform Params {
+  int M, N, K;
+  int a_sm, a_sk, b_sk, b_sn, bias_sm, bias_sn;
+  int has_bias;
+  int activation;  // ACT_* of matmul_epilogue.glsl
+  float alpha, beta;
+  float act_alpha, act_beta;
+  int k_chunk;  // split-K slice depth (see matmul_tiled.comp's SPLIT_K); unused otherwise
+  int batch[MAX_BATCH];  // batch dims, outermost first, padded with 1
+  int a_sb[MAX_BATCH];
+  int b_sb[MAX_BATCH];
+  int bias_sb[MAX_BATCH];
+} p;
+
+int batch_count() {
+  int n = 1;
+  for (int d = 0; d < MAX_BATCH; ++d) n *= p.batch[d];
+  return n;
+}
+
+struct Offsets {
+  int a, b, bias, c;
+};
+
+Offsets batch_offsets(uint z) {
+  Offsets o = Offsets(0, 0, 0, int(z) * p.M * p.N);
+  int rem = int(z);
+  for (int d = MAX_BATCH - 1; d >= 0; --d) {
+    int i = rem % p.batch[d];
+    rem /= p.batch[d];
+    o.a += i * p.a_sb[d];
+    o.b += i * p.b_sb[d];
+    o.bias += i * p.bias_sb[d];
+  }
+  return o;
+}
+
+void store_output(Offsets o, int m, int n, float acc) {
+  float y = p.alpha * acc;
+  if (p.has_bias != 0) y += p.beta * bias[o.bias + m * p.bias_sm + n * p.bias_sn];
+  c[o.c + m * p.N + n] = activate(p.activation, y, p.act_alpha, p.act_beta);
+}

@@ -1,0 +1,70 @@
+#pragma once
+// Tile configuration of the matmul kernels. Everything tunable per device lives in this one
+// struct, chosen in one place (choose_matmul_config) from what the device reports, and reaches
+// the shaders as specialization constants.
+#include <cstdint>
+#include <optional>
+
+#include "vkgraph/vk/context.h"
+
+namespace vkgraph::ops {
+
+struct MatmulConfig {
+  // Tiled GEMM: a workgroup of threads_x * threads_y threads computes a tile of C of
+  // (threads_y * micro_m) rows by (threads_x * micro_n) columns, stepping K by `bk`; each thread
+  // keeps micro_m x micro_n accumulators in registers.
+  uint32_t threads_x = 16, threads_y = 16;
+  uint32_t micro_m = 4, micro_n = 4;
+  uint32_t bk = 16;
+  // GEMV, used when M <= gemv_rows: a workgroup computes all gemv_rows rows for a strip of
+  // columns, so B is read once. gemv_contig threads walk B's contiguous dimension, gemv_other
+  // the other one; whichever of them walks K must be a power of two (tree reduction).
+  uint32_t gemv_rows = 4;
+  uint32_t gemv_contig = 32, gemv_other = 8;
+  // When B is contiguous along K, reduce over K with subgroupAdd (one subgroup per column)
+  // instead of shared memory; subgroup_size is the size the host plans columns with.
+  bool gemv_subgroup = false;
+  uint32_t subgroup_size = 0;
+
+  uint32_t tile_m() const { return threads_y * micro_m; }
+  uint32_t tile_n() const { return threads_x * micro_n; }
+  uint32_t gemv_threads() const { return gemv_contig * gemv_other; }
+};
+
+// The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
+// where the device has subgroup arithmetic.
+MatmulConfig choose_matmul_config(const vk::Context& context);
+
+// Replaces the default for matmuls built on this thread; tests use it to run other tile shapes
+// and both GEMV reductions. std::nullopt restores the default.
+void override_matmul_config(std::optional<MatmulConfig> config);
+
+// The override if set, else the default; throws Unsupported when it does not fit the device.
+MatmulConfig matmul_config(const vk::Context& context);
+
+// Split-K for the GEMM kernels (tiled matmul, implicit-GEMM conv): when the output has too few
+// tiles to occupy the GPU and K is deep, K is cut into slices that run as separate workgroups,
+// each writing a partial tile, and a second pass sums them and applies the epilogue.
+struct SplitKPolicy {
+  // Workgroups to aim for. Vulkan reports no compute-unit count, so this is fixed: 256 covers
+  // ~2 workgroups per SM on the largest current GPUs (132 SMs on an H200) and costs little on
+  // small ones, where the extra partial traffic stays far below the K loop's.
+  uint64_t target_groups = 256;
+  int64_t min_k = 1024;     // below this the serial K walk is short enough
+  int64_t min_slice = 256;  // each slice's depth, so the partial writes stay amortized
+  uint32_t max_splits = 32;
+};
+
+// How a GEMM of `tiles` output tiles and depth `k` is split: `splits` slices of `k_chunk`
+// (the last one possibly shorter, none empty); splits == 1 runs unsplit.
+struct SplitK {
+  uint32_t splits = 1;
+  int64_t k_chunk = 0;
+};
+SplitK choose_split_k(uint64_t tiles, int64_t k);
+
+// Replaces the split-K policy for GEMMs built on this thread (tests force splitting of small
+// shapes with it); std::nullopt restores the default.
+void override_split_k_policy(std::optional<SplitKPolicy> policy);
+
+}  // namespace vkgraph::ops

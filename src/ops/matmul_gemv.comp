@@ -1,0 +1,82 @@
+#version 450
+// GEMV-style kernel for small M (batch-1 Linear, decoding): a workgroup computes ROWS rows of C
+// for a strip of columns, reading that strip of B once for all rows. The threads of a column
+// split K; their partial sums meet through subgroupAdd (SUBGROUP_REDUCE, one subgroup per
+// column) or a shared-memory tree over the workgroup's K-lanes.
+#ifdef SUBGROUP_REDUCE
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "matmul_common.glsl"
+
+layout(constant_id = 3) const uint ROWS = 4;
+// B contiguous along K (Linear's [N, K] weight): a column's threads walk K side by side.
+// Otherwise neighbouring threads take neighbouring columns and each column's threads stride K.
+layout(constant_id = 4) const bool K_FAST = true;
+
+float acc[ROWS];
+
+// Partial dot products of rows m0 .. m0+ROWS-1 with column n over k = lane, lane + lanes, ...
+// Rows past M read row M-1 (valid memory) and are dropped at the store, which keeps the inner
+// loop free of branches.
+void accumulate(Offsets o, int m0, int n, int lane, int lanes) {
+  for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+  for (int k = lane; k < p.K; k += lanes) {
+    float bk = b[o.b + k * p.b_sk + n * p.b_sn];
+    for (uint r = 0; r < ROWS; ++r) {
+      int m = min(m0 + int(r), p.M - 1);
+      acc[r] = fma(a[o.a + m * p.a_sm + k * p.a_sk], bk, acc[r]);
+    }
+  }
+}
+
+void store_rows(Offsets o, int m0, int n, uint r, float sum) {
+  if (m0 + int(r) < p.M) store_output(o, m0 + int(r), n, sum);
+}
+
+#ifdef SUBGROUP_REDUCE
+// Chosen only when B is contiguous along K, so a subgroup's lanes read neighbouring elements.
+// Columns per workgroup; subgroups take them in turn, so the result does not depend on the
+// subgroup size the driver picks.
+layout(constant_id = 5) const uint COLS = 8;
+
+void main() {
+  Offsets o = batch_offsets(gl_WorkGroupID.z);
+  int m0 = int(gl_WorkGroupID.y * ROWS);
+  for (uint col = gl_SubgroupID; col < COLS; col += gl_NumSubgroups) {
+    int n = int(gl_WorkGroupID.x * COLS + col);
+    if (n >= p.N) return;
+    accumulate(o, m0, n, int(gl_SubgroupInvocationID), int(gl_SubgroupSize));
+    for (uint r = 0; r < ROWS; ++r) {
+      float sum = subgroupAdd(acc[r]);
+      if (subgroupElect()) store_rows(o, m0, n, r, sum);
+    }
+  }
+}
+#else
+const uint THREADS = gl_WorkGroupSize.x * gl_WorkGroupSize.y;
+const uint LANES = K_FAST ? gl_WorkGroupSize.x : gl_WorkGroupSize.y;  // threads per column
+const uint COLS = K_FAST ? gl_WorkGroupSize.y : gl_WorkGroupSize.x;
+shared float partial[ROWS * THREADS];
+
+void main() {
+  Offsets o = batch_offsets(gl_WorkGroupID.z);
+  int m0 = int(gl_WorkGroupID.y * ROWS);
+  uint lane = K_FAST ? gl_LocalInvocationID.x : gl_LocalInvocationID.y;
+  uint col = K_FAST ? gl_LocalInvocationID.y : gl_LocalInvocationID.x;
+  int n = int(gl_WorkGroupID.x * COLS + col);
+  bool live = n < p.N;
+  // Dead columns still join every barrier, contributing zeros.
+  for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
+  if (live) accumulate(o, m0, n, int(lane), int(LANES));
+  uint slot = col * LANES + lane;
+  for (uint r = 0; r < ROWS; ++r) partial[r * THREADS + slot] = acc[r];
+  barrier();
+  for (uint s = LANES / 2; s > 0; s >>= 1) {
+    if (lane < s)
+      for (uint r = 0; r < ROWS; ++r) partial[r * THREADS + slot] += partial[r * THREADS + slot + s];
+    barrier();
+  }
+  if (lane == 0 && live)
+    for (uint r = 0; r < ROWS; ++r) store_rows(o, m0, n, r, partial[r * THREADS + slot]);
+}
+#endif

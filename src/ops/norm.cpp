@@ -1,0 +1,173 @@
+// Normalization: inference batch norm is elementwise; layer, instance and group norm share one
+// row kernel (norm.comp) that differs only in how rows are cut and how the affine parameters
+// are indexed.
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "op_util.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+
+// Returns x's shape after checking dtype, minimum rank and that 32-bit indices suffice.
+Shape checked_input(ComputeGraph& g, TensorRef x, size_t min_rank, const std::string& op,
+                    const char* layout) {
+  require_dtype(g, x, DType::Float32, op);
+  Shape s = g.info(x).shape;
+  check(s.size() >= min_rank, ErrorKind::InvalidArgument,
+        op + ": input must be " + layout + ", got " + shape_str(s));
+  check(numel(s) <= std::numeric_limits<int32_t>::max(), ErrorKind::Unsupported,
+        op + ": input " + shape_str(s) + " has more than 2^31 elements");
+  return s;
+}
+
+void check_per_channel(ComputeGraph& g, TensorRef t, int64_t channels, const std::string& op,
+                       const char* role) {
+  require_dtype(g, t, DType::Float32, op);
+  Shape s = g.info(t).shape;
+  check(s == Shape{channels}, ErrorKind::InvalidArgument,
+        op + ": " + role + " must be [" + std::to_string(channels) + "], got " + shape_str(s));
+}
+
+int64_t product(Shape::const_iterator begin, Shape::const_iterator end) {
+  int64_t p = 1;
+  for (auto it = begin; it != end; ++it) p *= *it;
+  return p;
+}
+
+// norm.comp reads parameter `(affine_base + col) / div % mod`.
+struct AffineIndex {
+  int64_t div = 1;
+  int64_t mod = 1;
+};
+
+// A parameter broadcast (right-aligned) to the normalized dims `dims` is indexable by
+// div/mod when its non-1 dims form one run matching `dims`: [D] or [S, D] for [S, D], [S, 1].
+AffineIndex broadcast_index(ComputeGraph& g, TensorRef param, const Shape& dims,
+                            const std::string& op, const char* role) {
+  require_dtype(g, param, DType::Float32, op);
+  const Shape ps = g.info(param).shape;
+  const std::string fail = op + ": " + role + " " + shape_str(ps) +
+                           " does not broadcast to the normalized dims " + shape_str(dims);
+  check(ps.size() <= dims.size(), ErrorKind::InvalidArgument, fail);
+  Shape aligned(dims.size() - ps.size(), 1);
+  aligned.insert(aligned.end(), ps.begin(), ps.end());
+  size_t lo = dims.size(), hi = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    check(aligned[i] == 1 || aligned[i] == dims[i], ErrorKind::InvalidArgument, fail);
+    if (aligned[i] != 1) lo = std::min(lo, i), hi = i + 1;
+  }
+  if (lo >= hi) return {};
+  check(std::equal(aligned.begin() + lo, aligned.begin() + hi, dims.begin() + lo),
+        ErrorKind::Unsupported,
+        op + ": " + role + " " + shape_str(ps) + " broadcasts over dims in the middle of " +
+            shape_str(dims));
+  return {product(dims.begin() + hi, dims.end()), product(dims.begin() + lo, dims.begin() + hi)};
+}
+
+struct RowLayout {
+  int64_t rows, cols, groups;
+  AffineIndex scale, bias;
+};
+
+TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
+                    std::optional<TensorRef> bias, const RowLayout& layout, float epsilon) {
+  TensorRef y = g.add_tensor(g.info(x).shape, DType::Float32);
+  PushConstants pc;
+  for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
+                    layout.bias.div, layout.bias.mod})
+    pc.add(static_cast<int32_t>(v));
+  pc.add(epsilon);
+  DispatchDesc d;
+  d.shader = "norm_rows_f32";
+  d.bindings = {{x, Access::Read},
+                {scale, Access::Read},
+                {bias.value_or(scale), Access::Read},
+                {y, Access::Write}};
+  d.groups = groups_for(static_cast<uint64_t>(layout.rows), 1);
+  // A power of two (row_reduce.glsl), no wider than a short row needs.
+  d.local = {static_cast<uint32_t>(
+                 std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(layout.cols)), 32, 256)),
+             1, 1};
+  d.spec = {bias ? 1u : 0u};
+  d.push = pc.take();
+  d.label = op;
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+}  // namespace
+
+TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias,
+                               TensorRef mean, TensorRef var, float epsilon) {
+  const std::string op = "batch_norm";
+  const Shape xs = checked_input(g, x, 2, op, "[N, C, ...]");
+  const int64_t channels = xs[1];
+  check_per_channel(g, scale, channels, op, "scale");
+  check_per_channel(g, bias, channels, op, "bias");
+  check_per_channel(g, mean, channels, op, "mean");
+  check_per_channel(g, var, channels, op, "var");
+  TensorRef y = g.add_tensor(xs, DType::Float32);
+  const int64_t total = numel(xs);
+  PushConstants pc;
+  pc.add(static_cast<int32_t>(total)).add(static_cast<int32_t>(channels));
+  pc.add(static_cast<int32_t>(product(xs.begin() + 2, xs.end()))).add(epsilon);
+  DispatchDesc d;
+  d.shader = "batch_norm_f32";
+  d.bindings = {{x, Access::Read},    {scale, Access::Read}, {bias, Access::Read},
+                {mean, Access::Read}, {var, Access::Read},   {y, Access::Write}};
+  d.groups = groups_for(static_cast<uint64_t>(total));
+  d.local = {kLocal, 1, 1};
+  d.push = pc.take();
+  d.label = op;
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optional<TensorRef> bias,
+                     int64_t axis, float epsilon) {
+  const std::string op = "layer_norm";
+  const Shape xs = checked_input(g, x, 1, op, "at least 1-D");
+  const int a = normalize_axis(axis, xs.size(), op);
+  const Shape dims(xs.begin() + a, xs.end());
+  RowLayout layout{product(xs.begin(), xs.begin() + a), numel(dims), 1, {}, {}};
+  check(layout.cols > 0, ErrorKind::InvalidArgument,
+        op + ": normalized dims " + shape_str(dims) + " are empty");
+  layout.scale = broadcast_index(g, scale, dims, op, "scale");
+  if (bias) layout.bias = broadcast_index(g, *bias, dims, op, "bias");
+  return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+TensorRef instance_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias,
+                        float epsilon) {
+  const std::string op = "instance_norm";
+  const Shape xs = checked_input(g, x, 3, op, "[N, C, D1, ...]");
+  check_per_channel(g, scale, xs[1], op, "scale");
+  check_per_channel(g, bias, xs[1], op, "bias");
+  const int64_t spatial = product(xs.begin() + 2, xs.end());
+  check(spatial > 0, ErrorKind::InvalidArgument, op + ": input " + shape_str(xs) + " is empty");
+  const AffineIndex per_channel{spatial, xs[1]};
+  RowLayout layout{xs[0] * xs[1], spatial, xs[1], per_channel, per_channel};
+  return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+TensorRef group_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias, int64_t groups,
+                     float epsilon) {
+  const std::string op = "group_norm";
+  const Shape xs = checked_input(g, x, 2, op, "[N, C, ...]");
+  const int64_t channels = xs[1];
+  check(groups >= 1 && channels % groups == 0, ErrorKind::InvalidArgument,
+        op + ": groups " + std::to_string(groups) + " must divide the " + std::to_string(channels) +
+            " channels of " + shape_str(xs));
+  check_per_channel(g, scale, channels, op, "scale");
+  check_per_channel(g, bias, channels, op, "bias");
+  const int64_t spatial = product(xs.begin() + 2, xs.end());
+  check(spatial > 0, ErrorKind::InvalidArgument, op + ": input " + shape_str(xs) + " is empty");
+  const AffineIndex per_channel{spatial, channels};
+  RowLayout layout{xs[0] * groups, channels / groups * spatial, groups, per_channel, per_channel};
+  return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+}  // namespace vkgraph::ops

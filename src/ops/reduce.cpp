@@ -1,0 +1,186 @@
+#include <limits>
+
+#include "op_util.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+namespace {
+
+// Shader name stem, as in reduce.cmake.
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Mean:
+      return "mean";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Prod:
+      return "prod";
+    case ReduceOp::L2:
+      return "l2";
+    case ReduceOp::LogSumExp:
+      return "log_sum_exp";
+    case ReduceOp::SumSquare:
+      return "sum_square";
+    case ReduceOp::L1:
+      return "l1";
+  }
+  return "?";
+}
+
+void check_index_range(const Shape& shape, const std::string& name) {
+  int64_t n = numel(shape);
+  check(n <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
+        name + ": " + std::to_string(n) + " elements exceed the 32-bit index range");
+}
+
+std::string int_capable_suffix(ComputeGraph& g, DType dtype, bool ints_allowed,
+                               const std::string& name) {
+  if (dtype == DType::Float32) return "f32";
+  if (!ints_allowed || (dtype != DType::Int32 && dtype != DType::Int64))
+    throw Error(ErrorKind::Unsupported,
+                name + ": dtype " + dtype_name(dtype) + " not supported (accepts " +
+                    (ints_allowed ? "float32, int32, int64" : "float32") + ")");
+  check(dtype != DType::Int64 || g.context().features().shader_int64, ErrorKind::Unsupported,
+        name + ": int64 tensors need shaderInt64, which this device lacks");
+  return dtype_suffix(dtype);
+}
+
+// One invocation per output when each output reduces few elements, or when the reduced elements
+// are strided and there are enough outputs that neighbouring invocations read neighbouring
+// elements; otherwise a workgroup per output reads a long run together.
+bool one_output_per_thread(int64_t outputs, int64_t reduced, bool reduced_innermost) {
+  return reduced <= 32 || (!reduced_innermost && outputs >= 4096);
+}
+
+// The kept and the reduced dims of a row-major shape, with size-1 dims dropped and neighbours
+// of the same kind merged (their strides chain), so the shader walks as few dims as possible.
+struct SplitDims {
+  std::vector<uint32_t> kept_shape, kept_stride, reduced_shape, reduced_stride;
+  bool reduced_innermost = false;
+};
+
+SplitDims split_dims(const Shape& shape, const std::vector<bool>& reduced) {
+  SplitDims s;
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  int last_kind = -1;  // kind of the previous dim kept in the lists: 0 kept, 1 reduced
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    int kind = reduced[d] ? 1 : 0;
+    auto& sizes = kind ? s.reduced_shape : s.kept_shape;
+    auto& steps = kind ? s.reduced_stride : s.kept_stride;
+    if (kind == last_kind) {
+      sizes.back() *= static_cast<uint32_t>(shape[d]);
+      steps.back() = static_cast<uint32_t>(strides[d]);
+    } else {
+      sizes.push_back(static_cast<uint32_t>(shape[d]));
+      steps.push_back(static_cast<uint32_t>(strides[d]));
+    }
+    last_kind = kind;
+  }
+  s.reduced_innermost = last_kind == 1;
+  return s;
+}
+
+uint32_t product(const std::vector<uint32_t>& v) {
+  uint32_t p = 1;
+  for (uint32_t x : v) p *= x;
+  return p;
+}
+
+}  // namespace
+
+TensorRef reduce(ComputeGraph& g, ReduceOp op, TensorRef x, std::vector<int64_t> axes,
+                 bool keepdims) {
+  std::string name = std::string("reduce_") + reduce_name(op);
+  const TensorInfo xi = g.info(x);
+  bool ints_allowed =
+      op == ReduceOp::Sum || op == ReduceOp::Max || op == ReduceOp::Min || op == ReduceOp::Prod;
+  std::string suffix = int_capable_suffix(g, xi.dtype, ints_allowed, name);
+  check_index_range(xi.shape, name);
+  size_t rank = xi.shape.size();
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t axis : axes) {
+    check(rank > 0, ErrorKind::InvalidArgument,
+          name + ": axis " + std::to_string(axis) + " given for a scalar input");
+    int a = normalize_axis(axis, rank, name);
+    check(!reduced[a], ErrorKind::InvalidArgument,
+          name + ": axis " + std::to_string(axis) + " listed twice");
+    reduced[a] = true;
+  }
+  Shape out;
+  for (size_t d = 0; d < rank; ++d)
+    if (!reduced[d] || keepdims) out.push_back(reduced[d] ? 1 : xi.shape[d]);
+
+  SplitDims s = split_dims(xi.shape, reduced);
+  check(s.kept_shape.size() <= kMaxRank && s.reduced_shape.size() <= kMaxRank,
+        ErrorKind::Unsupported,
+        name + ": shape " + shape_str(xi.shape) + " alternates kept and reduced dims too often");
+  uint32_t n_out = product(s.kept_shape), n_red = product(s.reduced_shape);
+  bool per_thread = one_output_per_thread(n_out, n_red, s.reduced_innermost);
+
+  TensorRef y = g.add_tensor(out, xi.dtype);
+  PushConstants pc;
+  pc.add(n_out).add(n_red);
+  pc.add(static_cast<uint32_t>(s.kept_shape.size()));
+  pc.add(static_cast<uint32_t>(s.reduced_shape.size()));
+  pc.add_array(s.kept_shape, kMaxRank).add_array(s.kept_stride, kMaxRank);
+  pc.add_array(s.reduced_shape, kMaxRank).add_array(s.reduced_stride, kMaxRank);
+  DispatchDesc d;
+  d.shader = name + "_" + suffix;
+  d.bindings = {{x, Access::Read}, {y, Access::Write}};
+  d.groups = per_thread ? groups_for(n_out) : groups_for(n_out, 1);
+  d.local = {kLocal, 1, 1};
+  d.spec = {per_thread ? 1u : 0u};
+  d.push = pc.take();
+  d.label = name;
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+TensorRef argmax(ComputeGraph& g, TensorRef x, int64_t axis, bool keepdims, bool select_last_index,
+                 bool is_min) {
+  std::string name = is_min ? "argmin" : "argmax";
+  const TensorInfo xi = g.info(x);
+  std::string suffix = int_capable_suffix(g, xi.dtype, true, name);
+  check_index_range(xi.shape, name);
+  check(!xi.shape.empty(), ErrorKind::InvalidArgument, name + ": input is a scalar; needs an axis");
+  int a = normalize_axis(axis, xi.shape.size(), name);
+  int64_t len = xi.shape[a];
+  check(len > 0, ErrorKind::InvalidArgument,
+        name + ": axis " + std::to_string(axis) + " of " + shape_str(xi.shape) + " is empty");
+  int64_t inner = 1;
+  for (size_t d = a + 1; d < xi.shape.size(); ++d) inner *= xi.shape[d];
+  int64_t n_out = numel(xi.shape) / len;
+  Shape out = xi.shape;
+  if (keepdims)
+    out[a] = 1;
+  else
+    out.erase(out.begin() + a);
+  bool per_thread = one_output_per_thread(n_out, len, inner == 1);
+
+  TensorRef y = g.add_tensor(out, DType::Int64);
+  PushConstants pc;
+  pc.add(static_cast<uint32_t>(n_out)).add(static_cast<uint32_t>(len));
+  pc.add(static_cast<uint32_t>(inner));
+  DispatchDesc d;
+  d.shader = "argmax_" + suffix;
+  d.bindings = {{x, Access::Read}, {y, Access::Write}};
+  d.groups = per_thread ? groups_for(n_out) : groups_for(n_out, 1);
+  d.local = {kLocal, 1, 1};
+  d.spec = {per_thread ? 1u : 0u, is_min ? 1u : 0u, select_last_index ? 1u : 0u};
+  d.push = pc.take();
+  d.label = name;
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,66 @@
+#version 450
+// Resize of the two spatial dims of NCHW, nearest (any element size) or bilinear (f32).
+// ONNX maps each output coordinate back to the input through the coordinate transformation
+// mode; nearest then rounds by nearest_mode, linear blends the two neighbours (clamped to the
+// edge, which equals ONNX's edge padding).
+#include "common.glsl"
+#ifdef MODE_NEAREST
+#include "shape_ops.glsl"
+#define STORED ELEM
+#else
+#define STORED T
+#endif
+
+// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
+layout(constant_id = 3) const int COORD = 0;
+// 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+layout(constant_id = 4) const int NEAREST = 0;
+layout(std430, binding = 0) readonly buffer X { STORED x[]; };
+layout(std430, binding = 1) writeonly buffer Y { STORED y[]; };
+layout(push_constant) uniform Params {
+  int n;
+  int in_h;
+  int in_w;
+  int out_h;
+  int out_w;
+  float scale_h;  // output / input, or the model's explicit scale
+  float scale_w;
+} p;
+
+float source_coord(int o, int in_len, int out_len, float scale) {
+  float c = float(o);
+  if (COORD == 1) return c / scale;
+  if (COORD == 2) return out_len > 1 ? c * float(in_len - 1) / float(out_len - 1) : 0.0;
+  if (COORD == 3 && out_len <= 1) return 0.0;
+  return (c + 0.5) / scale - 0.5;
+}
+
+#ifdef MODE_NEAREST
+int nearest(float c, int in_len) {
+  float r = NEAREST == 0 ? ceil(c - 0.5) : NEAREST == 1 ? floor(c + 0.5)
+          : NEAREST == 2 ? floor(c) : ceil(c);
+  return clamp(int(r), 0, in_len - 1);
+}
+#endif
+
+void main() {
+  int i = int(linear_index());
+  if (i >= p.n) return;
+  int ox = i % p.out_w;
+  int oy = (i / p.out_w) % p.out_h;
+  int plane = (i / (p.out_w * p.out_h)) * p.in_h * p.in_w;
+  float cy = source_coord(oy, p.in_h, p.out_h, p.scale_h);
+  float cx = source_coord(ox, p.in_w, p.out_w, p.scale_w);
+#ifdef MODE_NEAREST
+  y[i] = x[plane + nearest(cy, p.in_h) * p.in_w + nearest(cx, p.in_w)];
+#else
+  cy = clamp(cy, 0.0, float(p.in_h - 1));
+  cx = clamp(cx, 0.0, float(p.in_w - 1));
+  int y0 = int(cy), x0 = int(cx);
+  int y1 = min(y0 + 1, p.in_h - 1), x1 = min(x0 + 1, p.in_w - 1);
+  float ty = cy - float(y0), tx = cx - float(x0);
+  float top = mix(x[plane + y0 * p.in_w + x0], x[plane + y0 * p.in_w + x1], tx);
+  float bottom = mix(x[plane + y1 * p.in_w + x0], x[plane + y1 * p.in_w + x1], tx);
+  y[i] = mix(top, bottom, ty);
+#endif
+}

@@ -1,0 +1,46 @@
+// Resize of NCHW images: nearest (any dtype) or bilinear (f32), ONNX coordinate modes.
+#include "shape_ops.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+
+TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
+                 const ResizeOptions& options) {
+  const TensorInfo xi = g.info(x);
+  bool linear = options.mode == ResizeMode::Linear;
+  if (linear && xi.dtype != DType::Float32)
+    throw Error(ErrorKind::Unsupported,
+                std::string("resize: linear mode needs Float32, not ") + dtype_name(xi.dtype));
+  std::string shader =
+      linear ? "resize_linear_f32" : "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+  bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&
+               out_shape[1] == xi.shape[1] && out_shape[2] >= 0 && out_shape[3] >= 0;
+  if (!valid)
+    throw Error(ErrorKind::InvalidArgument, "resize: " + shape_str(xi.shape) + " -> " +
+                                                shape_str(out_shape) +
+                                                " is not an NCHW resize of H and W");
+  int64_t n = numel(out_shape);
+  if (n > 0 && (xi.shape[2] == 0 || xi.shape[3] == 0))
+    throw Error(ErrorKind::InvalidArgument, "resize: cannot fill " + shape_str(out_shape) +
+                                                " from empty " + shape_str(xi.shape));
+  if (options.scale_h < 0.f || options.scale_w < 0.f)
+    throw Error(ErrorKind::InvalidArgument, "resize: negative scale");
+  auto scale = [](float given, int64_t out, int64_t in) {
+    return given > 0.f ? given : static_cast<float>(static_cast<double>(out) / in);
+  };
+  TensorRef y = g.add_tensor(out_shape, xi.dtype);
+  PushConstants pc;
+  pc.add(checked_i32(n, "resize", "element count"))
+      .add(checked_i32(xi.shape[2], "resize", "dim"))
+      .add(checked_i32(xi.shape[3], "resize", "dim"))
+      .add(checked_i32(out_shape[2], "resize", "dim"))
+      .add(checked_i32(out_shape[3], "resize", "dim"))
+      .add(scale(options.scale_h, out_shape[2], xi.shape[2]))
+      .add(scale(options.scale_w, out_shape[3], xi.shape[3]));
+  add_elementwise(
+      g, shader, {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), "resize",
+      {static_cast<uint32_t>(options.coordinates), static_cast<uint32_t>(options.nearest)});
+  return y;
+}
+
+}  // namespace vkgraph::ops

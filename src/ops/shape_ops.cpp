@@ -1,0 +1,358 @@
+// Reshape, transpose, concat, split, slice and expand: all of them either reuse the bytes (a
+// view), copy contiguous runs (buffer copies), or run the one strided-copy shader.
+#include "shape_ops.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "vkgraph/ops.h"
+
+namespace vkgraph::ops {
+
+std::string elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Int32:
+      return "32";
+    case DType::Int64:
+      return "64";
+    case DType::Bool:
+      check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
+            op + ": Bool tensors need storageBuffer8BitAccess, which " +
+                g.context().properties().deviceName + " lacks");
+      return "8";
+    default:
+      throw Error(ErrorKind::Unsupported,
+                  op + ": dtype " + dtype_name(dtype) + " is not supported");
+  }
+}
+
+std::string typed_suffix(ComputeGraph& g, DType dtype, const std::string& op, bool allow_bool) {
+  switch (dtype) {
+    case DType::Float32:
+      return "f32";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      check(g.context().features().shader_int64, ErrorKind::Unsupported,
+            op + ": Int64 tensors need shaderInt64, which " + g.context().properties().deviceName +
+                " lacks");
+      return "i64";
+    case DType::Bool:
+      if (allow_bool) {
+        elem_bits(g, dtype, op);
+        return "bool";
+      }
+      [[fallthrough]];
+    default:
+      throw Error(ErrorKind::Unsupported,
+                  op + ": dtype " + dtype_name(dtype) + " is not supported");
+  }
+}
+
+void require_bool(ComputeGraph& g, TensorRef t, const std::string& op, const std::string& what) {
+  DType dtype = g.info(t).dtype;
+  if (dtype != DType::Bool)
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": " + what + " must be Bool, not " + dtype_name(dtype));
+  elem_bits(g, dtype, op);
+}
+
+void require_index_dtype(ComputeGraph& g, TensorRef t, const std::string& op) {
+  DType dtype = g.info(t).dtype;
+  if (dtype != DType::Int32 && dtype != DType::Int64)
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": indices must be Int32 or Int64, not " + dtype_name(dtype));
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    strides[k] = stride;
+    stride *= shape[k];
+  }
+  return strides;
+}
+
+int32_t checked_i32(int64_t v, const std::string& op, const char* what) {
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    throw Error(ErrorKind::Unsupported,
+                op + ": " + what + " " + std::to_string(v) + " does not fit in 32 bits");
+  return static_cast<int32_t>(v);
+}
+
+void add_elementwise(ComputeGraph& g, std::string shader, std::vector<Binding> bindings, int64_t n,
+                     std::vector<uint8_t> push, std::string label, std::vector<uint32_t> spec) {
+  if (n == 0) return;
+  checked_i32(n, label, "element count");
+  DispatchDesc d;
+  d.shader = std::move(shader);
+  d.bindings = std::move(bindings);
+  d.groups = groups_for(static_cast<uint64_t>(n));
+  d.local = {kLocal, 1, 1};
+  d.spec = std::move(spec);
+  d.push = std::move(push);
+  d.label = std::move(label);
+  g.add_dispatch(std::move(d));
+}
+
+namespace {
+
+// Drops size-1 dims and merges neighbours that are contiguous on both sides, so most copies
+// become one run (a buffer copy) or a low-rank shader with fewer divisions per element.
+StridedCopy simplified(const StridedCopy& c) {
+  StridedCopy out{{}, {}, {}, c.src_offset, c.dst_offset};
+  for (size_t d = 0; d < c.shape.size(); ++d) {
+    if (c.shape[d] == 1) continue;
+    if (!out.shape.empty() && out.src_stride.back() == c.src_stride[d] * c.shape[d] &&
+        out.dst_stride.back() == c.dst_stride[d] * c.shape[d]) {
+      out.shape.back() *= c.shape[d];
+      out.src_stride.back() = c.src_stride[d];
+      out.dst_stride.back() = c.dst_stride[d];
+    } else {
+      out.shape.push_back(c.shape[d]);
+      out.src_stride.push_back(c.src_stride[d]);
+      out.dst_stride.push_back(c.dst_stride[d]);
+    }
+  }
+  return out;
+}
+
+bool one_run(const StridedCopy& s) {
+  return s.shape.empty() || (s.shape.size() == 1 && s.src_stride[0] == 1 && s.dst_stride[0] == 1);
+}
+
+std::vector<int32_t> i32s(const std::vector<int64_t>& v, const std::string& op, const char* what) {
+  std::vector<int32_t> out;
+  for (int64_t x : v) out.push_back(checked_i32(x, op, what));
+  return out;
+}
+
+}  // namespace
+
+void add_strided_copy(ComputeGraph& g, TensorRef src, TensorRef dst, const StridedCopy& copy,
+                      const std::string& label) {
+  DType dtype = g.info(src).dtype;
+  std::string bits = elem_bits(g, dtype, label);
+  int64_t n = numel(copy.shape);
+  if (n == 0) return;
+  StridedCopy s = simplified(copy);
+  uint64_t esize = dtype_size(dtype);
+  if (one_run(s)) {
+    g.add_copy(src, dst, s.src_offset * esize, s.dst_offset * esize, n * esize, label);
+    return;
+  }
+  if (s.shape.size() > static_cast<size_t>(kMaxRank))
+    throw Error(ErrorKind::Unsupported, label + ": copy of shape " + shape_str(copy.shape) +
+                                            " needs rank " + std::to_string(s.shape.size()) +
+                                            " after merging dims, above " +
+                                            std::to_string(kMaxRank));
+  PushConstants pc;
+  pc.add(checked_i32(n, label, "element count")).add(static_cast<int32_t>(s.shape.size()));
+  pc.add(checked_i32(s.src_offset, label, "offset"))
+      .add(checked_i32(s.dst_offset, label, "offset"));
+  pc.add_array(i32s(s.shape, label, "dim"), kMaxRank);
+  pc.add_array(i32s(s.src_stride, label, "stride"), kMaxRank);
+  pc.add_array(i32s(s.dst_stride, label, "stride"), kMaxRank);
+  add_elementwise(g, "strided_copy_" + bits, {{src, Access::Read}, {dst, Access::Write}}, n,
+                  pc.take(), label);
+}
+
+TensorRef read_strided(ComputeGraph& g, TensorRef src, const Shape& shape,
+                       const std::vector<int64_t>& src_stride, int64_t src_offset,
+                       const std::string& label) {
+  const TensorInfo si = g.info(src);
+  elem_bits(g, si.dtype, label);
+  StridedCopy copy{shape, src_stride, contiguous_strides(shape), src_offset, 0};
+  if (src_offset == 0 && numel(shape) == numel(si.shape) && one_run(simplified(copy)))
+    return g.add_view(src, shape);
+  TensorRef out = g.add_tensor(shape, si.dtype);
+  add_strided_copy(g, src, out, copy, label);
+  return out;
+}
+
+TensorRef reshape(ComputeGraph& g, TensorRef x, const Shape& shape, bool allowzero) {
+  const TensorInfo xi = g.info(x);
+  Shape out = shape;
+  int inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    "reshape: shape " + shape_str(shape) + " has more than one -1");
+      inferred = static_cast<int>(i);
+    } else if (shape[i] == 0 && !allowzero) {
+      if (i >= xi.shape.size())
+        throw Error(ErrorKind::InvalidArgument,
+                    "reshape: 0 at position " + std::to_string(i) + " of " + shape_str(shape) +
+                        " has no matching dim in input " + shape_str(xi.shape));
+      out[i] = xi.shape[i];
+    } else if (shape[i] < 0) {
+      throw Error(ErrorKind::InvalidArgument, "reshape: negative dim in shape " + shape_str(shape));
+    }
+  }
+  if (inferred >= 0) {
+    int64_t known = 1;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (static_cast<int>(i) != inferred) known *= out[i];
+    if (known == 0 || numel(xi.shape) % known != 0)
+      throw Error(ErrorKind::InvalidArgument, "reshape: cannot infer -1 in " + shape_str(shape) +
+                                                  " for input " + shape_str(xi.shape));
+    out[inferred] = numel(xi.shape) / known;
+  }
+  if (numel(out) != numel(xi.shape))
+    throw Error(ErrorKind::InvalidArgument, "reshape: input " + shape_str(xi.shape) + " has " +
+                                                std::to_string(numel(xi.shape)) +
+                                                " elements, shape " + shape_str(shape) + " has " +
+                                                std::to_string(numel(out)));
+  return g.add_view(x, out);
+}
+
+TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& perm) {
+  const TensorInfo xi = g.info(x);
+  size_t rank = xi.shape.size();
+  std::vector<int64_t> p = perm;
+  if (p.empty()) {
+    p.resize(rank);
+    std::iota(p.rbegin(), p.rend(), 0);
+  }
+  std::vector<bool> seen(rank, false);
+  bool valid = p.size() == rank;
+  for (int64_t d : p) {
+    if (!valid || d < 0 || d >= static_cast<int64_t>(rank) || seen[d]) {
+      valid = false;
+      break;
+    }
+    seen[d] = true;
+  }
+  if (!valid)
+    throw Error(ErrorKind::InvalidArgument, "transpose: perm " + shape_str(p) +
+                                                " is not a permutation of the dims of " +
+                                                shape_str(xi.shape));
+  std::vector<int64_t> strides = contiguous_strides(xi.shape), src_stride(rank);
+  Shape out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    out[d] = xi.shape[p[d]];
+    src_stride[d] = strides[p[d]];
+  }
+  return read_strided(g, x, out, src_stride, 0, "transpose");
+}
+
+TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t axis) {
+  check(!inputs.empty(), ErrorKind::InvalidArgument, "concat: no inputs");
+  const TensorInfo first = g.info(inputs[0]);
+  if (first.shape.empty()) throw Error(ErrorKind::InvalidArgument, "concat: inputs are scalars");
+  int a = normalize_axis(axis, first.shape.size(), "concat");
+  Shape out = first.shape;
+  out[a] = 0;
+  for (TensorRef t : inputs) {
+    const TensorInfo ti = g.info(t);
+    bool same = ti.dtype == first.dtype && ti.shape.size() == first.shape.size();
+    for (size_t d = 0; same && d < ti.shape.size(); ++d)
+      same = static_cast<int>(d) == a || ti.shape[d] == first.shape[d];
+    if (!same)
+      throw Error(ErrorKind::InvalidArgument,
+                  "concat: input '" + ti.name + "' " + shape_str(ti.shape) + " " +
+                      dtype_name(ti.dtype) + " does not match " + shape_str(first.shape) + " " +
+                      dtype_name(first.dtype) + " outside axis " + std::to_string(a));
+    out[a] += ti.shape[a];
+  }
+  elem_bits(g, first.dtype, "concat");
+  TensorRef result = g.add_tensor(out, first.dtype);
+  std::vector<int64_t> out_strides = contiguous_strides(out);
+  int64_t offset = 0;
+  for (TensorRef t : inputs) {
+    Shape shape = g.info(t).shape;
+    add_strided_copy(g, t, result,
+                     {shape, contiguous_strides(shape), out_strides, 0, offset * out_strides[a]},
+                     "concat");
+    offset += shape[a];
+  }
+  return result;
+}
+
+std::vector<TensorRef> split(ComputeGraph& g, TensorRef x, int64_t axis,
+                             const std::vector<int64_t>& sizes) {
+  const TensorInfo xi = g.info(x);
+  int a = normalize_axis(axis, xi.shape.size(), "split");
+  bool valid = !sizes.empty() && !xi.shape.empty();
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    valid = valid && s >= 0;
+    total += s;
+  }
+  if (!valid || total != xi.shape[a])
+    throw Error(ErrorKind::InvalidArgument, "split: sizes " + shape_str(sizes) +
+                                                " do not split axis " + std::to_string(a) + " of " +
+                                                shape_str(xi.shape));
+  std::vector<int64_t> strides = contiguous_strides(xi.shape);
+  std::vector<TensorRef> outputs;
+  int64_t offset = 0;
+  for (int64_t s : sizes) {
+    Shape piece = xi.shape;
+    piece[a] = s;
+    outputs.push_back(read_strided(g, x, piece, strides, offset * strides[a], "split"));
+    offset += s;
+  }
+  return outputs;
+}
+
+TensorRef slice(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& starts,
+                const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                const std::vector<int64_t>& steps) {
+  const TensorInfo xi = g.info(x);
+  size_t rank = xi.shape.size();
+  size_t n = starts.size();
+  if (ends.size() != n || (!axes.empty() && axes.size() != n) ||
+      (!steps.empty() && steps.size() != n))
+    throw Error(ErrorKind::InvalidArgument,
+                "slice: starts, ends, axes and steps differ in length (" + std::to_string(n) +
+                    ", " + std::to_string(ends.size()) + ", " + std::to_string(axes.size()) + ", " +
+                    std::to_string(steps.size()) + ")");
+  Shape out = xi.shape;
+  std::vector<int64_t> strides = contiguous_strides(xi.shape), src_stride = strides;
+  std::vector<bool> seen(rank, false);
+  int64_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int a = normalize_axis(axes.empty() ? static_cast<int64_t>(i) : axes[i], rank, "slice");
+    if (seen[a])
+      throw Error(ErrorKind::InvalidArgument, "slice: axis " + std::to_string(a) + " repeated");
+    seen[a] = true;
+    int64_t step = steps.empty() ? 1 : steps[i];
+    if (step == 0)
+      throw Error(ErrorKind::InvalidArgument, "slice: step 0 on axis " + std::to_string(a));
+    int64_t dim = xi.shape[a], start = starts[i], end = ends[i], len = 0;
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      if (end > start) len = (end - start - 1) / step + 1;
+    } else if (dim > 0) {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      // -step overflows for INT64_MIN; any magnitude above dim takes one element anyway.
+      int64_t magnitude = step == std::numeric_limits<int64_t>::min() ? dim + 1 : -step;
+      if (start > end) len = (start - end - 1) / magnitude + 1;
+    }
+    out[a] = len;
+    if (len > 0) offset += start * strides[a];
+    // A huge step only ever takes one element; its stride is never used and could overflow.
+    src_stride[a] = len > 1 ? strides[a] * step : 0;
+  }
+  return read_strided(g, x, out, src_stride, offset, "slice");
+}
+
+TensorRef expand(ComputeGraph& g, TensorRef x, const Shape& shape) {
+  const TensorInfo xi = g.info(x);
+  for (int64_t d : shape)
+    if (d < 0)
+      throw Error(ErrorKind::InvalidArgument, "expand: negative dim in " + shape_str(shape));
+  Shape out = broadcast_shapes(xi.shape, shape, "expand");
+  std::vector<int32_t> strides = broadcast_strides(xi.shape, out);
+  return read_strided(g, x, out, std::vector<int64_t>(strides.begin(), strides.end()), 0, "expand");
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,449 @@
+// conv2d / conv1d / conv_transpose2d against double-precision CPU references, covering each
+// kernel (implicit GEMM in both tile shapes, pointwise, depthwise, transposed gather) and each
+// fused activation.
+#include <cmath>
+#include <numbers>
+#include <optional>
+
+#include "gpu_test.h"
+#include "ops/matmul_config.h"
+#include "vkgraph/error.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::testing {
+namespace {
+
+using ops::UnaryOp;
+using ops::UnaryParams;
+
+double activate(double v, std::optional<UnaryOp> act, UnaryParams p) {
+  switch (act.value_or(UnaryOp::Identity)) {
+    case UnaryOp::Relu:
+      return std::max(v, 0.0);
+    case UnaryOp::LeakyRelu:
+      return v < 0 ? v * p.alpha : v;
+    case UnaryOp::Clip:
+      return std::min(std::max(v, double(p.alpha)), double(p.beta));
+    case UnaryOp::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case UnaryOp::Tanh:
+      return std::tanh(v);
+    case UnaryOp::HardSigmoid:
+      return std::clamp(p.alpha * v + p.beta, 0.0, 1.0);
+    case UnaryOp::HardSwish:
+      return v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0);
+    case UnaryOp::Gelu:
+      return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    case UnaryOp::GeluTanh:
+      return 0.5 * v *
+             (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+    default:
+      return v;
+  }
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  int reported = 0;
+  for (size_t i = 0; i < got.size() && reported < 5; ++i) {
+    if (std::abs(got[i] - want[i]) > tol * (1.0 + std::abs(want[i]))) {
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+      ++reported;
+    }
+  }
+}
+
+std::vector<float> run_graph(ComputeGraph& g, const std::vector<std::vector<float>>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    g.copy_to_input(i, inputs[i].data(), inputs[i].size() * sizeof(float));
+  g.execute();
+  HostTensor out = g.read_output(0);
+  return {out.data<float>(), out.data<float>() + out.numel()};
+}
+
+struct ConvCase {
+  Shape x, w;  // [N, Cin, H, W], [Cout, Cin / groups, kH, kW]
+  ops::Conv2dParams params;
+  bool bias = true;
+  std::optional<UnaryOp> act;
+  UnaryParams act_params;
+  bool weight_is_input = false;
+  float x_range = 1.f;
+  size_t nodes = 1;  // dispatches the graph should hold: 2 when split-K kicks in
+};
+
+// Direct convolution in double; returns y and sets its shape.
+std::vector<double> conv_ref(const ConvCase& c, const std::vector<float>& x,
+                             const std::vector<float>& w, const std::vector<float>& b, Shape& ys) {
+  const auto& p = c.params;
+  int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3];
+  int64_t M = c.w[0], Cg = c.w[1], KH = c.w[2], KW = c.w[3];
+  int64_t OH = (H + p.pads[0] + p.pads[2] - p.dilations[0] * (KH - 1) - 1) / p.strides[0] + 1;
+  int64_t OW = (W + p.pads[1] + p.pads[3] - p.dilations[1] * (KW - 1) - 1) / p.strides[1] + 1;
+  ys = {N, M, OH, OW};
+  int64_t Mg = M / p.groups;
+  std::vector<double> y(N * M * OH * OW);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = c.bias ? b[m] : 0.0;
+          for (int64_t cg = 0; cg < Cg; ++cg)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * p.strides[0] - p.pads[0] + kh * p.dilations[0];
+                int64_t iw = ow * p.strides[1] - p.pads[1] + kw * p.dilations[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                int64_t ci = m / Mg * Cg + cg;
+                acc += double(x[((n * C + ci) * H + ih) * W + iw]) *
+                       w[((m * Cg + cg) * KH + kh) * KW + kw];
+              }
+          y[((n * M + m) * OH + oh) * OW + ow] = activate(acc, c.act, c.act_params);
+        }
+  return y;
+}
+
+class OpsConv : public GpuTest {
+ protected:
+  void check(const ConvCase& c) {
+    auto xv = random_floats(numel(c.x), -c.x_range, c.x_range);
+    auto wv = random_floats(numel(c.w));
+    auto bv = random_floats(c.w[0]);
+    ComputeGraph g(context());
+    TensorRef x = g.add_input(c.x, DType::Float32, "x");
+    TensorRef w = c.weight_is_input ? g.add_input(c.w, DType::Float32, "w")
+                                    : g.add_constant(HostTensor::from(DType::Float32, c.w, wv));
+    std::optional<TensorRef> b;
+    if (c.bias) b = g.add_constant(HostTensor::from(DType::Float32, {c.w[0]}, bv));
+    TensorRef y = ops::conv2d(g, x, w, b, c.params, c.act, c.act_params);
+    g.add_output(y, "y");
+    Shape ys;
+    auto want = conv_ref(c, xv, wv, bv, ys);
+    ASSERT_EQ(g.info(y).shape, ys);
+    std::vector<std::vector<float>> inputs{xv};
+    if (c.weight_is_input) inputs.push_back(wv);
+    expect_close(run_graph(g, inputs), want, 1e-4);
+    EXPECT_EQ(g.stats().nodes, c.nodes);
+  }
+};
+
+ops::Conv2dParams conv_params(std::array<int64_t, 2> strides, std::array<int64_t, 4> pads,
+                              std::array<int64_t, 2> dilations = {1, 1}, int64_t groups = 1) {
+  return {strides, pads, dilations, groups};
+}
+
+TEST_F(OpsConv, Pad1Stride1Batch2) {
+  check({{2, 4, 7, 9}, {6, 4, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})});
+}
+
+TEST_F(OpsConv, Stride2) {
+  check({{1, 3, 9, 8}, {5, 3, 3, 3}, conv_params({2, 2}, {1, 1, 1, 1})});
+}
+
+TEST_F(OpsConv, Dilation2) {
+  check({{1, 3, 10, 9}, {4, 3, 3, 3}, conv_params({1, 1}, {2, 2, 2, 2}, {2, 2})});
+}
+
+TEST_F(OpsConv, Groups2) {
+  check({{2, 6, 6, 7}, {8, 3, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1}, {1, 1}, 2)});
+}
+
+TEST_F(OpsConv, DepthwiseStride2Relu6) {
+  ConvCase c{{2, 8, 9, 9}, {8, 1, 3, 3}, conv_params({2, 2}, {1, 1, 1, 1}, {1, 1}, 8)};
+  c.act = UnaryOp::Clip;
+  c.act_params = {0.f, 6.f};
+  c.x_range = 3.f;  // reaches the upper clip
+  check(c);
+}
+
+TEST_F(OpsConv, DepthwiseChannelMultiplierDilated) {
+  check({{1, 4, 7, 6}, {8, 1, 3, 3}, conv_params({1, 1}, {2, 1, 2, 1}, {2, 1}, 4)});
+}
+
+TEST_F(OpsConv, PointwiseRelu) {
+  ConvCase c{{2, 16, 5, 7}, {24, 16, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  c.act = UnaryOp::Relu;
+  check(c);
+}
+
+TEST_F(OpsConv, PointwiseGroups2Relu) {
+  ConvCase c{{1, 8, 4, 5}, {6, 4, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0}, {1, 1}, 2)};
+  c.act = UnaryOp::Relu;
+  check(c);
+}
+
+TEST_F(OpsConv, OneByOneStride2) {
+  check({{1, 6, 7, 7}, {5, 6, 1, 1}, conv_params({2, 2}, {0, 0, 0, 0})});
+}
+
+TEST_F(OpsConv, AsymmetricPads) {
+  check({{1, 3, 6, 7}, {4, 3, 3, 3}, conv_params({1, 2}, {0, 1, 2, 0})});
+}
+
+TEST_F(OpsConv, NonSquareKernels) {
+  check({{1, 2, 8, 9}, {3, 2, 3, 5}, conv_params({1, 1}, {1, 2, 1, 2})});
+  check({{2, 2, 5, 9}, {3, 2, 1, 7}, conv_params({1, 1}, {0, 3, 0, 3})});
+}
+
+TEST_F(OpsConv, CoutNotMultipleOfTile) {
+  check({{1, 5, 6, 6}, {37, 5, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})});
+}
+
+TEST_F(OpsConv, LargeTileNoBias) {
+  // 2 x 72 tiles of 64x64: enough workgroups for the large-tile variant.
+  ConvCase c{{2, 8, 48, 48}, {72, 8, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.bias = false;
+  check(c);
+}
+
+TEST_F(OpsConv, LargeTilePointwiseHardSwish) {
+  ConvCase c{{2, 32, 48, 48}, {80, 32, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  c.act = UnaryOp::HardSwish;
+  check(c);
+}
+
+TEST_F(OpsConv, WeightFromGraphInput) {
+  ConvCase c{{2, 4, 6, 5}, {6, 4, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.weight_is_input = true;
+  check(c);
+}
+
+// Every activation, on the depthwise kernel: the epilogue is shared code, and this kernel is
+// the cheapest to compile on lavapipe.
+// Split-K with thresholds lowered so that layers small enough for lavapipe split (the default
+// policy only splits K >= 1024). Each case leaves a short last slice.
+class OpsConvSplitK : public OpsConv {
+ protected:
+  void SetUp() override {
+    OpsConv::SetUp();
+    ops::SplitKPolicy policy;
+    policy.min_k = 128;
+    policy.min_slice = 32;
+    ops::override_split_k_policy(policy);
+  }
+  void TearDown() override {
+    ops::override_split_k_policy(std::nullopt);
+    OpsConv::TearDown();
+  }
+};
+
+TEST_F(OpsConvSplitK, DeepChannelsFewPixelsRelu) {
+  // M = 64, N = 16, K = 576: 2 tiles, cut into 9 slices of 64.
+  ConvCase c{{1, 64, 4, 4}, {64, 64, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.act = UnaryOp::Relu;
+  c.nodes = 2;
+  check(c);
+}
+
+TEST_F(OpsConvSplitK, GroupsBatchStride2Gelu) {
+  // Per group M = 18, N = 2 * 3 * 3, K = 180: slices of 48, the last 36 deep.
+  ConvCase c{{2, 40, 5, 5}, {36, 20, 3, 3}, conv_params({2, 2}, {1, 1, 1, 1}, {1, 1}, 2)};
+  c.act = UnaryOp::Gelu;
+  c.nodes = 2;
+  check(c);
+}
+
+TEST_F(OpsConvSplitK, PointwiseNoBiasLeakyRelu) {
+  ConvCase c{{1, 200, 3, 3}, {40, 200, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  c.bias = false;
+  c.act = UnaryOp::LeakyRelu;
+  c.act_params = {0.1f, 0.f};
+  c.nodes = 2;
+  check(c);
+}
+
+TEST_F(OpsConvSplitK, ShallowKStaysUnsplit) {
+  ConvCase c{{1, 8, 6, 6}, {16, 8, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  check(c);
+}
+
+TEST_F(OpsConv, EachFusedActivation) {
+  const std::pair<UnaryOp, UnaryParams> acts[] = {{UnaryOp::Identity, {}},
+                                                  {UnaryOp::Relu, {}},
+                                                  {UnaryOp::LeakyRelu, {0.1f, 0.f}},
+                                                  {UnaryOp::Clip, {-0.3f, 0.4f}},
+                                                  {UnaryOp::Sigmoid, {}},
+                                                  {UnaryOp::Tanh, {}},
+                                                  {UnaryOp::HardSigmoid, {0.2f, 0.5f}},
+                                                  {UnaryOp::HardSwish, {}},
+                                                  {UnaryOp::Gelu, {}},
+                                                  {UnaryOp::GeluTanh, {}}};
+  for (const auto& [act, params] : acts) {
+    SCOPED_TRACE(static_cast<int>(act));
+    EXPECT_TRUE(ops::conv_can_fuse(act));
+    ConvCase c{{1, 4, 5, 6}, {4, 1, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1}, {1, 1}, 4)};
+    c.act = act;
+    c.act_params = params;
+    c.x_range = 2.f;  // reaches the saturated ends of the curves
+    check(c);
+  }
+  EXPECT_FALSE(ops::conv_can_fuse(UnaryOp::Exp));
+}
+
+TEST_F(OpsConv, Conv1d) {
+  // x [2, 4, 11], weight [6, 2, 3], groups 2, stride 2, dilation 2, pads {1, 2}.
+  auto xv = random_floats(2 * 4 * 11), wv = random_floats(6 * 2 * 3), bv = random_floats(6);
+  ComputeGraph g(context());
+  TensorRef x = g.add_input({2, 4, 11}, DType::Float32, "x");
+  TensorRef w = g.add_constant(HostTensor::from(DType::Float32, {6, 2, 3}, wv));
+  TensorRef b = g.add_constant(HostTensor::from(DType::Float32, {6}, bv));
+  ops::Conv1dParams p{2, {1, 2}, 2, 2};
+  TensorRef y = ops::conv1d(g, x, w, b, p);
+  g.add_output(y, "y");
+  // Same problem as a conv2d with H = 1.
+  ConvCase c{{2, 4, 1, 11}, {6, 2, 1, 3}, conv_params({1, 2}, {0, 1, 0, 2}, {1, 2}, 2)};
+  Shape ys;
+  auto want = conv_ref(c, xv, wv, bv, ys);
+  ASSERT_EQ(g.info(y).shape, (Shape{2, 6, ys[3]}));
+  expect_close(run_graph(g, {xv}), want, 1e-4);
+}
+
+// Scatter form, independent of the gather the shader uses.
+std::vector<double> conv_transpose_ref(const Shape& xs, const std::vector<float>& x,
+                                       const Shape& ws, const std::vector<float>& w,
+                                       const std::vector<float>& b,
+                                       const ops::ConvTranspose2dParams& p, Shape& ys) {
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  int64_t Mg = ws[1], KH = ws[2], KW = ws[3], M = Mg * p.groups, Cg = C / p.groups;
+  int64_t OH = (H - 1) * p.strides[0] - p.pads[0] - p.pads[2] + p.dilations[0] * (KH - 1) +
+               p.output_padding[0] + 1;
+  int64_t OW = (W - 1) * p.strides[1] - p.pads[1] - p.pads[3] + p.dilations[1] * (KW - 1) +
+               p.output_padding[1] + 1;
+  ys = {N, M, OH, OW};
+  std::vector<double> y(N * M * OH * OW);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < OH * OW; ++i) y[(n * M + m) * OH * OW + i] = b[m];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < C; ++ci)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw)
+          for (int64_t mg = 0; mg < Mg; ++mg)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t oh = ih * p.strides[0] - p.pads[0] + kh * p.dilations[0];
+                int64_t ow = iw * p.strides[1] - p.pads[1] + kw * p.dilations[1];
+                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                int64_t m = ci / Cg * Mg + mg;
+                y[((n * M + m) * OH + oh) * OW + ow] +=
+                    double(x[((n * C + ci) * H + ih) * W + iw]) *
+                    w[((ci * Mg + mg) * KH + kh) * KW + kw];
+              }
+  return y;
+}
+
+class OpsConvTranspose : public GpuTest {
+ protected:
+  void check(const Shape& xs, const Shape& ws, const ops::ConvTranspose2dParams& p,
+             const Shape& expect_shape) {
+    auto xv = random_floats(numel(xs)), wv = random_floats(numel(ws));
+    auto bv = random_floats(ws[1] * p.groups);
+    ComputeGraph g(context());
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    TensorRef w = g.add_constant(HostTensor::from(DType::Float32, ws, wv));
+    TensorRef b = g.add_constant(HostTensor::from(DType::Float32, {ws[1] * p.groups}, bv));
+    TensorRef y = ops::conv_transpose2d(g, x, w, b, p);
+    g.add_output(y, "y");
+    Shape ys;
+    auto want = conv_transpose_ref(xs, xv, ws, wv, bv, p, ys);
+    ASSERT_EQ(ys, expect_shape);
+    ASSERT_EQ(g.info(y).shape, ys);
+    expect_close(run_graph(g, {xv}), want, 1e-4);
+  }
+};
+
+TEST_F(OpsConvTranspose, Stride2OutputPadding) {
+  ops::ConvTranspose2dParams p;
+  p.strides = {2, 2};
+  p.pads = {1, 1, 1, 1};
+  p.output_padding = {1, 1};
+  check({1, 4, 5, 6}, {4, 3, 3, 3}, p, {1, 3, 10, 12});
+}
+
+TEST_F(OpsConvTranspose, GroupsDilationAsymmetric) {
+  ops::ConvTranspose2dParams p;
+  p.strides = {2, 1};
+  p.pads = {0, 1, 2, 0};
+  p.dilations = {2, 1};
+  p.output_padding = {1, 0};
+  p.groups = 2;
+  check({2, 4, 4, 5}, {4, 2, 3, 2}, p, {2, 4, 10, 5});
+}
+
+class OpsConvErrors : public GpuTest {
+ protected:
+  // Expects `build` to throw `kind` with a message that names the op and contains `text`.
+  template <typename F>
+  void expect_error(ErrorKind kind, const std::string& op, const std::string& text, F build) {
+    try {
+      build();
+      ADD_FAILURE() << "no error; expected " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      std::string m = e.what();
+      EXPECT_NE(m.find(op + ":"), std::string::npos) << m;
+      EXPECT_NE(m.find(text), std::string::npos) << m;
+    }
+  }
+  ComputeGraph g{context()};
+  TensorRef input(Shape s) {
+    return g.add_input(std::move(s), DType::Float32, "x" + std::to_string(n_++));
+  }
+  int n_ = 0;
+};
+
+TEST_F(OpsConvErrors, Conv2d) {
+  auto x = input({1, 4, 8, 8});
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "input channels", [&] {
+    ops::conv2d(g, x, input({6, 3, 3, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "groups 3 must divide", [&] {
+    ops::conv2d(g, x, input({6, 2, 3, 3}), std::nullopt, {{1, 1}, {}, {1, 1}, 3});
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "weight must be [Cout, Cin/groups, kH, kW]",
+               [&] {
+                 ops::conv2d(g, x, input({6, 4, 3}));
+               });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "input must be [N, C, H, W]", [&] {
+    ops::conv2d(g, input({4, 8, 8}), input({6, 4, 3, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "bias must be [6]", [&] {
+    ops::conv2d(g, x, input({6, 4, 3, 3}), input({5}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "exceeds padded height", [&] {
+    ops::conv2d(g, x, input({6, 4, 9, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "strides", [&] {
+    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{0, 1}});
+  });
+  expect_error(ErrorKind::Unsupported, "conv2d", "cannot be fused", [&] {
+    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {}, UnaryOp::Exp);
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "has an empty dim", [&] {
+    ops::conv2d(g, x, input({6, 4, 0, 3}));
+  });
+  auto xi = g.add_input({1, 4, 8, 8}, DType::Int32, "xi");
+  expect_error(ErrorKind::Unsupported, "conv2d", "expected float32", [&] {
+    ops::conv2d(g, xi, input({6, 4, 3, 3}));
+  });
+}
+
+TEST_F(OpsConvErrors, Conv1dAndTranspose) {
+  expect_error(ErrorKind::InvalidArgument, "conv1d", "input must be [N, C, L]", [&] {
+    ops::conv1d(g, input({1, 4, 8, 8}), input({6, 4, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv1d", "input channels", [&] {
+    ops::conv1d(g, input({1, 4, 8}), input({6, 3, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv_transpose2d", "input channels", [&] {
+    ops::conv_transpose2d(g, input({1, 4, 5, 5}), input({3, 2, 3, 3}));
+  });
+  ops::ConvTranspose2dParams p;
+  p.output_padding = {-1, 0};
+  expect_error(ErrorKind::InvalidArgument, "conv_transpose2d", "output_padding", [&] {
+    ops::conv_transpose2d(g, input({1, 4, 5, 5}), input({4, 2, 3, 3}), std::nullopt, p);
+  });
+}
+
+}  // namespace
+}  // namespace vkgraph::testing

@@ -1,0 +1,228 @@
+// Normalization ops against double-precision CPU references.
+#include <cmath>
+
+#include "gpu_test.h"
+#include "vkgraph/error.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::testing {
+namespace {
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  int reported = 0;
+  for (size_t i = 0; i < got.size() && reported < 5; ++i) {
+    if (std::abs(got[i] - want[i]) > tol * (1.0 + std::abs(want[i]))) {
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+      ++reported;
+    }
+  }
+}
+
+std::vector<float> run_graph(ComputeGraph& g, const std::vector<float>& x) {
+  g.copy_to_input(0, x.data(), x.size() * sizeof(float));
+  g.execute();
+  HostTensor out = g.read_output(0);
+  return {out.data<float>(), out.data<float>() + out.numel()};
+}
+
+int64_t product(const Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= s[i];
+  return p;
+}
+
+// Normalizes each of `rows` runs of `cols` elements; param(row, col) gives (scale, bias).
+template <typename Param>
+std::vector<double> normalize_rows(const std::vector<float>& x, int64_t rows, int64_t cols,
+                                   double eps, Param param) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < cols; ++i) mean += x[r * cols + i];
+    mean /= cols;
+    for (int64_t i = 0; i < cols; ++i) var += std::pow(x[r * cols + i] - mean, 2);
+    var /= cols;
+    for (int64_t i = 0; i < cols; ++i) {
+      auto [scale, bias] = param(r, i);
+      y[r * cols + i] = (x[r * cols + i] - mean) / std::sqrt(var + eps) * scale + bias;
+    }
+  }
+  return y;
+}
+
+class OpsNorm : public GpuTest {
+ protected:
+  TensorRef constant(const Shape& s, const std::vector<float>& v) {
+    return graph_->add_constant(HostTensor::from(DType::Float32, s, v));
+  }
+  std::unique_ptr<ComputeGraph> graph_;
+};
+
+TEST_F(OpsNorm, BatchNormInference) {
+  for (const Shape& xs : {Shape{2, 5, 3, 4}, Shape{3, 7}, Shape{2, 4, 6}}) {
+    SCOPED_TRACE(shape_str(xs));
+    int64_t C = xs[1], inner = product(xs, 2, xs.size());
+    auto xv = random_floats(numel(xs), -2, 2);
+    auto sv = random_floats(C), bv = random_floats(C), mv = random_floats(C);
+    auto vv = random_floats(C, 0.1f, 2.f);
+    graph_ = std::make_unique<ComputeGraph>(context());
+    ComputeGraph& g = *graph_;
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    TensorRef y = ops::batch_norm_inference(g, x, constant({C}, sv), constant({C}, bv),
+                                            constant({C}, mv), constant({C}, vv), 1e-3f);
+    g.add_output(y, "y");
+    std::vector<double> want(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) {
+      int64_t c = i / inner % C;
+      want[i] = (xv[i] - mv[c]) / std::sqrt(vv[c] + 1e-3) * sv[c] + bv[c];
+    }
+    expect_close(run_graph(g, xv), want, 1e-5);
+  }
+}
+
+struct LayerNormCase {
+  Shape x;
+  int64_t axis;
+  Shape scale;
+  std::optional<Shape> bias;
+  float offset = 0.f;  // added to x: a large mean tests the two-pass variance
+};
+
+TEST_F(OpsNorm, LayerNorm) {
+  const LayerNormCase cases[] = {
+      {{4, 33}, -1, {33}, Shape{33}},
+      {{2, 3, 5, 7}, 1, {3, 5, 7}, Shape{3, 5, 7}},
+      {{2, 3, 5, 7}, 2, {7}, Shape{5, 1}},  // broadcast parameters
+      {{2, 3, 5, 7}, -1, {7}, std::nullopt},
+      {{3, 1000}, -1, {1000}, Shape{1000}, 100.f},  // rows longer than the workgroup
+      {{2, 3, 4}, 0, {2, 3, 4}, Shape{3, 4}},       // one row
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " axis " + std::to_string(c.axis));
+    size_t a = c.axis < 0 ? c.axis + c.x.size() : c.axis;
+    const Shape dims(c.x.begin() + a, c.x.end());
+    int64_t rows = product(c.x, 0, a), cols = numel(dims);
+    auto xv = random_floats(numel(c.x));
+    for (float& v : xv) v += c.offset;
+    auto sv = random_floats(numel(c.scale));
+    auto bv = random_floats(c.bias ? numel(*c.bias) : 0);
+    graph_ = std::make_unique<ComputeGraph>(context());
+    ComputeGraph& g = *graph_;
+    TensorRef x = g.add_input(c.x, DType::Float32, "x");
+    std::optional<TensorRef> b;
+    if (c.bias) b = constant(*c.bias, bv);
+    TensorRef y = ops::layer_norm(g, x, constant(c.scale, sv), b, c.axis, 1e-5f);
+    g.add_output(y, "y");
+    // Broadcast index of normalized element `col` into a right-aligned parameter shape.
+    auto index = [&](const Shape& p, int64_t col) {
+      int64_t idx = 0, stride = 1;
+      for (size_t k = 0; k < p.size(); ++k) {
+        size_t d = dims.size() - 1 - k;
+        int64_t coord = col % dims[d];
+        col /= dims[d];
+        size_t pd = p.size() - 1 - k;
+        if (p[pd] != 1) idx += coord * stride;
+        stride *= p[pd];
+      }
+      return idx;
+    };
+    auto want = normalize_rows(xv, rows, cols, 1e-5, [&](int64_t, int64_t col) {
+      return std::pair<double, double>{sv[index(c.scale, col)],
+                                       c.bias ? bv[index(*c.bias, col)] : 0.0};
+    });
+    expect_close(run_graph(g, xv), want, 1e-4);
+  }
+}
+
+TEST_F(OpsNorm, InstanceNorm) {
+  for (const Shape& xs : {Shape{2, 3, 5, 6}, Shape{1, 4, 17}}) {
+    SCOPED_TRACE(shape_str(xs));
+    int64_t C = xs[1], spatial = product(xs, 2, xs.size());
+    auto xv = random_floats(numel(xs)), sv = random_floats(C), bv = random_floats(C);
+    graph_ = std::make_unique<ComputeGraph>(context());
+    ComputeGraph& g = *graph_;
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    TensorRef y = ops::instance_norm(g, x, constant({C}, sv), constant({C}, bv), 1e-5f);
+    g.add_output(y, "y");
+    auto want = normalize_rows(xv, xs[0] * C, spatial, 1e-5, [&](int64_t row, int64_t) {
+      return std::pair<double, double>{sv[row % C], bv[row % C]};
+    });
+    expect_close(run_graph(g, xv), want, 1e-4);
+  }
+}
+
+TEST_F(OpsNorm, GroupNorm) {
+  const std::pair<Shape, int64_t> cases[] = {
+      {{2, 6, 4, 5}, 3}, {{2, 6, 4, 5}, 1}, {{1, 6, 3, 3}, 6}, {{3, 8}, 2}};
+  for (const auto& [xs, groups] : cases) {
+    SCOPED_TRACE(shape_str(xs) + " groups " + std::to_string(groups));
+    int64_t C = xs[1], spatial = product(xs, 2, xs.size()), cpg = C / groups;
+    auto xv = random_floats(numel(xs)), sv = random_floats(C), bv = random_floats(C);
+    graph_ = std::make_unique<ComputeGraph>(context());
+    ComputeGraph& g = *graph_;
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    TensorRef y = ops::group_norm(g, x, constant({C}, sv), constant({C}, bv), groups, 1e-5f);
+    g.add_output(y, "y");
+    auto want =
+        normalize_rows(xv, xs[0] * groups, cpg * spatial, 1e-5, [&](int64_t row, int64_t col) {
+          int64_t c = row % groups * cpg + col / spatial;
+          return std::pair<double, double>{sv[c], bv[c]};
+        });
+    expect_close(run_graph(g, xv), want, 1e-4);
+  }
+}
+
+class OpsNormErrors : public GpuTest {
+ protected:
+  template <typename F>
+  void expect_error(ErrorKind kind, const std::string& op, const std::string& text, F build) {
+    try {
+      build();
+      ADD_FAILURE() << "no error; expected " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      std::string m = e.what();
+      EXPECT_NE(m.find(op + ":"), std::string::npos) << m;
+      EXPECT_NE(m.find(text), std::string::npos) << m;
+    }
+  }
+  ComputeGraph g{context()};
+  TensorRef input(Shape s) {
+    return g.add_input(std::move(s), DType::Float32, "x" + std::to_string(n_++));
+  }
+  int n_ = 0;
+};
+
+TEST_F(OpsNormErrors, BadShapesAndParams) {
+  auto x = input({2, 4, 3, 3});
+  auto c4 = input({4}), c3 = input({3});
+  const auto bad = ErrorKind::InvalidArgument;
+  expect_error(bad, "batch_norm", "mean must be [4]",
+               [&] { ops::batch_norm_inference(g, x, c4, c4, c3, c4); });
+  expect_error(bad, "batch_norm", "input must be [N, C, ...]",
+               [&] { ops::batch_norm_inference(g, input({4}), c4, c4, c4, c4); });
+  expect_error(bad, "layer_norm", "axis 4 out of range", [&] {
+    ops::layer_norm(g, x, input({3, 3}), std::nullopt, 4);
+  });
+  expect_error(bad, "layer_norm", "scale [4, 1, 1] does not broadcast", [&] {
+    ops::layer_norm(g, x, input({4, 1, 1}), std::nullopt, 2);
+  });
+  expect_error(bad, "layer_norm", "bias [2, 3] does not broadcast", [&] {
+    ops::layer_norm(g, x, input({4, 3, 3}), input({2, 3}), 1);
+  });
+  expect_error(ErrorKind::Unsupported, "layer_norm", "broadcasts over dims in the middle", [&] {
+    ops::layer_norm(g, x, input({4, 1, 3}), std::nullopt, 1);
+  });
+  expect_error(bad, "instance_norm", "input must be [N, C, D1, ...]", [&] {
+    ops::instance_norm(g, input({2, 4}), c4, c4);
+  });
+  expect_error(bad, "instance_norm", "scale must be [4]",
+               [&] { ops::instance_norm(g, x, c3, c4); });
+  expect_error(bad, "group_norm", "groups 3 must divide",
+               [&] { ops::group_norm(g, x, c4, c4, 3); });
+  expect_error(bad, "group_norm", "bias must be [4]", [&] { ops::group_norm(g, x, c4, c3, 2); });
+}
+
+}  // namespace
+}  // namespace vkgraph::testing

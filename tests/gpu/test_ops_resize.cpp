@@ -1,0 +1,168 @@
+// Resize (NCHW) against a CPU reference that follows ONNX's formulas in the same float
+// arithmetic, so exact .5 ties (align_corners 4 -> 7) check the nearest rounding modes.
+#include <cmath>
+
+#include "shape_test_util.h"
+
+namespace vkgraph::testing {
+namespace {
+
+class OpsResize : public GpuTest {};
+
+using Coord = ops::ResizeCoordinates;
+using Nearest = ops::ResizeNearest;
+
+float ref_coord(int64_t o, int64_t in, int64_t out, float scale, Coord mode) {
+  float c = static_cast<float>(o);
+  switch (mode) {
+    case Coord::Asymmetric:
+      return c / scale;
+    case Coord::AlignCorners:
+      return out > 1 ? c * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.f;
+    case Coord::PytorchHalfPixel:
+      if (out <= 1) return 0.f;
+      [[fallthrough]];
+    case Coord::HalfPixel:
+      return (c + 0.5f) / scale - 0.5f;
+  }
+  return 0.f;
+}
+
+int64_t ref_nearest(float c, int64_t in, Nearest mode) {
+  float r;
+  switch (mode) {
+    case Nearest::RoundPreferFloor:
+      r = (c - std::floor(c) == 0.5f) ? std::floor(c) : std::round(c);
+      break;
+    case Nearest::RoundPreferCeil:
+      r = (c - std::floor(c) == 0.5f) ? std::ceil(c) : std::round(c);
+      break;
+    case Nearest::Floor:
+      r = std::floor(c);
+      break;
+    default:
+      r = std::ceil(c);
+      break;
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+HostTensor ref_resize(const HostTensor& x, const Shape& out, const ops::ResizeOptions& o) {
+  int64_t ih = x.shape[2], iw = x.shape[3], oh = out[2], ow = out[3];
+  float sh = o.scale_h > 0 ? o.scale_h : static_cast<float>(static_cast<double>(oh) / ih);
+  float sw = o.scale_w > 0 ? o.scale_w : static_cast<float>(static_cast<double>(ow) / iw);
+  if (o.mode == ops::ResizeMode::Nearest)
+    return map_elements(x, out, [&](const std::vector<int64_t>& c) {
+      int64_t y = ref_nearest(ref_coord(c[2], ih, oh, sh, o.coordinates), ih, o.nearest);
+      int64_t xx = ref_nearest(ref_coord(c[3], iw, ow, sw, o.coordinates), iw, o.nearest);
+      return ravel({c[0], c[1], y, xx}, x.shape);
+    });
+  HostTensor y(DType::Float32, out);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    auto c = unravel(i, out);
+    float cy = std::clamp(ref_coord(c[2], ih, oh, sh, o.coordinates), 0.f, float(ih - 1));
+    float cx = std::clamp(ref_coord(c[3], iw, ow, sw, o.coordinates), 0.f, float(iw - 1));
+    int64_t y0 = static_cast<int64_t>(cy), x0 = static_cast<int64_t>(cx);
+    int64_t y1 = std::min(y0 + 1, ih - 1), x1 = std::min(x0 + 1, iw - 1);
+    float ty = cy - y0, tx = cx - x0;
+    auto at = [&](int64_t yy, int64_t xx) {
+      return x.data<float>()[ravel({c[0], c[1], yy, xx}, x.shape)];
+    };
+    float top = at(y0, x0) * (1 - tx) + at(y0, x1) * tx;
+    float bottom = at(y1, x0) * (1 - tx) + at(y1, x1) * tx;
+    y.data<float>()[i] = top * (1 - ty) + bottom * ty;
+  }
+  return y;
+}
+
+TEST_F(OpsResize, NearestModes) {
+  struct Case {
+    Shape in, out;
+    Coord coord;
+    Nearest nearest;
+    DType dtype;
+  };
+  const Case cases[] = {
+      {{1, 2, 3, 4}, {1, 2, 6, 8}, Coord::Asymmetric, Nearest::Floor, DType::Float32},
+      {{2, 1, 4, 4}, {2, 1, 7, 7}, Coord::AlignCorners, Nearest::RoundPreferFloor, DType::Int32},
+      {{2, 1, 4, 4}, {2, 1, 7, 7}, Coord::AlignCorners, Nearest::RoundPreferCeil, DType::Int64},
+      {{1, 3, 6, 5}, {1, 3, 3, 2}, Coord::HalfPixel, Nearest::RoundPreferFloor, DType::Bool},
+      {{1, 1, 5, 3}, {1, 1, 3, 7}, Coord::PytorchHalfPixel, Nearest::Ceil, DType::Float32},
+      {{1, 2, 3, 3}, {1, 2, 1, 5}, Coord::PytorchHalfPixel, Nearest::RoundPreferCeil, DType::Int32},
+  };
+  int k = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("case " + std::to_string(k++));
+    ops::ResizeOptions o;
+    o.coordinates = c.coord;
+    o.nearest = c.nearest;
+    auto x = random_tensor(rng, c.dtype, c.in);
+    auto y =
+        run_one({x}, [&](ComputeGraph& g, auto in) { return ops::resize(g, in[0], c.out, o); });
+    expect_same(y, ref_resize(x, c.out, o));
+  }
+}
+
+TEST_F(OpsResize, BilinearModes) {
+  for (Coord coord :
+       {Coord::HalfPixel, Coord::Asymmetric, Coord::AlignCorners, Coord::PytorchHalfPixel}) {
+    for (auto [in, out] : {std::pair<Shape, Shape>{{1, 2, 4, 5}, {1, 2, 9, 13}},
+                           std::pair<Shape, Shape>{{2, 1, 7, 6}, {2, 1, 3, 1}}}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(coord)) + " " + shape_str(out));
+      ops::ResizeOptions o;
+      o.mode = ops::ResizeMode::Linear;
+      o.coordinates = coord;
+      auto x = random_tensor(rng, DType::Float32, in);
+      auto y = run_one({x}, [&](ComputeGraph& g, auto i) { return ops::resize(g, i[0], out, o); });
+      expect_near(y, ref_resize(x, out, o));
+    }
+  }
+}
+
+TEST_F(OpsResize, ExplicitScalesDriveTheCoordinates) {
+  // ONNX: 3 * 1.5 -> 4 pixels, but coordinates use 1.5, not 4 / 3.
+  ops::ResizeOptions o;
+  o.mode = ops::ResizeMode::Linear;
+  o.scale_h = 1.5f;
+  o.scale_w = 1.5f;
+  auto x = random_tensor(rng, DType::Float32, {1, 1, 3, 3});
+  auto y = run_one({x}, [&](ComputeGraph& g, auto in) {
+    return ops::resize(g, in[0], {1, 1, 4, 4}, o);
+  });
+  expect_near(y, ref_resize(x, {1, 1, 4, 4}, o));
+}
+
+TEST_F(OpsResize, Errors) {
+  ComputeGraph g(context());
+  auto x = g.add_input({1, 2, 3, 4}, DType::Float32, "x");
+  auto i = g.add_input({1, 2, 3, 4}, DType::Int32, "i");
+  auto v = g.add_input({2, 3, 4}, DType::Float32, "v");
+  ops::ResizeOptions linear;
+  linear.mode = ops::ResizeMode::Linear;
+  expect_error(
+      [&] {
+        ops::resize(g, x, {1, 3, 6, 8});
+      },
+      ErrorKind::InvalidArgument,
+      "resize: [1, 2, 3, 4] -> [1, 3, 6, 8] is not an NCHW resize of H and W");
+  expect_error(
+      [&] {
+        ops::resize(g, v, {2, 6, 8});
+      },
+      ErrorKind::InvalidArgument, "not an NCHW resize");
+  expect_error(
+      [&] {
+        ops::resize(g, i, {1, 2, 6, 8}, linear);
+      },
+      ErrorKind::Unsupported, "resize: linear mode needs Float32, not int32");
+  ops::ResizeOptions negative;
+  negative.scale_h = -2.f;
+  expect_error(
+      [&] {
+        ops::resize(g, x, {1, 2, 6, 8}, negative);
+      },
+      ErrorKind::InvalidArgument, "resize: negative scale");
+}
+
+}  // namespace
+}  // namespace vkgraph::testing

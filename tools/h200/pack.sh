@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs HERE (Debian 12), before a device call: builds a release vkgraph into build-h200/ and
+# copies the two shared libraries the H200 image lacks (Debian's libonnx_proto and
+# libprotobuf) into .devlibs/, so a device `run` can carry them. See tools/h200/run_all.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKGRAPH_BUILD_HOST_TESTS=OFF >/dev/null
+cmake --build build-h200
+
+libdir=/usr/lib/x86_64-linux-gnu
+mkdir -p .devlibs
+for soname in libonnx_proto.so.1 libprotobuf.so.32; do
+  real=$(readlink -f "$libdir/$soname")
+  [ -f "$real" ] || { echo "pack.sh: $libdir/$soname not found" >&2; exit 1; }
+  # Copy the real file under its soname: the loader looks the soname up, and a carried
+  # symlink would point at nothing on the device.
+  cp -f "$real" ".devlibs/$soname"
+done
+
+exclude=.git/info/exclude
+for pattern in /build-h200/ /.devlibs/; do
+  grep -qxF "$pattern" "$exclude" 2>/dev/null || echo "$pattern" >>"$exclude"
+done
+
+# Anything the binary needs beyond the carried libs, libvulkan (from .gl) and the C/C++
+# runtime would be missing on the device.
+echo "shared libraries of build-h200/vkgraph:"
+unexpected=$(ldd build-h200/vkgraph | awk '{print $1}' |
+  grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libz\.so|libvulkan\.so|libonnx_proto\.so|libprotobuf\.so)' || true)
+ldd build-h200/vkgraph | sed 's/^/  /'
+if [ -n "$unexpected" ]; then
+  echo "pack.sh: WARNING: not provided on the device: $unexpected" >&2
+fi
+
+echo "sizes (a device run carries at most 64 MiB in all):"
+du -sh build-h200/vkgraph build-h200 .devlibs .gl .vl 2>/dev/null | sed 's/^/  /'

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Summarize one tools/h200/run_all.sh run as a Markdown report.
+
+Reads, from the results folder (--out, default $OUT):
+  peers.json        tools/h200/peers.py (PyTorch CUDA eager / CUDA graph, ORT CPU, ceilings)
+  vk_MODEL.txt      stdout+stderr of `vkgraph run ... --repeat N`, run_all.sh's
+                    '# exit status' trailer and an optional validation section
+and from run_all.sh's work folder (--work, default /tmp/h200):
+  compare.json      tools/h200/compare.py (vkgraph output vs saved PyTorch output)
+  stages.tsv        stage, exit status, seconds
+  vk_bench.txt      output of `vkgraph bench-op` (when the binary has it)
+Writes OUT/report.md and prints it. Missing inputs leave '-' cells, never an error.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+KNOWN_ORDER = ["resnet18", "mobilenet_v2", "transformer", "mlp"]
+VALIDATION_MARK = "# --- validation run"
+RUN_RE = re.compile(r"run x(\d+): host p50 ([\d.]+) ms, p90 ([\d.]+) ms; GPU p50 ([\d.]+) ms")
+LOAD_RE = re.compile(r"load: parse ([\d.]+) ms, build ([\d.]+) ms, prepare ([\d.]+) ms; "
+                     r"first run \(incl\. load\) ([\d.]+) ms")
+EXIT_RE = re.compile(r"^# exit status (\d+) after ([\d.]+) s", re.M)
+ERROR_RE = re.compile(r"^vkgraph: error: (.*)$", re.M)
+OUTPUT_RE = re.compile(r"^output (\S+): (.*)$", re.M)
+DEVICE_RE = re.compile(r"^device: (.*)$", re.M)
+VAL_MSG_RE = re.compile(r"Validation (Error|Warning|Performance Warning)")
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def parse_vk(text):
+    """Fields of one vk_MODEL.txt; absent ones are left out."""
+    r = {}
+    if text is None:
+        return r
+    timing, _, validation = text.partition(VALIDATION_MARK)
+    if m := RUN_RE.search(timing):
+        r.update(repeat=int(m[1]), host_p50=float(m[2]), host_p90=float(m[3]),
+                 gpu_p50=float(m[4]))
+    if m := LOAD_RE.search(timing):
+        r.update(parse_ms=float(m[1]), build_ms=float(m[2]), prepare_ms=float(m[3]),
+                 first_ms=float(m[4]))
+    if m := EXIT_RE.search(timing):
+        r.update(exit=int(m[1]), wall_s=float(m[2]))
+    if m := DEVICE_RE.search(timing):
+        r["device"] = m[1]
+    r["errors"] = ERROR_RE.findall(timing)
+    r["outputs"] = OUTPUT_RE.findall(timing)
+    if validation:
+        r["validation"] = {
+            "messages": len(VAL_MSG_RE.findall(validation)),
+            "sync_hazards": len(re.findall(r"SYNC-HAZARD-[A-Z-]+", validation)),
+            "first": next((ln.strip()[:300] for ln in validation.splitlines()
+                           if VAL_MSG_RE.search(ln)), None),
+            "errors": ERROR_RE.findall(validation),
+            "exit": int(m[1]) if (m := EXIT_RE.search(validation)) else None,
+        }
+    return r
+
+
+def ms(v):
+    return "-" if v is None else (f"{v:.3f}" if v < 100 else f"{v:.1f}")
+
+
+def ratio(a, b):
+    return "-" if a is None or not b else f"{a / b:.2f}x"
+
+
+def sci(v):
+    return "-" if v is None else f"{v:.2g}"
+
+
+def p50(peer, key):
+    return (peer.get(key) or {}).get("p50_ms")
+
+
+def model_names(out_dir, peers):
+    found = set((peers or {}).get("models", {}))
+    found.update(os.path.basename(p)[3:-4] for p in glob.glob(os.path.join(out_dir, "vk_*.txt")))
+    found.discard("bench")
+    return [m for m in KNOWN_ORDER if m in found] + sorted(found - set(KNOWN_ORDER))
+
+
+def build_report(out_dir, work_dir):
+    peers = load_json(os.path.join(out_dir, "peers.json")) or {}
+    compare = load_json(os.path.join(work_dir, "compare.json")) or {}
+    meta = peers.get("meta", {})
+    names = model_names(out_dir, peers)
+    vk = {m: parse_vk(read_text(os.path.join(out_dir, f"vk_{m}.txt"))) for m in names}
+    vk_device = next((v["device"] for v in vk.values() if "device" in v), None)
+    if vk_device is None:  # no model ran: fall back on what `vkgraph info` chose
+        m = re.search(r"^chosen: (.*)$", read_text(os.path.join(out_dir, "info.txt")) or "", re.M)
+        vk_device = m[1] if m else "-"
+
+    L = ["# vkgraph on the H200: run_all.sh report", ""]
+    L.append(f"- vkgraph device: {vk_device}")
+    L.append(f"- peers: {meta.get('gpu', meta.get('device', '-'))}; torch {meta.get('torch', '-')} "
+             f"(CUDA {meta.get('cuda', '-')}, cuDNN {meta.get('cudnn', '-')}), onnxruntime "
+             f"{meta.get('onnxruntime', '-')}, TF32 matmul {meta.get('tf32_matmul', '-')} / cuDNN "
+             f"{meta.get('tf32_cudnn', '-')}; {meta.get('time_utc', '')}")
+    L.append("- vkgraph host = wall time of Session::run (input upload, graph, output readback); "
+             "GPU = its timestamp-query time. Torch times are per forward with the input already "
+             "on the GPU, synchronized after each call; ORT: CPU, "
+             f"{(meta.get('config') or {}).get('ort_threads', 16)} intra-op threads. All p50, ms.")
+    L.append("")
+    L.append("| model | vkgraph host p50 | vkgraph GPU p50 | torch eager | torch CUDA graph | "
+             "ORT CPU | vk host / graph | vk GPU / graph | vk host / eager | vk host / ORT | "
+             "max abs diff | rel L2 |")
+    L.append("|" + " --- |" * 12)
+    for m in names:
+        v, pm, c = vk[m], peers.get("models", {}).get(m, {}), compare.get(m, {})
+        eager, graph, ort = p50(pm, "eager"), p50(pm, "cuda_graph"), p50(pm, "ort_cpu")
+        host, gpu = v.get("host_p50"), v.get("gpu_p50")
+        diff = sci(c.get("max_abs_diff")) if "error" not in c else "ERR"
+        L.append(f"| {m} | {ms(host)} | {ms(gpu)} | {ms(eager)} | {ms(graph)} | {ms(ort)} | "
+                 f"{ratio(host, graph)} | {ratio(gpu, graph)} | {ratio(host, eager)} | "
+                 f"{ratio(host, ort)} | {diff} | {sci(c.get('rel_l2'))} |")
+    L.append("")
+
+    L += ["## vkgraph details", "",
+          "| model | exit | wall s | runs | host p90 | parse | build | prepare | first run | "
+          "argmax match | non-finite | outputs |", "|" + " --- |" * 12]
+    for m in names:
+        v, c = vk[m], compare.get(m, {})
+        outs = "; ".join(f"{n}: {s}" for n, s in v.get("outputs", []))[:160] or "-"
+        L.append(f"| {m} | {v.get('exit', '-')} | {v.get('wall_s', '-')} | {v.get('repeat', '-')} | "
+                 f"{ms(v.get('host_p90'))} | {ms(v.get('parse_ms'))} | {ms(v.get('build_ms'))} | "
+                 f"{ms(v.get('prepare_ms'))} | {ms(v.get('first_ms'))} | "
+                 f"{c.get('argmax_match', '-')} | {c.get('nan_or_inf', '-')} | {outs} |")
+    problems = [f"- {m}: vkgraph: {e}" for m in names for e in vk[m].get("errors", [])]
+    problems += [f"- {m}: compare: {compare[m]['error']}" for m in names
+                 if "error" in compare.get(m, {})]
+    problems += [f"- {m}: peers: {e}" for m in names
+                 for e in peers.get("models", {}).get(m, {}).get("errors", [])]
+    if problems:
+        L += ["", "Problems:", ""] + problems
+    L.append("")
+
+    val = {m: vk[m]["validation"] for m in names if "validation" in vk[m]}
+    if val:
+        L += ["## Validation (Khronos layer + synchronization validation)", "",
+              "| model | exit | messages | SYNC-HAZARD | first message / error |",
+              "| --- | --- | --- | --- | --- |"]
+        for m, r in val.items():
+            first = (r["first"] or "; ".join(r["errors"]) or "-").replace("|", "/")
+            L.append(f"| {m} | {r['exit']} | {r['messages']} | {r['sync_hazards']} | {first} |")
+        L.append("")
+
+    if pm_rows := [(m, peers["models"][m]) for m in names if m in peers.get("models", {})]:
+        L += ["## Peers: detail", "",
+              "| model | torch vs saved max abs | graph vs saved | ORT vs saved | eager p90 | "
+              "eager back-to-back | graph p90 | graph back-to-back | ORT p90 |",
+              "|" + " --- |" * 9]
+        for m, r in pm_rows:
+            def d(k):
+                return sci((r.get(k) or {}).get("max_abs_diff"))
+            L.append(f"| {m} | {d('verify')} | {d('cuda_graph_verify')} | "
+                     f"{sci(((r.get('ort_cpu') or {}).get('verify') or {}).get('max_abs_diff'))} | "
+                     f"{ms((r.get('eager') or {}).get('p90_ms'))} | "
+                     f"{ms(p50(r, 'eager_back_to_back'))} | "
+                     f"{ms((r.get('cuda_graph') or {}).get('p90_ms'))} | "
+                     f"{ms(p50(r, 'cuda_graph_back_to_back'))} | "
+                     f"{ms((r.get('ort_cpu') or {}).get('p90_ms'))} |")
+        L.append("")
+
+    micro = peers.get("micro") or {}
+    if micro.get("gemm") or micro.get("stream"):
+        L += ["## Device ceilings (PyTorch, CUDA events, median)", "",
+              "| what | size | ms | rate |", "| --- | --- | --- | --- |"]
+        for row in micro.get("gemm", []):
+            rate = f"{row['tflops']:.1f} TFLOP/s" if "tflops" in row else row.get("error", "-")
+            L.append(f"| GEMM {row['dtype']} | {row['n']}^3 | {ms(row.get('ms'))} | {rate} |")
+        s = micro.get("stream")
+        if s:
+            L.append(f"| add a+b->c | {s['elements']} fp32 (12 B/elem) | {ms(s['add']['ms'])} | "
+                     f"{s['add']['GBps']:.0f} GB/s |")
+            L.append(f"| copy_ | {s['copy']['bytes'] / 2**31:.3g} GiB (read+write counted) | "
+                     f"{ms(s['copy']['ms'])} | "
+                     f"{s['copy']['GBps']:.0f} GB/s |")
+        L += [f"- error: {e}" for e in micro.get("errors", [])]
+        L.append("")
+
+    bench = read_text(os.path.join(work_dir, "vk_bench.txt"))
+    if bench:
+        L += ["## vkgraph bench-op", "", "```", bench.rstrip()[-6000:], "```", ""]
+
+    stages = read_text(os.path.join(work_dir, "stages.tsv"))
+    if stages:
+        L += ["## Stages", "", "| stage | exit | seconds |", "| --- | --- | --- |"]
+        L += ["| " + " | ".join(line.split("\t")) + " |" for line in stages.splitlines() if line]
+        L.append("")
+    return "\n".join(L)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT"), help="results folder (default $OUT)")
+    ap.add_argument("--work", default="/tmp/h200", help="run_all.sh work folder")
+    args = ap.parse_args()
+    if not args.out:
+        ap.error("give --out or set OUT")
+    text = build_report(args.out, args.work)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The single command for the H200 device machine. Run from the repo root with OUT set, after
+# tools/h200/pack.sh has built build-h200/vkgraph and filled .devlibs/ here; carry .gl, .vl,
+# build-h200 (or just build-h200/vkgraph) and .devlibs.
+#
+# Stages, each logged and timed, none stopping the rest; every timeout is capped so the whole
+# script ends within H200_DEADLINE_S (default 420 s):
+#   setup     Vulkan loader from .gl/*.deb into /, validation layer from .vl into /tmp/vl
+#   export    models/export_zoo.py -> /tmp/zoo
+#   info      vkgraph info (+ nvidia-smi, ldd)                       -> $OUT/info.txt
+#   vk_MODEL  vkgraph run MODEL --repeat 200                          -> $OUT/vk_MODEL.txt
+#   compare   vkgraph outputs vs saved PyTorch outputs                -> /tmp/h200/compare.json
+#   peers     tools/h200/peers.py (PyTorch CUDA, ORT CPU, ceilings)  -> $OUT/peers.json
+#   bench_op  hook for `vkgraph bench-op`, when the binary has it    -> $OUT/info.txt
+#   val_MODEL vkgraph run under validation + sync validation         -> appended to vk_MODEL.txt
+#   report    tools/h200/report.py                                    -> $OUT/report.md
+# $OUT ends with 8 files (the device tool's limit): info.txt, peers.json, vk_*.txt (4),
+# report.md, run_all.log.
+set -u
+
+: "${OUT:?set OUT to the results folder}"
+readonly WORK=/tmp/h200 ZOO=/tmp/zoo VK=./build-h200/vkgraph
+readonly DEADLINE=${H200_DEADLINE_S:-420} REPEAT=${H200_REPEAT:-200}
+readonly MODELS=(resnet18 mobilenet_v2 transformer mlp)
+export PYTHONUNBUFFERED=1
+# Only vkgraph gets the carried Debian libonnx_proto/libprotobuf, so no Python package can
+# pick them up by accident.
+VK_LD="$PWD/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+T_START=$SECONDS
+
+log() { echo "[run_all +$((SECONDS - T_START))s] $*"; }
+
+# limit MAX [RESERVE]: a timeout of at most MAX seconds that still leaves RESERVE seconds
+# before the deadline; at least 1, since `timeout 0` would mean no limit at all.
+limit() {
+  local max=$1 reserve=${2:-0} left
+  left=$((DEADLINE - (SECONDS - T_START) - reserve))
+  ((left < 1)) && left=1
+  echo $((max < left ? max : left))
+}
+
+# record NAME RC T0: one line of stages.tsv and of the log.
+record() {
+  local secs=$((SECONDS - $3))
+  printf '%s\t%s\t%s\n' "$1" "$2" "$secs" >>"$WORK/stages.tsv"
+  if [ "$2" = 0 ]; then log "$1: ok (${secs}s)"; else log "$1: FAILED, status $2 (${secs}s)"; fi
+}
+
+# timed NAME MAX RESERVE CMD...: CMD under a capped timeout, recorded; skipped when no time is left.
+timed() {
+  local name=$1 lim t0=$SECONDS rc
+  lim=$(limit "$2" "$3")
+  shift 3
+  if ((lim < 5)); then
+    record "$name" skipped-no-time "$t0"
+    return 1
+  fi
+  log "$name: start (limit ${lim}s)"
+  timeout -k 5 "$lim" "$@"
+  rc=$?
+  record "$name" "$rc" "$t0"
+  return "$rc"
+}
+
+setup_vulkan() {
+  local f icds
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  icds=$(ls /etc/xdg/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json \
+    /usr/local/share/vulkan/icd.d/*.json /usr/share/vulkan/icd.d/*.json 2>/dev/null)
+  if [ -n "$icds" ]; then
+    log "Vulkan ICDs: $(echo "$icds" | tr '\n' ' ')"
+  elif [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+    log "no ICD in the standard folders: VK_DRIVER_FILES=$VK_DRIVER_FILES"
+  else
+    log "WARNING: no Vulkan ICD found"
+  fi
+  mkdir -p /tmp/vl
+  for f in .vl/*.deb; do dpkg -x "$f" /tmp/vl; done
+  ldconfig -p | grep -q libvulkan.so.1 || return 1
+  [ -f "$VK" ] && chmod +x "$VK"
+  [ -x "$VK" ] || { log "ERROR: $VK missing (run tools/h200/pack.sh here and carry build-h200)"; return 1; }
+  [ -f .devlibs/libprotobuf.so.32 ] || log "WARNING: .devlibs/libprotobuf.so.32 missing"
+}
+
+write_info() {
+  {
+    echo "# vkgraph info"
+    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$(limit 60)" "$VK" info 2>&1
+    echo "# exit status $?"
+    echo "# date $(date -u +%FT%TZ), git $(git rev-parse --short HEAD 2>/dev/null || echo n/a)"
+    echo "# VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+    echo "# nvidia-smi"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
+      --format=csv 2>&1
+    echo "# ldd $VK"
+    LD_LIBRARY_PATH=$VK_LD ldd "$VK" 2>&1
+  } >"$OUT/info.txt"
+  grep -q '^# exit status 0$' "$OUT/info.txt"
+}
+
+# Graph input names (not initializers) of each exported model, one "MODEL NAME" per line.
+input_names() {
+  python3 - "$ZOO" "${MODELS[@]}" <<'EOF'
+import os, sys
+import onnx
+zoo = sys.argv[1]
+for m in sys.argv[2:]:
+    path = os.path.join(zoo, m + ".onnx")
+    if os.path.exists(path):
+        g = onnx.load(path, load_external_data=False).graph
+        inits = {i.name for i in g.initializer}
+        print(m, [i.name for i in g.input if i.name not in inits][0])
+EOF
+}
+
+# run_vk MODEL INPUT_NAME: timed vkgraph run; stdout+stderr and an exit trailer in vk_MODEL.txt.
+# Leaves about 200 s for the peers, validation and the report.
+run_vk() {
+  local m=$1 input=$2 txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
+  rm -rf "/tmp/out_$m"
+  lim=$(limit 90 200)
+  if [ ! -f "$ZOO/$m.onnx" ]; then
+    echo "vkgraph: error: $ZOO/$m.onnx missing (export failed)" >"$txt"
+    rc=127
+  elif ((lim < 5)); then
+    echo "vkgraph: error: skipped, no time left" >"$txt"
+    rc=124
+  else
+    log "vk_$m: start (limit ${lim}s)"
+    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" \
+      --input "$input=$ZOO/${m}_input.npy" --output-dir "/tmp/out_$m" --repeat "$REPEAT" >"$txt" 2>&1
+    rc=$?
+    ((rc == 124)) && echo "vkgraph: error: timed out after ${lim}s" >>"$txt"
+  fi
+  echo "# exit status $rc after $((SECONDS - t0)) s" >>"$txt"
+  sed 's/^/    /' "$txt"
+  record "vk_$m" "$rc" "$t0"
+}
+
+# val_vk MODEL INPUT_NAME: a short run under the Khronos layer with synchronization validation,
+# enabled from the environment so that the layer prints every message (vkgraph's own
+# --validation installs a messenger that only counts them).
+val_vk() {
+  local m=$1 input=$2 txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
+  [ -f "$ZOO/$m.onnx" ] || return 0
+  lim=$(limit 60 25)
+  if ((lim < 5)); then
+    record "val_$m" skipped-no-time "$t0"
+    return 0
+  fi
+  log "val_$m: start (limit ${lim}s)"
+  echo "# --- validation run (VK_LAYER_KHRONOS_validation + sync validation, --repeat 3) ---" >>"$txt"
+  VK_ADD_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d \
+    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation \
+    VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
+    LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$VK_LD" \
+    timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" --input "$input=$ZOO/${m}_input.npy" --repeat 3 \
+    2>&1 | head -c 2000000 >>"$txt"
+  rc=${PIPESTATUS[0]}
+  echo "# exit status $rc after $((SECONDS - t0)) s" >>"$txt"
+  log "val_$m: $(grep -c 'Validation \(Error\|Warning\)' "$txt") validation messages"
+  record "val_$m" "$rc" "$t0"
+}
+
+# ---------------------------------------------------------------------------------------------
+# HOOK: vkgraph GEMM / elementwise-add microbenchmarks. Runs only when `vkgraph --help` lists
+# bench-op. Put one argument string per case (what follows `vkgraph bench-op`) in
+# BENCH_OP_CASES; left empty, `vkgraph bench-op` runs once with no arguments. Output goes to
+# /tmp/h200/vk_bench.txt (shown in report.md) and is appended to $OUT/info.txt.
+# ---------------------------------------------------------------------------------------------
+BENCH_OP_CASES=("gemm 1024 1024 1024" "gemm 4096 4096 4096" "gemm 8192 8192 8192" "add 268435456" "io 67108864")
+vk_bench_ops() {
+  local t0=$SECONDS rc=0 args lim
+  if ! LD_LIBRARY_PATH=$VK_LD "$VK" --help 2>&1 | grep -q bench-op; then
+    log "bench_op: this vkgraph has no bench-op command; skipped"
+    return 0
+  fi
+  ((${#BENCH_OP_CASES[@]})) || BENCH_OP_CASES=("")
+  for args in "${BENCH_OP_CASES[@]}"; do
+    lim=$(limit 60 60)
+    ((lim < 5)) && { echo "# skipped (no time): bench-op $args"; continue; }
+    echo "# vkgraph bench-op $args"
+    # shellcheck disable=SC2086  # args is a word list on purpose
+    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$lim" "$VK" bench-op $args 2>&1 || rc=$?
+  done >"$WORK/vk_bench.txt"
+  # Per-node GPU profiles of the models (top nodes first).
+  for m in "${MODELS[@]}"; do
+    lim=$(limit 40 40)
+    ((lim < 5)) && break
+    [ -f "$ZOO/$m.onnx" ] || continue
+    echo "# vkgraph bench $m"
+    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$lim" "$VK" bench "$ZOO/$m.onnx" \
+      --input "input=$ZOO/${m}_input.npy" --runs 50 --top 12 2>&1 || rc=$?
+  done >>"$WORK/vk_bench.txt"
+  { echo "# --- vkgraph bench-op ---"; cat "$WORK/vk_bench.txt"; } >>"$OUT/info.txt"
+  cat "$WORK/vk_bench.txt"
+  record bench_op "$rc" "$t0"
+}
+
+main() {
+  local t0 m name
+  declare -A inputs
+  mkdir -p "$WORK"
+  : >"$WORK/stages.tsv"
+  rm -rf "$ZOO"
+  log "repo $PWD, OUT $OUT, deadline ${DEADLINE}s, $(nproc) CPUs"
+
+  t0=$SECONDS
+  setup_vulkan
+  record setup $? "$t0"
+
+  timed export 150 260 python3 models/export_zoo.py "$ZOO"
+
+  t0=$SECONDS
+  write_info
+  record info $? "$t0"
+  sed -n '1,40p' "$OUT/info.txt" | sed 's/^/    /'
+
+  while read -r m name; do inputs[$m]=$name; done < <(input_names)
+  for m in "${MODELS[@]}"; do
+    run_vk "$m" "${inputs[$m]:-input}"
+  done
+
+  timed compare 60 0 python3 tools/h200/compare.py "$ZOO" "$WORK/compare.json" "${MODELS[@]}" \
+    --vk-root /tmp --vk-txt-dir "$OUT"
+
+  timed peers 200 20 python3 tools/h200/peers.py "$ZOO" "$OUT/peers.json"
+
+  vk_bench_ops
+
+  for m in "${MODELS[@]}"; do
+    val_vk "$m" "${inputs[$m]:-input}"
+  done
+
+  # The report may run up to 30 s past the deadline: it is cheap and it is what matters.
+  timed report 30 -30 python3 tools/h200/report.py --out "$OUT" --work "$WORK"
+
+  echo
+  echo "==================== summary ===================="
+  sed -n '/^| model | vkgraph host/,/^$/p' "$OUT/report.md" 2>/dev/null
+  echo "files in $OUT: $(find "$OUT" -type f | wc -l) (the device tool returns at most 8)"
+  log "total wall time $((SECONDS - T_START)) s"
+}
+
+mkdir -p "$OUT"
+main 2>&1 | tee "$OUT/run_all.log"
+exit "${PIPESTATUS[0]}"
