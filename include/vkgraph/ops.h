@@ -40,6 +40,18 @@ enum class UnaryOp {
   HardSwish,
   Identity,
   Not,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Softsign,
+  ThresholdedRelu,  // alpha: threshold
+  Celu,             // alpha
 };
 
 enum class ReduceOp { Sum, Mean, Max, Min, Prod, L2, LogSumExp, SumSquare, L1 };

@@ -187,11 +187,24 @@ std::optional<std::pair<UnaryOp, UnaryParams>> activation_of(const onnx::NodePro
                                                         {"Erf", UnaryOp::Erf},
                                                         {"Softplus", UnaryOp::Softplus},
                                                         {"Mish", UnaryOp::Mish},
-                                                        {"HardSwish", UnaryOp::HardSwish}};
+                                                        {"HardSwish", UnaryOp::HardSwish},
+                                                        {"Tan", UnaryOp::Tan},
+                                                        {"Asin", UnaryOp::Asin},
+                                                        {"Acos", UnaryOp::Acos},
+                                                        {"Atan", UnaryOp::Atan},
+                                                        {"Sinh", UnaryOp::Sinh},
+                                                        {"Cosh", UnaryOp::Cosh},
+                                                        {"Asinh", UnaryOp::Asinh},
+                                                        {"Acosh", UnaryOp::Acosh},
+                                                        {"Atanh", UnaryOp::Atanh},
+                                                        {"Softsign", UnaryOp::Softsign}};
   if (auto it = simple.find(op); it != simple.end())
     return std::make_pair(it->second, UnaryParams{});
   if (op == "LeakyRelu")
     return std::make_pair(UnaryOp::LeakyRelu, UnaryParams{f("alpha", 0.01f), 0});
+  if (op == "ThresholdedRelu")
+    return std::make_pair(UnaryOp::ThresholdedRelu, UnaryParams{f("alpha", 1.0f), 0});
+  if (op == "Celu") return std::make_pair(UnaryOp::Celu, UnaryParams{f("alpha", 1.0f), 0});
   if (op == "Elu") return std::make_pair(UnaryOp::Elu, UnaryParams{f("alpha", 1.0f), 0});
   if (op == "Selu")
     return std::make_pair(UnaryOp::Selu, UnaryParams{f("alpha", 1.67326319217681884765625f),
@@ -232,10 +245,13 @@ void register_elementwise(LoweringTable& t) {
   t["Max"] = variadic_lowering(BinaryOp::Max, false);
   t["Min"] = variadic_lowering(BinaryOp::Min, false);
   for (const char* op :
-       {"Relu", "Sigmoid",     "Tanh",     "Exp",  "Log",       "Neg",       "Sqrt",
-        "Abs",  "Reciprocal",  "Floor",    "Ceil", "Round",     "Sign",      "Sin",
-        "Cos",  "Erf",         "Softplus", "Mish", "HardSwish", "LeakyRelu", "Elu",
-        "Selu", "HardSigmoid", "Gelu",     "Clip"})
+       {"Relu",      "Sigmoid",   "Tanh",       "Exp",   "Log",         "Neg",
+        "Sqrt",      "Abs",       "Reciprocal", "Floor", "Ceil",        "Round",
+        "Sign",      "Sin",       "Cos",        "Erf",   "Softplus",    "Mish",
+        "HardSwish", "LeakyRelu", "Elu",        "Selu",  "HardSigmoid", "Gelu",
+        "Clip",      "Tan",       "Asin",       "Acos",  "Atan",        "Sinh",
+        "Cosh",      "Asinh",     "Acosh",      "Atanh", "Softsign",    "ThresholdedRelu",
+        "Celu"})
     t[op] = unary_lowering();
   t["PRelu"] = lower_prelu;
   t["Trilu"] = lower_trilu;

@@ -180,6 +180,32 @@ float apply(float v) {
   return clamp(p.alpha * v + p.beta, 0.0, 1.0);
 #elif OP_HARD_SWISH
   return v * clamp(v * (1.0 / 6.0) + 0.5, 0.0, 1.0);
+#elif OP_TAN
+  return sin_shifted(v, 0) / sin_shifted(v, 1);
+#elif OP_ASIN
+  // Through atan: some drivers' asin built-in is only good to ~3e-4 relative.
+  return 2.0 * atan(v / (1.0 + sqrt(max(1.0 - v * v, 0.0))));
+#elif OP_ACOS
+  return v <= -1.0 ? 3.14159265 : 2.0 * atan(sqrt(max(1.0 - v * v, 0.0)) / (1.0 + v));
+#elif OP_ATAN
+  return atan(v);
+#elif OP_SINH
+  // expm1 on both sides keeps small |v| accurate: sinh(v) = (e^v - 1 - (e^-v - 1)) / 2.
+  return 0.5 * (expm1_(v) - expm1_(-v));
+#elif OP_COSH
+  return 0.5 * (exp(v) + exp(-v));
+#elif OP_ASINH
+  return asinh(v);
+#elif OP_ACOSH
+  return acosh(v);
+#elif OP_ATANH
+  return atanh(v);
+#elif OP_SOFTSIGN
+  return v / (1.0 + abs(v));
+#elif OP_THRESHOLDED_RELU
+  return v > p.alpha ? v : 0.0;
+#elif OP_CELU
+  return max(v, 0.0) + min(0.0, p.alpha * expm1_(v / p.alpha));
 #endif
 }
 #else

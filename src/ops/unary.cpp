@@ -65,6 +65,30 @@ const char* unary_name(UnaryOp op) {
       return "identity";
     case UnaryOp::Not:
       return "not";
+    case UnaryOp::Tan:
+      return "tan";
+    case UnaryOp::Asin:
+      return "asin";
+    case UnaryOp::Acos:
+      return "acos";
+    case UnaryOp::Atan:
+      return "atan";
+    case UnaryOp::Sinh:
+      return "sinh";
+    case UnaryOp::Cosh:
+      return "cosh";
+    case UnaryOp::Asinh:
+      return "asinh";
+    case UnaryOp::Acosh:
+      return "acosh";
+    case UnaryOp::Atanh:
+      return "atanh";
+    case UnaryOp::Softsign:
+      return "softsign";
+    case UnaryOp::ThresholdedRelu:
+      return "thresholded_relu";
+    case UnaryOp::Celu:
+      return "celu";
   }
   return "?";
 }

@@ -192,6 +192,36 @@ TEST_F(UnaryTest, HardSwish) {
   check(UnaryOp::HardSwish, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }, kSimple,
         -5, 5, {-3.f, 3.f, 0.f});
 }
+// GLSL's inverse trigonometric built-ins have loose precision requirements; ONNX tolerates
+// 1e-3 relative.
+constexpr Tolerance kInverse{1e-4, 1e-5};
+TEST_F(UnaryTest, Tan) {
+  check(UnaryOp::Tan, [](double x) { return std::tan(x); }, kTranscendental, -1.4f, 1.4f, {0.f});
+}
+TEST_F(UnaryTest, InverseTrigonometric) {
+  check(UnaryOp::Asin, [](double x) { return std::asin(x); }, kInverse, -0.99f, 0.99f,
+        {0.f, -1.f, 1.f});
+  check(UnaryOp::Acos, [](double x) { return std::acos(x); }, kInverse, -0.99f, 0.99f,
+        {0.f, -1.f, 1.f});
+  check(UnaryOp::Atan, [](double x) { return std::atan(x); }, kInverse, -20, 20, {0.f});
+  check(UnaryOp::Asinh, [](double x) { return std::asinh(x); }, kInverse, -20, 20, {0.f});
+  check(UnaryOp::Acosh, [](double x) { return std::acosh(x); }, kInverse, 1.01f, 20, {1.f});
+  check(UnaryOp::Atanh, [](double x) { return std::atanh(x); }, kInverse, -0.95f, 0.95f, {0.f});
+}
+TEST_F(UnaryTest, Hyperbolic) {
+  check(UnaryOp::Sinh, [](double x) { return std::sinh(x); }, kTranscendental, -10, 10,
+        {1e-5f, -1e-3f});
+  check(UnaryOp::Cosh, [](double x) { return std::cosh(x); }, kTranscendental, -10, 10, {0.f});
+}
+TEST_F(UnaryTest, SoftsignThresholdedReluCelu) {
+  check(
+      UnaryOp::Softsign, [](double x) { return x / (1 + std::fabs(x)); }, kSimple, -10, 10);
+  check(UnaryOp::ThresholdedRelu, [](double x) { return x > 0.5 ? x : 0.0; }, kExact, -2, 2,
+        {0.5f, 0.75f}, {0.5f, 0.f});
+  check(UnaryOp::Celu,
+        [](double x) { return std::max(x, 0.0) + std::min(0.0, 2.0 * std::expm1(x / 2.0)); },
+        kTranscendental, -5, 5, {0.f}, {2.f, 0.f});
+}
 TEST_F(UnaryTest, IdentityFloat) {
   check(
       UnaryOp::Identity, [](double x) { return x; }, kExact, -2, 2);

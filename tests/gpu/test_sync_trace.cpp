@@ -20,14 +20,13 @@ using Type = SyncEvent::Type;
 constexpr uint64_t kCb = 0xc0, kCb2 = 0xc1, kFence = 0xf0, kOtherFence = 0xf1;
 constexpr uint64_t kOut = 0xb0, kIn = 0xb1, kOther = 0xb2;
 
-SyncEvent device_write(uint64_t resource,
-                       VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VkAccessFlags access = VK_ACCESS_TRANSFER_WRITE_BIT) {
+// A copy into host-visible `resource`, as CommandBuffer::copy_buffer notes it.
+SyncEvent device_write(uint64_t resource) {
   SyncEvent e{Type::DeviceWrite};
   e.resource = resource;
   e.size = 256;
-  e.src_stage = stage;
-  e.src_access = access;
+  e.src_stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  e.src_access = VK_ACCESS_TRANSFER_WRITE_BIT;
   return e;
 }
 
@@ -38,6 +37,17 @@ SyncEvent global_barrier(VkPipelineStageFlags src_stage, VkAccessFlags src_acces
   e.dst_stage = dst_stage;
   e.src_access = src_access;
   e.dst_access = dst_access;
+  return e;
+}
+
+// A per-buffer barrier from the transfer write to the host read of `buffer`.
+SyncEvent buffer_barrier_to_host(uint64_t buffer) {
+  SyncEvent e{Type::Barrier};
+  e.src_stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  e.dst_stage = VK_PIPELINE_STAGE_HOST_BIT;
+  e.buffers = {buffer};
+  e.buffer_src_access = {VK_ACCESS_TRANSFER_WRITE_BIT};
+  e.buffer_dst_access = {VK_ACCESS_HOST_READ_BIT};
   return e;
 }
 
@@ -111,13 +121,7 @@ TEST(SyncTraceAudit, GoodSequencePasses) {
 
 TEST(SyncTraceAudit, BufferBarrierToHostReadPasses) {
   vk::SyncTrace t;
-  SyncEvent b{Type::Barrier};
-  b.src_stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
-  b.dst_stage = VK_PIPELINE_STAGE_HOST_BIT;
-  b.buffers = {kOut};
-  b.buffer_src_access = {VK_ACCESS_TRANSFER_WRITE_BIT};
-  b.buffer_dst_access = {VK_ACCESS_HOST_READ_BIT};
-  record(t, kCb, {device_write(kOut), b});
+  record(t, kCb, {device_write(kOut), buffer_barrier_to_host(kOut)});
   good_execution(t, false);
   EXPECT_TRUE(t.audit().empty()) << t.audit()[0];
 }
@@ -173,13 +177,7 @@ TEST(SyncTraceAudit, BarrierWithoutHostDestination) {
 
 TEST(SyncTraceAudit, BufferBarrierForAnotherBuffer) {
   vk::SyncTrace t;
-  SyncEvent b{Type::Barrier};
-  b.src_stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
-  b.dst_stage = VK_PIPELINE_STAGE_HOST_BIT;
-  b.buffers = {kOther};
-  b.buffer_src_access = {VK_ACCESS_TRANSFER_WRITE_BIT};
-  b.buffer_dst_access = {VK_ACCESS_HOST_READ_BIT};
-  record(t, kCb, {device_write(kOut), b});
+  record(t, kCb, {device_write(kOut), buffer_barrier_to_host(kOther)});
   good_execution(t, true);
   expect_one_violation(t, kNoBarrier, kOut);
 }
