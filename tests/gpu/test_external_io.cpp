@@ -36,7 +36,8 @@ constexpr VkMemoryPropertyFlags kHostMemory =
 
 // Synchronization validation checks hazards between separate submissions (the app's, the
 // graph's, the app's again) only with this enable, which the 1.3.239 layer reads from the
-// environment while an instance is created. Set only for the lifetime of this object.
+// environment while an instance is created. A validating vk::Context sets it itself; the
+// adopted-device test creates its own instance and so sets it around that creation.
 class QueueSubmitValidationScope {
  public:
   QueueSubmitValidationScope() {
@@ -58,18 +59,13 @@ class QueueSubmitValidationScope {
   std::string saved_;
 };
 
-std::shared_ptr<vk::Context> submit_validated_context(vk::ContextOptions options = {}) {
-  QueueSubmitValidationScope scope;
-  return make_context(options);
-}
-
 // One instance for the tests here that expect no messages at all. It is destroyed when the
 // test program's environment is torn down, not by a static destructor during exit(): there the
 // 1.3.239 layer's vkDeviceWaitIdle sometimes never returns.
 class SharedContext : public ::testing::Environment {
  public:
   static std::shared_ptr<vk::Context> get() {
-    if (!context_) context_ = submit_validated_context();
+    if (!context_) context_ = make_context({});
     return context_;
   }
   void TearDown() override { context_.reset(); }
@@ -592,7 +588,7 @@ class ExternalIOHazards : public ExternalIO, public ::testing::WithParamInterfac
 // name the submission that makes it: the graph's (reading P) or the consumer's (reading Q).
 TEST_P(ExternalIOHazards, AreReportedBySynchronizationValidation) {
   const HazardCase& hc = GetParam();
-  auto ctx = submit_validated_context();
+  auto ctx = make_context({});
   if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
   GraphOptions options;
   options.testing_omit_external_entry_barrier = hc.omit_entry;
@@ -686,7 +682,7 @@ TEST_P(HostPointer, RoundTripsOverRuns) {
   vk::ContextOptions co;
   co.force_non_coherent = hc.non_coherent;
   co.sync_trace = hc.non_coherent;
-  auto ctx = hc.non_coherent ? submit_validated_context(co) : shared_context();
+  auto ctx = hc.non_coherent ? make_context(co) : shared_context();
   const VkDeviceSize align =
       std::max<VkDeviceSize>(ctx->features().min_imported_host_pointer_alignment, 64);
   const size_t padded = (kBytes + align - 1) / align * align;
