@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "shape_test_util.h"
 
@@ -50,6 +51,18 @@ HostTensor ref_gather_elements(const HostTensor& data, const HostTensor& idx, in
   });
 }
 
+// Integer results wrap on the GPU; compute them in unsigned arithmetic so the reference
+// wraps the same way without signed-overflow UB.
+template <typename T, typename F>
+T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return f(a, b);
+  }
+}
+
 template <typename T>
 HostTensor ref_scatter(const HostTensor& data, const HostTensor& idx, const HostTensor& upd,
                        int axis, ops::ScatterReduction r) {
@@ -64,10 +77,10 @@ HostTensor ref_scatter(const HostTensor& data, const HostTensor& idx, const Host
         o = u;
         break;
       case ops::ScatterReduction::Add:
-        o = o + u;
+        o = wrapping(o, u, [](auto a, auto b) { return a + b; });
         break;
       case ops::ScatterReduction::Mul:
-        o = o * u;
+        o = wrapping(o, u, [](auto a, auto b) { return a * b; });
         break;
       case ops::ScatterReduction::Max:
         o = std::max(o, u);

@@ -25,6 +25,7 @@ TEST_F(Smoke, AddBroadcast) {
 namespace vkgraph::testing {
 TEST(SmokeNegative, DroppedBarrierIsReported) {
   auto ctx = make_context({});
+  if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
   GraphOptions o;
   o.testing_drop_barrier_before_node = 1;
   ComputeGraph g(ctx, o);
