@@ -207,7 +207,9 @@ void Context::init(const ContextOptions& options) {
   {
     // The 1.3.239 layer checks hazards between separate submissions (chunks of one graph,
     // successive executions, app work) only with this enable, which it reads from the
-    // environment at instance creation; set it for that moment only.
+    // environment at instance creation; set it for that moment only. The layer splits the
+    // list at ':' (the path separator); a ',' would fuse our entry with the app's last one
+    // and lose both.
     constexpr const char* kVar = "VK_LAYER_ENABLES";
     constexpr const char* kEnable =
         "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT";
@@ -215,7 +217,7 @@ void Context::init(const ContextOptions& options) {
     std::string saved = old ? old : "";
     bool set = validation_ && saved.find(kEnable) == std::string::npos;
     if (set)
-      setenv(kVar, (saved.empty() ? std::string(kEnable) : saved + "," + kEnable).c_str(), 1);
+      setenv(kVar, (saved.empty() ? std::string(kEnable) : saved + ":" + kEnable).c_str(), 1);
     VkResult r = vkCreateInstance(&ci, nullptr, &instance_);
     if (set) old ? setenv(kVar, saved.c_str(), 1) : unsetenv(kVar);
     check_vk(r, "vkCreateInstance");

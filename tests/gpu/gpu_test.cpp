@@ -9,6 +9,12 @@ std::vector<std::weak_ptr<vk::Context>>& live_contexts() {
   static std::vector<std::weak_ptr<vk::Context>> v;
   return v;
 }
+// Contexts made during a test stay alive until its TearDown has read their validation
+// messages; otherwise one released inside the test body would escape the check.
+std::vector<std::shared_ptr<vk::Context>>& held_contexts() {
+  static std::vector<std::shared_ptr<vk::Context>> v;
+  return v;
+}
 }  // namespace
 
 std::shared_ptr<vk::Context> make_context(vk::ContextOptions options) {
@@ -17,6 +23,7 @@ std::shared_ptr<vk::Context> make_context(vk::ContextOptions options) {
   if (!options.validation) options.validation = !(v && std::string(v) == "0");
   auto ctx = vk::Context::create(options);
   live_contexts().push_back(ctx);
+  held_contexts().push_back(ctx);
   return ctx;
 }
 
@@ -45,6 +52,8 @@ void GpuTest::SetUp() {
 void GpuTest::TearDown() {
   for (auto& w : live_contexts())
     if (auto c = w.lock()) expect_no_validation_messages(*c);
+  held_contexts().clear();
+  std::erase_if(live_contexts(), [](auto& w) { return w.expired(); });
 }
 
 void GpuTest::expect_no_validation_messages(vk::Context& ctx) {

@@ -44,7 +44,8 @@ class QueueSubmitValidationScope {
     const char* old = std::getenv(kVar);
     had_ = old != nullptr;
     if (had_) saved_ = old;
-    std::string value = saved_.empty() ? kEnable : saved_ + "," + kEnable;
+    std::string value =
+        saved_.empty() ? kEnable : saved_ + ":" + kEnable;  // the layer splits at ":"
     setenv(kVar, value.c_str(), 1);
   }
   ~QueueSubmitValidationScope() { had_ ? setenv(kVar, saved_.c_str(), 1) : unsetenv(kVar); }

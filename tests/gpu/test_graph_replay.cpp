@@ -5,7 +5,9 @@
 // lifetime-based activation memory planning.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "foundation_test.h"
 #include "ops/op_util.h"
@@ -171,7 +173,7 @@ class GraphReplay : public OwnContextTest {};
 TEST_F(GraphReplay, ChunkedGraphSubmitsEarlyChunksWithoutFenceAndReplaysInOneSubmit) {
   vk::ContextOptions options;
   options.sync_trace = true;
-  auto ctx = own_submit_validated_context(options);
+  auto ctx = own_context(options);
   GraphOptions go;
   go.nodes_per_command_buffer = 32;
   ComputeGraph g(ctx, go);
@@ -223,21 +225,45 @@ TEST_F(GraphReplay, ChunkedGraphSubmitsEarlyChunksWithoutFenceAndReplaysInOneSub
   EXPECT_TRUE(problems.empty()) << problems[0];
 }
 
-// Synchronization validation does see a chunk boundary: a barrier dropped before the first
-// node of the second chunk is a hazard between two submissions.
+// Sets an environment variable for one scope, then restores what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Synchronization validation sees a chunk boundary (the Context enables the layer's
+// queue-submit checks): a barrier dropped before the first node of the second chunk is a
+// hazard between two submissions. True whether or not the app set layer enables of its own.
 TEST_F(GraphReplay, DroppedBarrierAtAChunkBoundaryIsReportedAtSubmit) {
-  auto ctx = own_submit_validated_context({});
-  if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
-  GraphOptions go;
-  go.nodes_per_command_buffer = 4;
-  go.testing_drop_barrier_before_node = 4;
-  ComputeGraph g(ctx, go);
-  DagGraph dag(g, 8);
-  dag.upload(g, dag.random_inputs(rng));
-  g.execute();
-  EXPECT_TRUE(has_validation_messages_containing(*ctx, "SYNC-HAZARD"));
-  EXPECT_TRUE(has_validation_messages_containing(*ctx, "vkQueueSubmit"));
-  ctx->clear_validation_messages();
+  for (const char* app_enables :
+       {"", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"}) {
+    SCOPED_TRACE(std::string("VK_LAYER_ENABLES=") + app_enables);
+    std::shared_ptr<vk::Context> ctx;
+    {
+      std::optional<ScopedEnv> env;
+      if (*app_enables) env.emplace("VK_LAYER_ENABLES", app_enables);
+      ctx = own_context({});
+    }
+    if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
+    GraphOptions go;
+    go.nodes_per_command_buffer = 4;
+    go.testing_drop_barrier_before_node = 4;
+    ComputeGraph g(ctx, go);
+    DagGraph dag(g, 8);
+    dag.upload(g, dag.random_inputs(rng));
+    g.execute();
+    EXPECT_TRUE(has_validation_messages_containing(*ctx, "SYNC-HAZARD"));
+    EXPECT_TRUE(has_validation_messages_containing(*ctx, "vkQueueSubmit"));
+    ctx->clear_validation_messages();
+  }
 }
 
 TEST_F(GraphReplay, DroppedBarrierInsideAChunkIsReported) {
@@ -427,7 +453,7 @@ TEST_F(GraphReplay, FirstReadIsOrderedAgainstThePreviousRunsLastWrite) {
 // for: recorded the way encode() records (tracker seeded with the state one pass leaves) they
 // are clean; recorded without the seed, run 2 reads X before run 1's write of X is available.
 TEST_F(GraphReplay, BackToBackReplaysNeedTheWrapAroundBarrier) {
-  auto ctx = own_submit_validated_context({});
+  auto ctx = own_context({});
   if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
   constexpr VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
