@@ -128,6 +128,27 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
 
 }  // namespace
 
+namespace {
+constexpr const char* kLayerEnables = "VK_LAYER_ENABLES";
+constexpr const char* kQueueSubmitChecks =
+    "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT";
+}  // namespace
+
+QueueSubmitValidationScope::QueueSubmitValidationScope() {
+  const char* old = std::getenv(kLayerEnables);
+  had_ = old != nullptr;
+  saved_ = old ? old : "";
+  if (saved_.find(kQueueSubmitChecks) != std::string::npos) return;
+  // The layer splits the list at ':'; a ',' would fuse our entry with the app's last one.
+  std::string value = saved_.empty() ? kQueueSubmitChecks : saved_ + ":" + kQueueSubmitChecks;
+  setenv(kLayerEnables, value.c_str(), 1);
+  set_ = true;
+}
+
+QueueSubmitValidationScope::~QueueSubmitValidationScope() {
+  if (set_) had_ ? setenv(kLayerEnables, saved_.c_str(), 1) : unsetenv(kLayerEnables);
+}
+
 struct DebugCallback {
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                    VkDebugUtilsMessageTypeFlagsEXT,
@@ -205,22 +226,9 @@ void Context::init(const ContextOptions& options) {
   ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
   ci.ppEnabledExtensionNames = exts.data();
   {
-    // The 1.3.239 layer checks hazards between separate submissions (chunks of one graph,
-    // successive executions, app work) only with this enable, which it reads from the
-    // environment at instance creation; set it for that moment only. The layer splits the
-    // list at ':' (the path separator); a ',' would fuse our entry with the app's last one
-    // and lose both.
-    constexpr const char* kVar = "VK_LAYER_ENABLES";
-    constexpr const char* kEnable =
-        "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT";
-    const char* old = std::getenv(kVar);
-    std::string saved = old ? old : "";
-    bool set = validation_ && saved.find(kEnable) == std::string::npos;
-    if (set)
-      setenv(kVar, (saved.empty() ? std::string(kEnable) : saved + ":" + kEnable).c_str(), 1);
-    VkResult r = vkCreateInstance(&ci, nullptr, &instance_);
-    if (set) old ? setenv(kVar, saved.c_str(), 1) : unsetenv(kVar);
-    check_vk(r, "vkCreateInstance");
+    std::optional<QueueSubmitValidationScope> submit_checks;
+    if (validation_) submit_checks.emplace();
+    check_vk(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
   }
   if (validation_) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(

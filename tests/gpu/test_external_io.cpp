@@ -34,32 +34,6 @@ constexpr VkBufferUsageFlags kAppUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
 constexpr VkMemoryPropertyFlags kHostMemory =
     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
 
-// Synchronization validation checks hazards between separate submissions (the app's, the
-// graph's, the app's again) only with this enable, which the 1.3.239 layer reads from the
-// environment while an instance is created. A validating vk::Context sets it itself; the
-// adopted-device test creates its own instance and so sets it around that creation.
-class QueueSubmitValidationScope {
- public:
-  QueueSubmitValidationScope() {
-    const char* old = std::getenv(kVar);
-    had_ = old != nullptr;
-    if (had_) saved_ = old;
-    std::string value =
-        saved_.empty() ? kEnable : saved_ + ":" + kEnable;  // the layer splits at ":"
-    setenv(kVar, value.c_str(), 1);
-  }
-  ~QueueSubmitValidationScope() { had_ ? setenv(kVar, saved_.c_str(), 1) : unsetenv(kVar); }
-  QueueSubmitValidationScope(const QueueSubmitValidationScope&) = delete;
-  QueueSubmitValidationScope& operator=(const QueueSubmitValidationScope&) = delete;
-
- private:
-  static constexpr const char* kVar = "VK_LAYER_ENABLES";
-  static constexpr const char* kEnable =
-      "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT";
-  bool had_ = false;
-  std::string saved_;
-};
-
 // One instance for the tests here that expect no messages at all. It is destroyed when the
 // test program's environment is torn down, not by a static destructor during exit(): there the
 // 1.3.239 layer's vkDeviceWaitIdle sometimes never returns.
@@ -972,7 +946,7 @@ class OwnDevice {
   }
 
   void create_instance(bool validation) {
-    QueueSubmitValidationScope scope;
+    vk::QueueSubmitValidationScope scope;  // this test creates its own instance
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "vkgraph adopt test";
     app.apiVersion = VK_API_VERSION_1_1;  // the least vkgraph supports

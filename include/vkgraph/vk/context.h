@@ -79,6 +79,22 @@ struct SubmitSync {
   std::vector<SemaphoreSignal> signals;
 };
 
+// While alive, asks the Khronos validation layer for synchronization checks between separate
+// queue submissions (chunks of one graph, successive executions, an app's own work). Layer
+// 1.3.239 reads this only from VK_LAYER_ENABLES at vkCreateInstance, so hold one around that
+// call. Context does this itself; apps that create their own instance can use it too.
+class QueueSubmitValidationScope {
+ public:
+  QueueSubmitValidationScope();
+  ~QueueSubmitValidationScope();
+  QueueSubmitValidationScope(const QueueSubmitValidationScope&) = delete;
+  QueueSubmitValidationScope& operator=(const QueueSubmitValidationScope&) = delete;
+
+ private:
+  bool set_ = false, had_ = false;
+  std::string saved_;
+};
+
 struct PhysicalDeviceInfo {
   uint32_t index;
   std::string name;
