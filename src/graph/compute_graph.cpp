@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "vkgraph/error.h"
 #include "vkgraph/vk/sync_trace.h"
@@ -233,11 +234,15 @@ ComputeGraph::Bound ComputeGraph::buffer_of(TensorRef t) const {
   }
 }
 
-ComputeGraph::IO& ComputeGraph::find_io(const std::string& name) {
+const ComputeGraph::IO& ComputeGraph::find_io(const std::string& name) const {
   for (auto* list : {&inputs_, &outputs_})
     for (auto& io : *list)
       if (io.name == name) return io;
   throw Error(ErrorKind::InvalidArgument, "no input or output named '" + name + "'");
+}
+
+ComputeGraph::IO& ComputeGraph::find_io(const std::string& name) {
+  return const_cast<IO&>(std::as_const(*this).find_io(name));
 }
 
 bool ComputeGraph::has_external() const {
@@ -265,8 +270,16 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
                 "'" + name + "': offset " + std::to_string(b.offset) +
                     " is not a multiple of minStorageBufferOffsetAlignment (" +
                     std::to_string(align) + ")");
+  check(
+      b.queue_family == VK_QUEUE_FAMILY_IGNORED || b.queue_family < context_->queue_family_count(),
+      ErrorKind::InvalidArgument,
+      "'" + name + "': queue family " + std::to_string(b.queue_family) +
+          " does not exist (the device has " + std::to_string(context_->queue_family_count()) +
+          ")");
   Storage& s = storages_[ti.storage];
   s.external = b;
+  if (s.external.queue_family == context_->queue_family())
+    s.external.queue_family = VK_QUEUE_FAMILY_IGNORED;
   s.host_visible = false;
   io.host = nullptr;
   io.import.reset();
@@ -278,6 +291,38 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
     recorded_ids_.clear();
     encoded_ = false;
   }
+}
+
+const ExternalBuffer& ComputeGraph::foreign_binding(const std::string& name) const {
+  const IO& io = find_io(name);
+  const Storage& s = storages_[info(io.tensor).storage];
+  if (io.mode != IOMode::External || s.external.queue_family == VK_QUEUE_FAMILY_IGNORED)
+    throw Error(
+        ErrorKind::InvalidArgument,
+        "'" + name + "' is not bound to a buffer of another queue family: no ownership transfer");
+  return s.external;
+}
+
+// The app's halves mirror the graph's (encode()): same buffer range and family indices.
+VkBufferMemoryBarrier ComputeGraph::app_release(const std::string& name,
+                                                VkAccessFlags app_access) const {
+  const ExternalBuffer& b = foreign_binding(name);
+  VkBufferMemoryBarrier r{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  r.srcAccessMask = app_access;
+  r.srcQueueFamilyIndex = b.queue_family;
+  r.dstQueueFamilyIndex = context_->queue_family();
+  r.buffer = b.buffer;
+  r.offset = b.offset;
+  r.size = b.size;
+  return r;
+}
+
+VkBufferMemoryBarrier ComputeGraph::app_acquire(const std::string& name,
+                                                VkAccessFlags app_access) const {
+  VkBufferMemoryBarrier a = app_release(name, 0);
+  std::swap(a.srcQueueFamilyIndex, a.dstQueueFamilyIndex);
+  a.dstAccessMask = app_access;
+  return a;
 }
 
 HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointer, size_t bytes) {
@@ -558,6 +603,27 @@ void ComputeGraph::record_step(vk::CommandBuffer& cb, const Step& step, HazardTr
   (void)index;
 }
 
+// Buffers another queue family owns between executions (ExternalBuffer::queue_family): acquired
+// at entry, released at exit. The acquire's source scope starts at the app's semaphore wait,
+// hence the entry stages; the release's destination is the app's acquire, hence no access.
+void ComputeGraph::add_ownership_transfers(vk::PipelineBarrier& entry,
+                                           vk::PipelineBarrier& exit) const {
+  const uint32_t graph = context_->queue_family();
+  const VkPipelineStageFlags used =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  for (const Storage& s : storages_) {
+    const ExternalBuffer& b = s.external;
+    if (s.kind != StorageKind::External || b.queue_family == VK_QUEUE_FAMILY_IGNORED) continue;
+    entry.add_ownership_transfer(b.buffer, b.offset, b.size, b.queue_family, graph,
+                                 options_.external.before_stage, 0, used,
+                                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    exit.add_ownership_transfer(b.buffer, b.offset, b.size, graph, b.queue_family, used,
+                                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                                options_.external.after_stage, 0);
+  }
+}
+
 // Records the command buffers once. Replay wraps around (DESIGN.md rule 1): run N+1 follows
 // run N on the queue, so the tracker starts from the state one full pass leaves behind, and
 // the first access of each resource is ordered against its last access in the previous run.
@@ -582,6 +648,7 @@ void ComputeGraph::encode(bool submit_chunks, const vk::SubmitSync& sync) {
   exit.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, ext.after_stage,
                   ext.after_access);
+  add_ownership_transfers(entry, exit);
   HazardTracker dry;
   for (auto& s : all)
     for (auto& [buffer, access] : s.accesses) {

@@ -8,7 +8,7 @@ void PipelineBarrier::add_buffer(VkBuffer buffer, VkPipelineStageFlags src,
   src_stage |= src;
   dst_stage |= dst;
   for (auto& b : buffers) {
-    if (b.buffer == buffer) {
+    if (b.buffer == buffer && b.srcQueueFamilyIndex == VK_QUEUE_FAMILY_IGNORED) {
       b.srcAccessMask |= src_access;
       b.dstAccessMask |= dst_access;
       return;
@@ -22,6 +22,24 @@ void PipelineBarrier::add_buffer(VkBuffer buffer, VkPipelineStageFlags src,
   b.buffer = buffer;
   b.offset = 0;
   b.size = VK_WHOLE_SIZE;
+  buffers.push_back(b);
+}
+
+void PipelineBarrier::add_ownership_transfer(VkBuffer buffer, VkDeviceSize offset,
+                                             VkDeviceSize size, uint32_t src_family,
+                                             uint32_t dst_family, VkPipelineStageFlags src,
+                                             VkAccessFlags src_access, VkPipelineStageFlags dst,
+                                             VkAccessFlags dst_access) {
+  src_stage |= src;
+  dst_stage |= dst;
+  VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  b.srcAccessMask = src_access;
+  b.dstAccessMask = dst_access;
+  b.srcQueueFamilyIndex = src_family;
+  b.dstQueueFamilyIndex = dst_family;
+  b.buffer = buffer;
+  b.offset = offset;
+  b.size = size;
   buffers.push_back(b);
 }
 
@@ -39,7 +57,12 @@ void PipelineBarrier::merge(const PipelineBarrier& other) {
   dst_stage |= other.dst_stage;
   global_src_access |= other.global_src_access;
   global_dst_access |= other.global_dst_access;
-  for (auto& b : other.buffers) add_buffer(b.buffer, 0, b.srcAccessMask, 0, b.dstAccessMask);
+  for (auto& b : other.buffers) {
+    if (b.srcQueueFamilyIndex == VK_QUEUE_FAMILY_IGNORED)
+      add_buffer(b.buffer, 0, b.srcAccessMask, 0, b.dstAccessMask);
+    else
+      buffers.push_back(b);  // ownership transfers are never widened
+  }
   images.insert(images.end(), other.images.begin(), other.images.end());
 }
 

@@ -298,6 +298,7 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
     throw Error(ErrorKind::Unsupported,
                 std::string("device ") + properties_.deviceName + " has no compute queue");
   queue_family_ = static_cast<uint32_t>(family);
+  queue_family_count_ = nq;
   features_.timestamps =
       qfs[family].timestampValidBits > 0 && properties_.limits.timestampComputeAndGraphics;
   features_.timestamp_period_ns = properties_.limits.timestampPeriod;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -167,11 +168,20 @@ struct BinaryPush {
 
 // The app's side of the queue: its own command pool, descriptor pool, fences and semaphores,
 // and dispatches of vkgraph's embedded shaders through its own descriptor sets.
+// Its queue is vkgraph's unless the test gives it one of another queue family.
+struct AppQueue {
+  VkQueue queue;
+  uint32_t family;
+};
+
 class App {
  public:
-  explicit App(vk::Context& ctx) : ctx_(ctx), device_(ctx.device()) {
+  explicit App(vk::Context& ctx, std::optional<AppQueue> own_queue = {})
+      : ctx_(ctx),
+        device_(ctx.device()),
+        queue_(own_queue.value_or(AppQueue{ctx.queue(), ctx.queue_family()})) {
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pci.queueFamilyIndex = ctx.queue_family();
+    pci.queueFamilyIndex = queue_.family;
     vk::check_vk(vkCreateCommandPool(device_, &pci, nullptr, &commands_), "test command pool");
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 24};
     VkDescriptorPoolCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -277,6 +287,8 @@ class App {
     return s;
   }
 
+  uint32_t family() const { return queue_.family; }
+
   // On vkgraph's queue, holding its queue mutex as the ExternalDevice sharing rule asks.
   void submit(VkCommandBuffer cb, const vk::SubmitSync& sync = {}, VkFence fence = VK_NULL_HANDLE) {
     std::vector<VkSemaphore> waits, signals;
@@ -309,12 +321,17 @@ class App {
     si.signalSemaphoreCount = static_cast<uint32_t>(signals.size());
     si.pSignalSemaphores = signals.data();
     std::lock_guard<std::mutex> lock(ctx_.queue_mutex());
-    vk::check_vk(vkQueueSubmit(ctx_.queue(), 1, &si, fence), "test vkQueueSubmit");
+    vk::check_vk(vkQueueSubmit(queue_.queue, 1, &si, fence), "test vkQueueSubmit");
   }
   // Whatever a failed test left pending must finish before the objects it uses go.
   void wait_idle() {
     std::lock_guard<std::mutex> lock(ctx_.queue_mutex());
-    vkQueueWaitIdle(ctx_.queue());
+    vkQueueWaitIdle(queue_.queue);
+  }
+  void pipeline_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkPipelineStageFlags dst,
+                        const std::vector<VkBufferMemoryBarrier>& barriers) {
+    vkCmdPipelineBarrier(cb, src, dst, 0, 0, nullptr, static_cast<uint32_t>(barriers.size()),
+                         barriers.data(), 0, nullptr);
   }
   void wait(VkFence fence) {
     vk::check_vk(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "test fence wait");
@@ -324,6 +341,7 @@ class App {
  private:
   vk::Context& ctx_;
   VkDevice device_;
+  AppQueue queue_;
   VkCommandPool commands_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
   std::vector<VkFence> fences_;
@@ -337,13 +355,15 @@ enum class Producer { Compute, Transfer };
 //   graph     Q = (P + C) * P, P and Q bound with bind_external
 //   consumer  R = Q + Q, then R -> H with the app's own barriers, H read by the host.
 // U and H are host-visible, P, Q and R device-local; the app allocated all of them.
+// With an app queue of another family, P and Q change owner around every execution: the
+// producer releases them to the graph's family and the consumer acquires them back.
 struct Chain {
   Chain(std::shared_ptr<vk::Context> context, GraphOptions options, Producer producer_kind,
-        std::vector<float> constant)
+        std::vector<float> constant, std::optional<AppQueue> app_queue = {})
       : ctx(std::move(context)),
         kind(producer_kind),
         c(std::move(constant)),
-        app(*ctx),
+        app(*ctx, app_queue),
         u(*ctx, kBytes, kAppUsage, kHostMemory),
         p(*ctx, kBytes, kAppUsage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
         q(*ctx, kBytes, kAppUsage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
@@ -351,8 +371,11 @@ struct Chain {
         h(*ctx, kBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, kHostMemory),
         graph(ctx, options) {
     build_graph(graph, c, IOMode::External, "p", "q");
-    graph.bind_external("p", p.external());
-    graph.bind_external("q", q.external());
+    const bool transfer = app.family() != ctx->queue_family();
+    ExternalBuffer pe = p.external(), qe = q.external();
+    if (transfer) pe.queue_family = qe.queue_family = app.family();
+    graph.bind_external("p", pe);
+    graph.bind_external("q", qe);
     // Now, not in the first submit: the constant upload's own barrier would otherwise sit
     // between the producer and the graph and order them in place of the graph's entry barrier.
     graph.prepare();
@@ -362,9 +385,23 @@ struct Chain {
       app.binary(producer, "binary_add_f32", u.handle(), u.handle(), p.handle(), kN);
     else
       app.copy(producer, u.handle(), p.handle(), kBytes);
+    if (transfer)
+      app.pipeline_barrier(
+          producer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+          {graph.app_release("p", kind == Producer::Compute ? VK_ACCESS_SHADER_WRITE_BIT
+                                                            : VK_ACCESS_TRANSFER_WRITE_BIT),
+           graph.app_release("q", 0)});
     app.end(producer);
 
     consumer = app.begin();
+    // The acquire's source stage is the one the consumer's semaphore wait names.
+    if (transfer)
+      app.pipeline_barrier(
+          consumer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+          {graph.app_acquire("p", VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT),
+           graph.app_acquire("q", VK_ACCESS_SHADER_READ_BIT)});
     // The app's own order across iterations: the last copy (reads R, writes H) before this
     // iteration's writes of R and H. Buffer barriers, so they order nothing of the graph's.
     app.barrier(consumer, {r.handle(), h.handle()}, VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -862,13 +899,15 @@ TEST_F(AsyncGraphs, RebindingWhileInFlightIsInvalidState) {
 // validation enabled in code and its own messenger; vkgraph only borrows them.
 class OwnDevice {
  public:
-  explicit OwnDevice(bool validation) {
+  // With `second_family`, also a queue of another compute family for the app, where the
+  // device has one (app_family == family otherwise).
+  explicit OwnDevice(bool validation, bool second_family = false) {
     create_instance(validation);
     uint32_t n = 1;
     VkResult r = vkEnumeratePhysicalDevices(instance, &n, &physical);
     if (r != VK_INCOMPLETE) vk::check_vk(r, "test vkEnumeratePhysicalDevices");
     if (n == 0) throw Error(ErrorKind::Unsupported, "test: no Vulkan device");
-    create_device();
+    create_device(second_family);
   }
   ~OwnDevice() { destroy(); }
   OwnDevice(const OwnDevice&) = delete;
@@ -933,6 +972,8 @@ class OwnDevice {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
+  VkQueue app_queue = VK_NULL_HANDLE;
+  uint32_t app_family = 0;
   std::vector<std::string> messages;
 
  private:
@@ -986,7 +1027,7 @@ class OwnDevice {
 
   // Everything the ExternalDevice comment asks for where the device offers it; on a 1.1
   // instance the promoted features need their extensions.
-  void create_device() {
+  void create_device(bool second_family) {
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
     std::vector<VkQueueFamilyProperties> qfs(nq);
@@ -995,6 +1036,9 @@ class OwnDevice {
     for (uint32_t i = 0; i < nq && family == nq; ++i)
       if (qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
     if (family == nq) throw Error(ErrorKind::Unsupported, "test: no compute queue");
+    app_family = family;
+    for (uint32_t i = family + 1; i < nq && second_family && app_family == family; ++i)
+      if (qfs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) app_family = i;
 
     uint32_t ne = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &ne, nullptr);
@@ -1037,22 +1081,29 @@ class OwnDevice {
            f16.shaderFloat16};
 
     float priority = 1.f;
-    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qci.queueFamilyIndex = family;
-    qci.queueCount = 1;
-    qci.pQueuePriorities = &priority;
+    VkDeviceQueueCreateInfo qci[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
+                                      {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
+    for (uint32_t i = 0; i < 2; ++i) {
+      qci[i].queueFamilyIndex = i == 0 ? family : app_family;
+      qci[i].queueCount = 1;
+      qci[i].pQueuePriorities = &priority;
+    }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &enable;
-    dci.queueCreateInfoCount = 1;
-    dci.pQueueCreateInfos = &qci;
+    dci.queueCreateInfoCount = app_family == family ? 1 : 2;
+    dci.pQueueCreateInfos = qci;
     dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
     dci.ppEnabledExtensionNames = exts.data();
     vk::check_vk(vkCreateDevice(physical, &dci, nullptr, &device), "test vkCreateDevice");
     vkGetDeviceQueue(device, family, 0, &queue);
+    vkGetDeviceQueue(device, app_family, 0, &app_queue);
   }
 };
 
-class AdoptedDevice : public ExternalIO {};
+class AdoptedDevice : public ExternalIO {
+ protected:
+  void run_across_queue_families(GraphOptions options, const std::string& what);
+};
 
 TEST_F(AdoptedDevice, RunsOnTheAppsDeviceAndLeavesItAlive) {
   const char* env = std::getenv("VKGRAPH_VALIDATION");
@@ -1083,6 +1134,67 @@ TEST_F(AdoptedDevice, RunsOnTheAppsDeviceAndLeavesItAlive) {
   EXPECT_EQ(own.fill_and_read(0x3f800000u), 0x3f800000u);
   own.destroy();
   for (const std::string& m : own.messages) ADD_FAILURE() << "validation: " << m;
+}
+
+// Between executions P and Q belong to the app's queue family, not the graph's: the graph
+// acquires them at entry and releases them at exit, the app does the opposite halves, and
+// semaphores order the two queues. Needs a second compute queue family (NVIDIA has three;
+// lavapipe one, where the test is skipped).
+void AdoptedDevice::run_across_queue_families(GraphOptions options, const std::string& what) {
+  const char* env = std::getenv("VKGRAPH_VALIDATION");
+  OwnDevice own(!(env && std::string(env) == "0"), /*second_family=*/true);
+  if (own.app_family == own.family) GTEST_SKIP() << "the device has one compute queue family";
+  {
+    auto ctx = vk::Context::adopt(own.external());
+    Chain chain(ctx, options, Producer::Compute, random_floats(kN),
+                AppQueue{own.app_queue, own.app_family});
+    VkSemaphore produced = chain.app.semaphore(false), computed = chain.app.semaphore(false);
+    for (int it = 0; it < 3; ++it) {
+      chain.new_data(random_floats(kN));
+      chain.app.submit(chain.producer, {{}, {{produced}}});
+      chain.graph.submit({{{produced, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT}}, {{computed}}});
+      chain.app.submit(chain.consumer, {{{computed, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT}}, {}},
+                       chain.done);
+      chain.app.wait(chain.done);
+      chain.graph.wait();
+      chain.check(what + ", iteration " + std::to_string(it));
+    }
+  }
+  own.destroy();
+  if (options.testing_omit_external_entry_barrier) {
+    // The graph never acquires what the app released: the layer must say so.
+    EXPECT_FALSE(own.messages.empty()) << what << ": no validation message";
+  } else {
+    for (const std::string& m : own.messages) ADD_FAILURE() << what << ": validation: " << m;
+  }
+}
+
+TEST_F(AdoptedDevice, BuffersOfAnotherQueueFamilyChangeOwnerAroundEachExecution) {
+  run_across_queue_families({}, "ownership transfer");
+}
+
+TEST_F(AdoptedDevice, MissingAcquireOfAnotherFamilysBufferIsReported) {
+  GraphOptions options;
+  options.testing_omit_external_entry_barrier = true;
+  run_across_queue_families(options, "entry barrier dropped");
+}
+
+TEST_F(AdoptedDevice, OwnershipTransferNeedsAForeignFamilyThatExists) {
+  auto ctx = shared_context();
+  ComputeGraph g(ctx);
+  build_graph(g, random_floats(kN), IOMode::External, "x", "y");
+  AppBuffer x(*ctx, kBytes, kAppUsage, kHostMemory);
+  ExternalBuffer b = x.external();
+  b.queue_family = ctx->queue_family_count();
+  expect_error([&] { g.bind_external("x", b); }, ErrorKind::InvalidArgument,
+               "queue family " + std::to_string(b.queue_family) + " does not exist");
+  // The graph's own family is no transfer at all.
+  b.queue_family = ctx->queue_family();
+  g.bind_external("x", b);
+  expect_error([&] { g.app_release("x", 0); }, ErrorKind::InvalidArgument,
+               "not bound to a buffer of another queue family");
+  expect_error([&] { g.app_acquire("nope", 0); }, ErrorKind::InvalidArgument,
+               "no input or output named 'nope'");
 }
 
 // --- errors ---

@@ -54,6 +54,12 @@ struct ExternalBuffer {
   VkDeviceSize offset = 0;
   VkDeviceSize size = 0;         // bytes available from offset
   VkBufferUsageFlags usage = 0;  // the usage the app created it with; needs STORAGE_BUFFER
+  // The queue family that owns an EXCLUSIVE-sharing buffer between executions, when it is not
+  // the graph's (Context::queue_family()). The graph then acquires [offset, offset+size) at
+  // its entry and releases it back at its exit; around every execution the app records the
+  // matching halves on its own queue (ComputeGraph::app_release / app_acquire) and orders the
+  // queues with semaphores (SubmitSync). IGNORED: same family, or a CONCURRENT buffer.
+  uint32_t queue_family = VK_QUEUE_FAMILY_IGNORED;
 };
 
 // How the app uses external buffers around the graph (DESIGN.md rule 6). The graph does not
@@ -152,6 +158,12 @@ class ComputeGraph {
   // Binds an app buffer to an External input or output (by name). Rebinding after the first
   // execute re-records the command buffers.
   void bind_external(const std::string& name, const ExternalBuffer& buffer);
+  // The app's halves of the ownership transfer of an External binding with a foreign
+  // queue_family: record app_release before each execution (after the app's last write or
+  // read there; its srcAccessMask is `app_access`) and app_acquire after it (before the app's
+  // next access; dstAccessMask `app_access`). Stage masks are the app's to choose.
+  VkBufferMemoryBarrier app_release(const std::string& name, VkAccessFlags app_access) const;
+  VkBufferMemoryBarrier app_acquire(const std::string& name, VkAccessFlags app_access) const;
   // Binds app host memory to an External input or output: imported (zero-copy) where the
   // device allows (VK_EXT_external_memory_host, aligned pointer and size), else through a
   // graph-owned host-visible buffer and a memcpy at submit (inputs) / wait (outputs). `bytes`
@@ -192,8 +204,12 @@ class ComputeGraph {
     bool host_visible;
   };
   IO& find_io(const std::string& name);
+  const IO& find_io(const std::string& name) const;
+  // The binding of an External IO whose buffer another queue family owns between executions.
+  const ExternalBuffer& foreign_binding(const std::string& name) const;
   void write_descriptors(Node& node);
   bool has_external() const;
+  void add_ownership_transfers(vk::PipelineBarrier& entry, vk::PipelineBarrier& exit) const;
   TensorRef new_tensor(Shape shape, DType dtype, std::string name, int32_t storage);
   void plan_and_allocate();
   void prepack();

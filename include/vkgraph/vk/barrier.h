@@ -23,6 +23,13 @@ struct PipelineBarrier {
   // Adds a whole-buffer memory barrier and widens the stage masks.
   void add_buffer(VkBuffer buffer, VkPipelineStageFlags src, VkAccessFlags src_access,
                   VkPipelineStageFlags dst, VkAccessFlags dst_access);
+  // Adds one half of a queue family ownership transfer of [offset, offset+size) of `buffer`
+  // (a release on the source family's queue, or the matching acquire on the destination's). It
+  // is kept as its own VkBufferMemoryBarrier: the two halves must match field for field.
+  void add_ownership_transfer(VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size,
+                              uint32_t src_family, uint32_t dst_family, VkPipelineStageFlags src,
+                              VkAccessFlags src_access, VkPipelineStageFlags dst,
+                              VkAccessFlags dst_access);
   // Adds (or widens) the global memory barrier and the stage masks.
   void add_global(VkPipelineStageFlags src, VkAccessFlags src_access, VkPipelineStageFlags dst,
                   VkAccessFlags dst_access);

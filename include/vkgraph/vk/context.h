@@ -121,6 +121,7 @@ class Context {
   VkDevice device() const { return device_; }
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
+  uint32_t queue_family_count() const { return queue_family_count_; }  // of the physical device
   const VkPhysicalDeviceProperties& properties() const { return properties_; }
   const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
   const DeviceFeatures& features() const { return features_; }
@@ -158,6 +159,7 @@ class Context {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  uint32_t queue_family_count_ = 0;
   uint32_t device_index_ = 0;
   VkPhysicalDeviceProperties properties_{};
   DeviceFeatures features_;
