@@ -1,8 +1,10 @@
 // Einsum, lowered at load time into ops that exist: ReduceSum for indices only one operand
 // has and the output lacks, Transpose to bring indices into (batch, kept, contracted) order,
 // Reshape to fold each group into one dim, then MatMul (or a broadcasting Mul when nothing is
-// contracted), and a final Reshape + Transpose into the output's order. One or two operands;
-// diagonals (an index repeated within one operand) and three or more operands are refused.
+// contracted), and a final Reshape + Transpose into the output's order. As everywhere in
+// einsum, indices (ellipsis dims included) that the output leaves out are summed. One or two
+// operands; diagonals (an index repeated within one operand) and three or more operands are
+// refused.
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -64,15 +66,15 @@ class EquationParser {
       ellipsis_at_of.push_back(ellipsis_at);
     }
     // Ellipsis dims broadcast right-aligned, as in numpy.
-    int batch = std::max(0, *std::max_element(ellipsis_dims.begin(), ellipsis_dims.end()));
+    int ellipsis_rank = std::max(0, *std::max_element(ellipsis_dims.begin(), ellipsis_dims.end()));
     for (size_t i = 0; i < e.inputs.size(); ++i) {
       if (ellipsis_dims[i] < 0) continue;
       Labels dims;
       for (int d = 0; d < ellipsis_dims[i]; ++d)
-        dims.push_back(kEllipsis + batch - ellipsis_dims[i] + d);
+        dims.push_back(kEllipsis + ellipsis_rank - ellipsis_dims[i] + d);
       e.inputs[i].insert(e.inputs[i].begin() + ellipsis_at_of[i], dims.begin(), dims.end());
     }
-    Labels all_ellipsis(batch);
+    Labels all_ellipsis(ellipsis_rank);
     std::iota(all_ellipsis.begin(), all_ellipsis.end(), kEllipsis);
     if (arrow == std::string::npos) {
       // Implicit output: the ellipsis dims, then the indices used once, alphabetically.
@@ -261,7 +263,6 @@ std::vector<Value> lower_einsum(Importer& im, const onnx::NodeProto& node, const
     operands.push_back(sum_over(g, {im.tensor(node, i), e.inputs[i]}, alone, false));
   }
   Operand y = inputs == 1 ? operands[0] : contract(im, node, operands[0], operands[1], e.output);
-  if (y.tensor == im.tensor(node, 0) && y.labels == e.output) return {im.input(node, 0)};
   return {Importer::device_value(g, permute(g, y, e.output).tensor)};
 }
 

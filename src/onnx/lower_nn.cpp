@@ -240,13 +240,12 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   std::vector<int64_t> pads = resolve_pads(im, node, a, x, *k, strides, dil);
   bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
   bool include_pad = a.get_int("count_include_pad", 0) != 0;
+  TensorRef in = im.tensor(node, 0);
   if (n == 3) {
     ops::Pool3dParams p{array<3>(*k),  array<3>(strides), array<6>(pads),
                         array<3>(dil), ceil_mode,         include_pad};
-    TensorRef in = im.tensor(node, 0);
     return {out(im, max ? ops::max_pool3d(im.graph(), in, p) : ops::avg_pool3d(im.graph(), in, p))};
   }
-  TensorRef in = im.tensor(node, 0);
   // 1-D pooling runs as 2-D over [N, C, 1, L].
   if (one_d) in = im.graph().add_view(in, {x[0], x[1], 1, x[2]});
   ops::Pool2dParams p;

@@ -2,6 +2,7 @@
 // that picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM), each in a 2-D
 // variant for trivial depth windows and a 3-D one, all sharing conv_common.glsl's push
 // constants and bias + activation epilogue; conv_transpose2d gathers.
+#include <cstddef>
 #include <limits>
 
 #include "matmul_config.h"
