@@ -102,7 +102,8 @@ TensorRef argmax(ComputeGraph& g, TensorRef x, int64_t axis, bool keepdims,
 }  // namespace vkgraph::ops
 
 // ===== Convolution, pooling and normalization (src/ops/conv, pool, norm) =====
-// Tensors are NCHW Float32. Pads are ONNX-ordered {top, left, bottom, right}.
+// Tensors are NCHW (NCDHW for 3-D) Float32. Pads are ONNX-ordered: all begins, then all ends
+// ({top, left, bottom, right} in 2-D).
 #include <array>
 
 namespace vkgraph::ops {
@@ -133,9 +134,24 @@ struct Conv1dParams {
   int64_t groups = 1;
 };
 
-// x: [N, Cin, L]; weight: [Cout, Cin/groups, k]; bias: [Cout]. Runs as conv2d with H = 1.
+// x: [N, Cin, L]; weight: [Cout, Cin/groups, k]; bias: [Cout].
 TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight,
                  std::optional<TensorRef> bias = std::nullopt, const Conv1dParams& params = {},
+                 std::optional<UnaryOp> activation = std::nullopt,
+                 UnaryParams activation_params = {});
+
+struct Conv3dParams {
+  std::array<int64_t, 3> strides{1, 1, 1};
+  std::array<int64_t, 6> pads{0, 0, 0, 0, 0, 0};  // front, top, left, back, bottom, right
+  std::array<int64_t, 3> dilations{1, 1, 1};
+  int64_t groups = 1;
+};
+
+// x: [N, Cin, D, H, W]; weight: [Cout, Cin/groups, kD, kH, kW]; bias: [Cout]. Fuses activations
+// as conv2d does. conv1d and conv2d are this with unit leading spatial dims; a 3-D input whose
+// depth window is trivial (D = kD = 1, no depth pads) runs the 2-D kernels.
+TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight,
+                 std::optional<TensorRef> bias = std::nullopt, const Conv3dParams& params = {},
                  std::optional<UnaryOp> activation = std::nullopt,
                  UnaryParams activation_params = {});
 
@@ -167,6 +183,18 @@ struct Pool2dParams {
 // window with no input element gives -inf (max) or 0 (avg).
 TensorRef max_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params);
 TensorRef avg_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params);
+struct Pool3dParams {
+  std::array<int64_t, 3> kernel{1, 1, 1};
+  std::array<int64_t, 3> strides{1, 1, 1};
+  std::array<int64_t, 6> pads{0, 0, 0, 0, 0, 0};  // front, top, left, back, bottom, right
+  std::array<int64_t, 3> dilations{1, 1, 1};
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+};
+
+// x: [N, C, D, H, W]; as max_pool2d / avg_pool2d with a depth dim (those run this kernel).
+TensorRef max_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params);
+TensorRef avg_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params);
 // x: [N, C, D1, ...] (at least one spatial dim) -> [N, C, 1, ...].
 TensorRef global_avg_pool(ComputeGraph& g, TensorRef x);
 TensorRef global_max_pool(ComputeGraph& g, TensorRef x);

@@ -16,6 +16,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   if (opset_ < 1 || opset_ > 21)
     throw Error(ErrorKind::Unsupported,
                 "model uses ai.onnx opset " + std::to_string(opset_) + "; supported: 1 to 21");
+  register_einsum(lowerings_);
   register_elementwise(lowerings_);
   register_nn(lowerings_);
   register_tensor(lowerings_);

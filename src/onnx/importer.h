@@ -31,6 +31,7 @@ using Lowering =
 using LoweringTable = std::map<std::string, Lowering>;
 
 // Each lower_*.cpp adds its ops.
+void register_einsum(LoweringTable& table);
 void register_elementwise(LoweringTable& table);
 void register_nn(LoweringTable& table);
 void register_tensor(LoweringTable& table);

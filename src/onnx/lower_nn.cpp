@@ -1,6 +1,8 @@
 // Neural-network ONNX ops: Conv, Gemm/MatMul, pooling, normalization, softmax, reductions.
 // Load-time fusions happen here: BatchNormalization folded into a preceding Conv, bias and
 // activations applied in the Conv/Gemm/MatMul epilogue.
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "onnx/importer.h"
@@ -24,6 +26,14 @@ std::vector<int64_t> ints_or(const fold::Attrs& a, const char* name,
 float float_attr(const fold::Attrs& a, const char* name, float fallback) {
   auto it = a.floats.find(name);
   return it == a.floats.end() ? fallback : it->second;
+}
+
+// `v`, whose length the caller has checked, as an array.
+template <size_t N>
+std::array<int64_t, N> array(const std::vector<int64_t>& v) {
+  std::array<int64_t, N> r;
+  std::copy_n(v.begin(), N, r.begin());
+  return r;
 }
 
 std::string string_attr(const fold::Attrs& a, const char* name, const std::string& fallback) {
@@ -92,8 +102,8 @@ bool fold_batch_norm(Importer& im, const onnx::NodeProto& conv, HostTensor& weig
 std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
   Shape x = im.input(node, 0).shape, w = im.input(node, 1).shape;
-  if (x.size() != 3 && x.size() != 4)
-    im.fail(node, "only 1-D and 2-D convolutions are supported; input is " + shape_str(x));
+  if (x.size() < 3 || x.size() > 5)
+    im.fail(node, "only 1-D, 2-D and 3-D convolutions are supported; input is " + shape_str(x));
   size_t n = x.size() - 2;
   std::vector<int64_t> kernel = ints_or(a, "kernel_shape", Shape(w.begin() + 2, w.end()));
   std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
@@ -129,12 +139,11 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
   if (act) act_op = act->first, act_params = act->second;
 
   TensorRef y;
-  if (n == 2) {
-    ops::Conv2dParams p;
-    p.strides = {strides[0], strides[1]};
-    p.pads = {pads[0], pads[1], pads[2], pads[3]};
-    p.dilations = {dil[0], dil[1]};
-    p.groups = groups;
+  if (n == 3) {
+    ops::Conv3dParams p{array<3>(strides), array<6>(pads), array<3>(dil), groups};
+    y = ops::conv3d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+  } else if (n == 2) {
+    ops::Conv2dParams p{array<2>(strides), array<4>(pads), array<2>(dil), groups};
     y = ops::conv2d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
   } else {
     ops::Conv1dParams p;
@@ -222,14 +231,21 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   const auto* k = a.find_ints("kernel_shape");
   if (!k) im.fail(node, "missing kernel_shape");
   bool one_d = x.size() == 3;
-  if (x.size() != 4 && !one_d) im.fail(node, "only 1-D and 2-D pooling is supported");
+  if (x.size() < 3 || x.size() > 5) im.fail(node, "only 1-D, 2-D and 3-D pooling is supported");
   size_t n = x.size() - 2;
   std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> dil = ints_or(a, "dilations", std::vector<int64_t>(n, 1));
   if (k->size() != n || strides.size() != n || dil.size() != n)
     im.fail(node, "attribute ranks differ from input");
   std::vector<int64_t> pads = resolve_pads(im, node, a, x, *k, strides, dil);
+  bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
+  bool include_pad = a.get_int("count_include_pad", 0) != 0;
   TensorRef in = im.tensor(node, 0);
+  if (n == 3) {
+    ops::Pool3dParams p{array<3>(*k),  array<3>(strides), array<6>(pads),
+                        array<3>(dil), ceil_mode,         include_pad};
+    return {out(im, max ? ops::max_pool3d(im.graph(), in, p) : ops::avg_pool3d(im.graph(), in, p))};
+  }
   // 1-D pooling runs as 2-D over [N, C, 1, L].
   if (one_d) in = im.graph().add_view(in, {x[0], x[1], 1, x[2]});
   ops::Pool2dParams p;
@@ -239,8 +255,8 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   p.dilations = one_d ? std::array<int64_t, 2>{1, dil[0]} : std::array<int64_t, 2>{dil[0], dil[1]};
   p.pads = one_d ? std::array<int64_t, 4>{0, pads[0], 0, pads[1]}
                  : std::array<int64_t, 4>{pads[0], pads[1], pads[2], pads[3]};
-  p.ceil_mode = a.get_int("ceil_mode", 0) != 0;
-  p.count_include_pad = a.get_int("count_include_pad", 0) != 0;
+  p.ceil_mode = ceil_mode;
+  p.count_include_pad = include_pad;
   TensorRef y = max ? ops::max_pool2d(im.graph(), in, p) : ops::avg_pool2d(im.graph(), in, p);
   if (one_d) {
     Shape ys = im.graph().info(y).shape;

@@ -1,14 +1,16 @@
 #version 450
 // Convolution as an implicit GEMM per group: Y[m][n] = sum_k W[m][k] * im2col(X)[k][n] with
-// M = the group's output channels, N = batch * out_h * out_w, K = in_c_g * k_h * k_w. A
+// M = the group's output channels, N = batch * output pixels, K = in_c_g * kernel taps. A
 // workgroup computes a BM x BN tile of Y, walking K in BK-deep slices staged in shared memory;
 // each thread accumulates a TM x TN block in registers, so every value read from shared memory
 // feeds TM or TN multiply-adds. POINTWISE (1x1, stride 1, no padding) reads X as a plain
-// [K, N] matrix per image, without the im2col index arithmetic. Tile sizes are defines; the
+// [K, N] matrix per image, without the im2col index arithmetic, whatever the spatial rank.
+// CONV3D decodes a depth tap too; without it the depth window must be trivial (in_d = k_d = 1,
+// no depth pads), which spares 2-D convolutions that arithmetic. Tile sizes are defines; the
 // workgroup size (spec constant 0) must be (BM / TM) * (BN / TN), a multiple of BN.
 // SPLIT_K: gl_WorkGroupID.z enumerates (K slice, group), slice outermost; the workgroup sums
 // only its slice's p.k_chunk of K and stores the raw partial into slice `slice` of a
-// [slices, N, C, H, W] scratch bound as Y; conv_splitk_reduce.comp sums them and applies the
+// [slices, N, C, pixels] scratch bound as Y; conv_splitk_reduce.comp sums them and applies the
 // epilogue.
 #include "common.glsl"
 #include "conv_common.glsl"
@@ -32,15 +34,16 @@ void main() {
 #endif
   const int m0 = int(gl_WorkGroupID.y) * BM;
   const int n0 = int(gl_WorkGroupID.x) * BN;
-  const int taps = p.k_h * p.k_w;
+  const int taps = p.k_d * p.k_h * p.k_w;
   const int K = p.in_c_g * taps;
   const int out_hw = p.out_h * p.out_w;
-  const int N = p.batch * out_hw;
-  const int in_hw = p.in_h * p.in_w;
+  const int out_vol = p.out_d * out_hw;
+  const int N = p.batch * out_vol;
+  const int in_vol = p.in_d * p.in_h * p.in_w;
 #if SPLIT_K
   const int k_begin = slice * p.k_chunk;
   const int k_end = min(K, k_begin + p.k_chunk);
-  const int y_base = slice * p.batch * p.out_c * out_hw;
+  const int y_base = slice * p.batch * p.out_c * out_vol;
 #else
   const int k_begin = 0;
   const int k_end = K;
@@ -51,15 +54,23 @@ void main() {
   const int b_col = tid % BN;
   const int n_load = n0 + b_col;
   const bool n_valid = n_load < N;
-  const int img = n_valid ? n_load / out_hw : 0;
-  const int pix = n_load - img * out_hw;
-  const int x_base = (img * p.in_c + group * p.in_c_g) * in_hw;
+  const int img = n_valid ? n_load / out_vol : 0;
+  const int pix = n_load - img * out_vol;
+  const int x_base = (img * p.in_c + group * p.in_c_g) * in_vol;
 #if POINTWISE
   const int x_col = x_base + pix;
 #else
-  const int oh = pix / p.out_w;
+#if CONV3D
+  const int od = pix / out_hw;
+  const int pix_hw = pix - od * out_hw;
+  const int id0 = od * p.stride_d - p.pad_f;
+  const int k_hw = p.k_h * p.k_w;
+#else
+  const int pix_hw = pix;
+#endif
+  const int oh = pix_hw / p.out_w;
   const int ih0 = oh * p.stride_h - p.pad_t;
-  const int iw0 = (pix - oh * p.out_w) * p.stride_w - p.pad_l;
+  const int iw0 = (pix_hw - oh * p.out_w) * p.stride_w - p.pad_l;
 #endif
   const int m_rows = min(BM, p.out_c_g - m0);
   const int w_base = (group * p.out_c_g + m0) * K;
@@ -84,15 +95,25 @@ void main() {
       float v = 0.0;
       if (n_valid && k < k_end) {
 #if POINTWISE
-        v = x[x_col + k * in_hw];
+        v = x[x_col + k * in_vol];
 #else
         int ci = k / taps;
         int tap = k - ci * taps;
+#if CONV3D
+        int kd = tap / k_hw;
+        tap -= kd * k_hw;
+        int id = id0 + kd * p.dil_d;
+        bool depth_in = uint(id) < uint(p.in_d);
+        int plane = ci * p.in_d + id;
+#else
+        const bool depth_in = true;
+        int plane = ci;
+#endif
         int kh = tap / p.k_w;
         int ih = ih0 + kh * p.dil_h;
         int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
-        if (uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
-          v = x[x_base + (ci * p.in_h + ih) * p.in_w + iw];
+        if (depth_in && uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
+          v = x[x_base + (plane * p.in_h + ih) * p.in_w + iw];
 #endif
       }
       b_tile[r * BN + b_col] = v;
@@ -115,8 +136,8 @@ void main() {
     for (int j = 0; j < TN; ++j) {
       int n = n0 + tx + j * THREADS_N;
       if (n >= N) break;
-      int s = n / out_hw;
-      int at = y_base + (s * p.out_c + co) * out_hw + (n - s * out_hw);
+      int s = n / out_vol;
+      int at = y_base + (s * p.out_c + co) * out_vol + (n - s * out_vol);
 #if SPLIT_K
       y[at] = acc[i][j];
 #else

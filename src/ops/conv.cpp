@@ -1,6 +1,8 @@
-// Convolutions: conv2d picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM),
-// all sharing conv_common.glsl's push constants and bias + activation epilogue; conv1d runs as
-// conv2d with H = 1; conv_transpose2d gathers.
+// Convolutions: conv1d, conv2d and conv3d are one 3-D convolution (unit leading spatial dims)
+// that picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM), each in a 2-D
+// variant for trivial depth windows and a 3-D one, all sharing conv_common.glsl's push
+// constants and bias + activation epilogue; conv_transpose2d gathers.
+#include <cstddef>
 #include <limits>
 
 #include "matmul_config.h"
@@ -38,72 +40,107 @@ std::optional<uint32_t> activation_code(UnaryOp op) {
   }
 }
 
-// Everything conv_common.glsl's push constants describe, in their order.
+// Everything conv_common.glsl's push constants describe, in their order. 1-D and 2-D
+// convolutions are 3-D ones with unit leading spatial dims.
 struct ConvGeometry {
-  int64_t batch, in_c, in_h, in_w, out_c, out_h, out_w, k_h, k_w, stride_h, stride_w, pad_t, pad_l,
-      dil_h, dil_w, in_c_g, out_c_g;
+  int64_t batch, in_c, in_d, in_h, in_w, out_c, out_d, out_h, out_w, k_d, k_h, k_w, stride_d,
+      stride_h, stride_w, pad_f, pad_t, pad_l, dil_d, dil_h, dil_w, in_c_g, out_c_g;
+  int64_t out_volume() const { return out_d * out_h * out_w; }
 };
 
-// x: [N, C, H, W]; the weight's last two dims are the kernel. The output size is the caller's.
-ConvGeometry geometry(const Shape& xs, const Shape& ws, int64_t out_c, int64_t groups,
-                      const std::array<int64_t, 2>& strides, const std::array<int64_t, 4>& pads,
-                      const std::array<int64_t, 2>& dilations) {
+// Inserts unit dims after N and C so that `s` has three spatial dims.
+Shape lift_shape(const Shape& s) {
+  Shape r(s.begin(), s.begin() + 2);
+  r.insert(r.end(), 5 - s.size(), 1);
+  r.insert(r.end(), s.begin() + 2, s.end());
+  return r;
+}
+
+// An N-D window as a 3-D one whose leading spatial dims are trivial.
+template <size_t N>
+Conv3dParams lift(const std::array<int64_t, N>& strides, const std::array<int64_t, 2 * N>& pads,
+                  const std::array<int64_t, N>& dilations, int64_t groups) {
+  Conv3dParams p;
+  for (size_t i = 0, at = 3 - N; i < N; ++i, ++at) {
+    p.strides[at] = strides[i];
+    p.dilations[at] = dilations[i];
+    p.pads[at] = pads[i];
+    p.pads[3 + at] = pads[N + i];
+  }
+  p.groups = groups;
+  return p;
+}
+
+// xs, ws: lifted to 5-D; the weight's last three dims are the kernel. The output size is the
+// caller's.
+ConvGeometry geometry(const Shape& xs, const Shape& ws, int64_t out_c, const Conv3dParams& p) {
   ConvGeometry c{};
   c.batch = xs[0];
   c.in_c = xs[1];
-  c.in_h = xs[2];
-  c.in_w = xs[3];
+  c.in_d = xs[2];
+  c.in_h = xs[3];
+  c.in_w = xs[4];
   c.out_c = out_c;
-  c.k_h = ws[2];
-  c.k_w = ws[3];
-  c.stride_h = strides[0];
-  c.stride_w = strides[1];
-  c.pad_t = pads[0];
-  c.pad_l = pads[1];
-  c.dil_h = dilations[0];
-  c.dil_w = dilations[1];
-  c.in_c_g = c.in_c / groups;
-  c.out_c_g = out_c / groups;
+  c.k_d = ws[2];
+  c.k_h = ws[3];
+  c.k_w = ws[4];
+  c.stride_d = p.strides[0];
+  c.stride_h = p.strides[1];
+  c.stride_w = p.strides[2];
+  c.pad_f = p.pads[0];
+  c.pad_t = p.pads[1];
+  c.pad_l = p.pads[2];
+  c.dil_d = p.dilations[0];
+  c.dil_h = p.dilations[1];
+  c.dil_w = p.dilations[2];
+  c.in_c_g = c.in_c / p.groups;
+  c.out_c_g = out_c / p.groups;
   return c;
 }
 
 std::vector<uint8_t> conv_push(const ConvGeometry& c, UnaryParams act, int64_t k_chunk) {
   PushConstants pc;
-  for (int64_t v :
-       {c.batch, c.in_c, c.in_h, c.in_w, c.out_c, c.out_h, c.out_w, c.k_h, c.k_w, c.stride_h,
-        c.stride_w, c.pad_t, c.pad_l, c.dil_h, c.dil_w, c.in_c_g, c.out_c_g})
+  for (int64_t v : {c.batch, c.in_c,  c.in_d,  c.in_h,  c.in_w,     c.out_c,    c.out_d,    c.out_h,
+                    c.out_w, c.k_d,   c.k_h,   c.k_w,   c.stride_d, c.stride_h, c.stride_w, c.pad_f,
+                    c.pad_t, c.pad_l, c.dil_d, c.dil_h, c.dil_w,    c.in_c_g,   c.out_c_g})
     pc.add(static_cast<int32_t>(v));
   pc.add(act.alpha).add(act.beta).add(static_cast<int32_t>(k_chunk));
   return pc.take();
 }
 
-std::string dims_str(const std::array<int64_t, 2>& v) {
-  return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+// The last `n` values of a lifted window attribute, as the caller wrote them.
+std::string dims_str(const int64_t* end, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(*(end - n + i));
+  return s + "]";
 }
 
-void check_window(const std::string& op, const std::array<int64_t, 2>& strides,
-                  const std::array<int64_t, 4>& pads, const std::array<int64_t, 2>& dilations,
-                  int64_t groups) {
-  check(strides[0] >= 1 && strides[1] >= 1, ErrorKind::InvalidArgument,
-        op + ": strides " + dims_str(strides) + " must be positive");
-  check(dilations[0] >= 1 && dilations[1] >= 1, ErrorKind::InvalidArgument,
-        op + ": dilations " + dims_str(dilations) + " must be positive");
-  for (int64_t pad : pads)
+// `spatial`: how many of the lifted dims the caller has (for messages).
+void check_window(const std::string& op, const Conv3dParams& p, size_t spatial) {
+  auto positive = [](const std::array<int64_t, 3>& v) {
+    return v[0] >= 1 && v[1] >= 1 && v[2] >= 1;
+  };
+  check(positive(p.strides), ErrorKind::InvalidArgument,
+        op + ": strides " + dims_str(p.strides.data() + 3, spatial) + " must be positive");
+  check(positive(p.dilations), ErrorKind::InvalidArgument,
+        op + ": dilations " + dims_str(p.dilations.data() + 3, spatial) + " must be positive");
+  for (int64_t pad : p.pads)
     check(pad >= 0, ErrorKind::InvalidArgument, op + ": pads must be non-negative");
-  check(groups >= 1, ErrorKind::InvalidArgument,
-        op + ": groups " + std::to_string(groups) + " must be positive");
+  check(p.groups >= 1, ErrorKind::InvalidArgument,
+        op + ": groups " + std::to_string(p.groups) + " must be positive");
 }
 
-void check_f32_rank4(ComputeGraph& g, TensorRef t, const std::string& op, const char* role,
-                     const char* layout) {
+void check_f32_rank(ComputeGraph& g, TensorRef t, size_t rank, const std::string& op,
+                    const char* role, const std::string& layout) {
   require_dtype(g, t, DType::Float32, op);
   Shape s = g.info(t).shape;
-  check(s.size() == 4, ErrorKind::InvalidArgument,
+  check(s.size() == rank, ErrorKind::InvalidArgument,
         op + ": " + role + " must be " + layout + ", got " + shape_str(s));
 }
 
-void check_weight(ComputeGraph& g, TensorRef weight, const std::string& op, const char* layout) {
-  check_f32_rank4(g, weight, op, "weight", layout);
+void check_weight(ComputeGraph& g, TensorRef weight, size_t rank, const std::string& op,
+                  const std::string& layout) {
+  check_f32_rank(g, weight, rank, op, "weight", layout);
   Shape s = g.info(weight).shape;
   for (int64_t d : s)
     check(d > 0, ErrorKind::InvalidArgument, op + ": weight " + shape_str(s) + " has an empty dim");
@@ -150,20 +187,24 @@ uint64_t ceil_div(uint64_t a, uint64_t b) {
 }
 
 uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const GemmTile& tile) {
-  uint64_t m = c.out_c_g, n = c.batch * c.out_h * c.out_w;
+  uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   return ceil_div(m, tile.size) * ceil_div(n, tile.size) * groups;
 }
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
 // below kMinLargeTileGroups, so split passes always use small tiles.
 SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
-  return choose_split_k(gemm_tiles(c, groups, kSmallTile), c.in_c_g * c.k_h * c.k_w);
+  return choose_split_k(gemm_tiles(c, groups, kSmallTile), c.in_c_g * c.k_d * c.k_h * c.k_w);
 }
+
+// Which GEMM shader: pointwise reads X as a matrix whatever its spatial rank; otherwise the
+// 3-D variant decodes a depth tap, which 2-D convolutions (depth window trivial) skip.
+enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
 
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
 DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
-                           bool pointwise, uint32_t splits) {
-  uint64_t m = c.out_c_g, n = c.batch * c.out_h * c.out_w;
+                           GemmKind kind, uint32_t splits) {
+  uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= kMinLargeTileGroups;
   const GemmTile& tile = large ? kLargeTile : kSmallTile;
   uint64_t gx = ceil_div(n, tile.size), gy = ceil_div(m, tile.size), gz = groups * splits;
@@ -171,8 +212,10 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
         op + ": output of " + std::to_string(n) + " pixels x " + std::to_string(m) +
             " channels needs too many workgroups");
   DispatchDesc d;
-  d.shader = std::string("conv2d_") + (pointwise ? "pointwise" : "gemm") + tile.suffix +
-             (splits > 1 ? "_splitk" : "") + "_f32";
+  const char* family = kind == GemmKind::Pointwise  ? "conv2d_pointwise"
+                       : kind == GemmKind::Im2col2d ? "conv2d_gemm"
+                                                    : "conv3d_gemm";
+  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk" : "") + "_f32";
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   return d;
@@ -182,7 +225,7 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
 DispatchDesc elementwise_dispatch(const std::string& shader, const ConvGeometry& c) {
   DispatchDesc d;
   d.shader = shader;
-  d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c * c.out_h * c.out_w));
+  d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c * c.out_volume()));
   d.local = {kLocal, 1, 1};
   return d;
 }
@@ -207,14 +250,14 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
 void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
               std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c, int64_t groups,
-              bool pointwise, uint32_t act_code, UnaryParams act_params) {
+              GemmKind kind, uint32_t act_code, UnaryParams act_params) {
   SplitK split = conv_split_k(c, groups);
-  DispatchDesc d = gemm_dispatch(op, c, groups, pointwise, split.splits);
+  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits);
   if (split.splits == 1) {
     finish_dispatch(g, std::move(d), x, weight, bias, y, c, act_code, act_params, op);
     return;
   }
-  Shape partial_shape{split.splits, c.batch, c.out_c, c.out_h, c.out_w};
+  Shape partial_shape{split.splits, c.batch, c.out_c, c.out_volume()};
   check_index_range(partial_shape, op);
   // A graph tensor, so the memory planner places it and the hazard tracker orders the passes.
   TensorRef partials = g.add_tensor(partial_shape, DType::Float32);
@@ -224,12 +267,15 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
                   y, c, act_code, act_params, op, split.k_chunk);
 }
 
-TensorRef conv2d_named(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
-                       std::optional<TensorRef> bias, const Conv2dParams& params,
-                       std::optional<UnaryOp> activation, UnaryParams activation_params) {
-  check_f32_rank4(g, x, op, "input", "[N, C, H, W]");
-  check_weight(g, weight, op, "[Cout, Cin/groups, kH, kW]");
-  check_window(op, params.strides, params.pads, params.dilations, params.groups);
+// Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and
+// `x_layout`, `w_layout` its layouts, for messages.
+TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const char* x_layout,
+                  const char* w_layout, TensorRef x, TensorRef weight,
+                  std::optional<TensorRef> bias, const Conv3dParams& params,
+                  std::optional<UnaryOp> activation, UnaryParams activation_params) {
+  check_f32_rank(g, x, spatial + 2, op, "input", x_layout);
+  check_weight(g, weight, spatial + 2, op, w_layout);
+  check_window(op, params, spatial);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[0];
   check(in_c % groups == 0 && out_c % groups == 0, ErrorKind::InvalidArgument,
@@ -248,21 +294,27 @@ TensorRef conv2d_named(ComputeGraph& g, const std::string& op, TensorRef x, Tens
   const auto& s = params.strides;
   const auto& pads = params.pads;
   const auto& dil = params.dilations;
-  ConvGeometry c = geometry(xs, ws, out_c, groups, s, pads, dil);
-  c.out_h = conv_out_size(c.in_h, c.k_h, s[0], pads[0], pads[2], dil[0], op, "height");
-  c.out_w = conv_out_size(c.in_w, c.k_w, s[1], pads[1], pads[3], dil[1], op, "width");
-  Shape ys{c.batch, out_c, c.out_h, c.out_w};
+  ConvGeometry c = geometry(lift_shape(xs), lift_shape(ws), out_c, params);
+  c.out_d = conv_out_size(c.in_d, c.k_d, s[0], pads[0], pads[3], dil[0], op, "depth");
+  c.out_h = conv_out_size(c.in_h, c.k_h, s[1], pads[1], pads[4], dil[1], op, "height");
+  c.out_w = conv_out_size(c.in_w, c.k_w, s[2], pads[2], pads[5], dil[2], op, "width");
+  // The caller's rank: the shaders see only the lifted geometry.
+  Shape ys{c.batch, out_c, c.out_d, c.out_h, c.out_w};
+  ys.erase(ys.begin() + 2, ys.begin() + 5 - static_cast<std::ptrdiff_t>(spatial));
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, DType::Float32);
 
+  const bool depth = c.in_d > 1 || c.k_d > 1 || pads[0] > 0 || pads[3] > 0;
   if (groups == in_c && groups > 1) {
-    finish_dispatch(g, elementwise_dispatch("conv2d_depthwise_f32", c), x, weight, bias, y, c, *act,
+    const char* shader = depth ? "conv3d_depthwise_f32" : "conv2d_depthwise_f32";
+    finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, bias, y, c, *act,
                     activation_params, op);
-  } else {
-    bool pointwise = c.k_h == 1 && c.k_w == 1 && s[0] == 1 && s[1] == 1 &&
-                     pads == std::array<int64_t, 4>{0, 0, 0, 0};
-    add_gemm(g, op, x, weight, bias, y, c, groups, pointwise, *act, activation_params);
+    return y;
   }
+  bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 && s == std::array<int64_t, 3>{1, 1, 1} &&
+                   pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
+  GemmKind kind = pointwise ? GemmKind::Pointwise : depth ? GemmKind::Im2col3d : GemmKind::Im2col2d;
+  add_gemm(g, op, x, weight, bias, y, c, groups, kind, *act, activation_params);
   return y;
 }
 
@@ -272,39 +324,36 @@ bool conv_can_fuse(UnaryOp activation) {
   return activation_code(activation).has_value();
 }
 
+TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
+                 const Conv3dParams& params, std::optional<UnaryOp> activation,
+                 UnaryParams activation_params) {
+  return conv_nd(g, "conv3d", 3, "[N, C, D, H, W]", "[Cout, Cin/groups, kD, kH, kW]", x, weight,
+                 bias, params, activation, activation_params);
+}
+
 TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
                  const Conv2dParams& params, std::optional<UnaryOp> activation,
                  UnaryParams activation_params) {
-  return conv2d_named(g, "conv2d", x, weight, bias, params, activation, activation_params);
+  return conv_nd(g, "conv2d", 2, "[N, C, H, W]", "[Cout, Cin/groups, kH, kW]", x, weight, bias,
+                 lift(params.strides, params.pads, params.dilations, params.groups), activation,
+                 activation_params);
 }
 
 TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
                  const Conv1dParams& params, std::optional<UnaryOp> activation,
                  UnaryParams activation_params) {
-  const std::string op = "conv1d";
-  const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
-  check(xs.size() == 3, ErrorKind::InvalidArgument,
-        op + ": input must be [N, C, L], got " + shape_str(xs));
-  check(ws.size() == 3, ErrorKind::InvalidArgument,
-        op + ": weight must be [Cout, Cin/groups, k], got " + shape_str(ws));
-  Conv2dParams p2;
-  p2.strides = {1, params.stride};
-  p2.pads = {0, params.pads[0], 0, params.pads[1]};
-  p2.dilations = {1, params.dilation};
-  p2.groups = params.groups;
-  TensorRef x4 = g.add_view(x, {xs[0], xs[1], 1, xs[2]});
-  TensorRef w4 = g.add_view(weight, {ws[0], ws[1], 1, ws[2]});
-  TensorRef y4 = conv2d_named(g, op, x4, w4, bias, p2, activation, activation_params);
-  Shape ys = g.info(y4).shape;
-  return g.add_view(y4, {ys[0], ys[1], ys[3]});
+  return conv_nd(g, "conv1d", 1, "[N, C, L]", "[Cout, Cin/groups, k]", x, weight, bias,
+                 lift<1>({params.stride}, params.pads, {params.dilation}, params.groups),
+                 activation, activation_params);
 }
 
 TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
                            std::optional<TensorRef> bias, const ConvTranspose2dParams& params) {
   const std::string op = "conv_transpose2d";
-  check_f32_rank4(g, x, op, "input", "[N, C, H, W]");
-  check_weight(g, weight, op, "[Cin, Cout/groups, kH, kW]");
-  check_window(op, params.strides, params.pads, params.dilations, params.groups);
+  const Conv3dParams window = lift(params.strides, params.pads, params.dilations, params.groups);
+  check_f32_rank(g, x, 4, op, "input", "[N, C, H, W]");
+  check_weight(g, weight, 4, op, "[Cin, Cout/groups, kH, kW]");
+  check_window(op, window, 2);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[1] * groups;
   check(ws[0] == in_c, ErrorKind::InvalidArgument,
@@ -314,13 +363,15 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
         op + ": groups " + std::to_string(groups) + " must divide input channels " +
             std::to_string(in_c));
   check(params.output_padding[0] >= 0 && params.output_padding[1] >= 0, ErrorKind::InvalidArgument,
-        op + ": output_padding " + dims_str(params.output_padding) + " must be non-negative");
+        op + ": output_padding " + dims_str(params.output_padding.data() + 2, 2) +
+            " must be non-negative");
   check_bias(g, bias, out_c, op);
 
   const auto& s = params.strides;
   const auto& pads = params.pads;
   const auto& dil = params.dilations;
-  ConvGeometry c = geometry(xs, ws, out_c, groups, s, pads, dil);
+  ConvGeometry c = geometry(lift_shape(xs), lift_shape(ws), out_c, window);
+  c.out_d = 1;
   c.out_h =
       (c.in_h - 1) * s[0] - pads[0] - pads[2] + dil[0] * (c.k_h - 1) + params.output_padding[0] + 1;
   c.out_w =

@@ -9,12 +9,12 @@ layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 
 layout(push_constant) uniform Params {
   int batch;
-  int in_c, in_h, in_w;
-  int out_c, out_h, out_w;
-  int k_h, k_w;
-  int stride_h, stride_w;
-  int pad_t, pad_l;
-  int dil_h, dil_w;
+  int in_c, in_d, in_h, in_w;  // depth is 1 for 1-D and 2-D convolutions
+  int out_c, out_d, out_h, out_w;
+  int k_d, k_h, k_w;
+  int stride_d, stride_h, stride_w;
+  int pad_f, pad_t, pad_l;
+  int dil_d, dil_h, dil_w;
   int in_c_g, out_c_g;  // channels per group
   float alpha, beta;    // activation parameters
   int k_chunk;          // split-K slice depth (conv.comp's SPLIT_K); unused otherwise

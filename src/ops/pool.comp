@@ -1,16 +1,17 @@
 #version 450
-// MaxPool (POOL_MAX) / AveragePool (POOL_AVG) over NCHW, one invocation per output element.
-// Windows may hang over the padding and, with ceil_mode, past it; only taps inside the input
-// are read. With count_include_pad, the average divides by the taps inside the padded input.
+// MaxPool (POOL_MAX) / AveragePool (POOL_AVG) over NCDHW, one invocation per output element;
+// 1-D and 2-D pooling run with unit leading spatial dims. Windows may hang over the padding
+// and, with ceil_mode, past it; only taps inside the input are read. With count_include_pad,
+// the average divides by the taps inside the padded input.
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Params {
   int total;
-  int in_h, in_w, out_h, out_w;
-  int k_h, k_w, stride_h, stride_w, dil_h, dil_w;
-  int pad_t, pad_l, pad_b, pad_r;
+  int in_d, in_h, in_w, out_d, out_h, out_w;
+  int k_d, k_h, k_w, stride_d, stride_h, stride_w, dil_d, dil_h, dil_w;
+  int pad_f, pad_t, pad_l, pad_bk, pad_b, pad_r;  // begins (front, top, left), then ends
   int count_include_pad;
 } p;
 
@@ -20,8 +21,11 @@ void main() {
   int ow = idx % p.out_w;
   int t = idx / p.out_w;
   int oh = t % p.out_h;
-  int plane = t / p.out_h;
-  int base = plane * p.in_h * p.in_w;
+  t /= p.out_h;
+  int od = t % p.out_d;
+  int plane = t / p.out_d;
+  int base = plane * p.in_d * p.in_h * p.in_w;
+  int id0 = od * p.stride_d - p.pad_f;
   int ih0 = oh * p.stride_h - p.pad_t;
   int iw0 = ow * p.stride_w - p.pad_l;
 #if POOL_MAX
@@ -30,22 +34,27 @@ void main() {
   float r = 0.0;
   int n_in = 0, n_padded = 0;
 #endif
-  for (int kh = 0; kh < p.k_h; ++kh) {
-    int ih = ih0 + kh * p.dil_h;
-    bool row_in = uint(ih) < uint(p.in_h);
-    for (int kw = 0; kw < p.k_w; ++kw) {
-      int iw = iw0 + kw * p.dil_w;
-      bool tap_in = row_in && uint(iw) < uint(p.in_w);
+  for (int kd = 0; kd < p.k_d; ++kd) {
+    int id = id0 + kd * p.dil_d;
+    bool slice_in = uint(id) < uint(p.in_d);
+    for (int kh = 0; kh < p.k_h; ++kh) {
+      int ih = ih0 + kh * p.dil_h;
+      bool row_in = slice_in && uint(ih) < uint(p.in_h);
+      int row = base + (id * p.in_h + ih) * p.in_w;
+      for (int kw = 0; kw < p.k_w; ++kw) {
+        int iw = iw0 + kw * p.dil_w;
+        bool tap_in = row_in && uint(iw) < uint(p.in_w);
 #if POOL_MAX
-      if (tap_in) r = max(r, x[base + ih * p.in_w + iw]);
+        if (tap_in) r = max(r, x[row + iw]);
 #else
-      if (tap_in) {
-        r += x[base + ih * p.in_w + iw];
-        ++n_in;
-      }
-      // Windows never start before the top/left padding, so only the far edges can cut taps.
-      if (ih < p.in_h + p.pad_b && iw < p.in_w + p.pad_r) ++n_padded;
+        if (tap_in) {
+          r += x[row + iw];
+          ++n_in;
+        }
+        // Windows never start before the leading padding, so only the far edges can cut taps.
+        if (id < p.in_d + p.pad_bk && ih < p.in_h + p.pad_b && iw < p.in_w + p.pad_r) ++n_padded;
 #endif
+      }
     }
   }
 #if POOL_AVG

@@ -1,5 +1,6 @@
-// Pooling: windowed max/average over NCHW (one invocation per output) and global max/average
-// over all spatial dims (one workgroup per (n, c) row).
+// Pooling: windowed max/average over NCHW or NCDHW, one kernel with 2-D windows lifted to 3-D
+// (one invocation per output), and global max/average over all spatial dims (one workgroup per
+// (n, c) row).
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -10,8 +11,11 @@
 namespace vkgraph::ops {
 namespace {
 
-std::string dims_str(const std::array<int64_t, 2>& v) {
-  return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+// The last `n` values of a lifted window attribute, as the caller wrote them.
+std::string dims_str(const std::array<int64_t, 3>& v, size_t n) {
+  std::string s = "[";
+  for (size_t i = 3 - n; i < 3; ++i) s += (i > 3 - n ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
 }
 
 // ONNX output size. In ceil_mode the last window may hang past the padding, but a window that
@@ -41,32 +45,44 @@ Shape checked_input(ComputeGraph& g, TensorRef x, bool rank_exact, size_t rank,
   return s;
 }
 
-TensorRef pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params, bool is_max) {
-  const std::string op = is_max ? "max_pool2d" : "avg_pool2d";
-  const Shape xs = checked_input(g, x, true, 4, op, "[N, C, H, W]");
+// Every windowed pooling, with its window lifted to 3-D; `spatial` is the caller's spatial
+// rank and `layout` its input layout, for messages.
+TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layout,
+                  const Pool3dParams& params, bool is_max) {
+  const std::string op =
+      std::string(is_max ? "max_pool" : "avg_pool") + std::to_string(spatial) + "d";
+  const Shape xs = checked_input(g, x, true, spatial + 2, op, layout);
   const auto& [kernel, strides, pads, dil, ceil_mode, include_pad] = params;
-  check(kernel[0] >= 1 && kernel[1] >= 1, ErrorKind::InvalidArgument,
-        op + ": kernel " + dims_str(kernel) + " must be positive");
-  check(strides[0] >= 1 && strides[1] >= 1, ErrorKind::InvalidArgument,
-        op + ": strides " + dims_str(strides) + " must be positive");
-  check(dil[0] >= 1 && dil[1] >= 1, ErrorKind::InvalidArgument,
-        op + ": dilations " + dims_str(dil) + " must be positive");
+  auto positive = [](const std::array<int64_t, 3>& v) {
+    return v[0] >= 1 && v[1] >= 1 && v[2] >= 1;
+  };
+  check(positive(kernel), ErrorKind::InvalidArgument,
+        op + ": kernel " + dims_str(kernel, spatial) + " must be positive");
+  check(positive(strides), ErrorKind::InvalidArgument,
+        op + ": strides " + dims_str(strides, spatial) + " must be positive");
+  check(positive(dil), ErrorKind::InvalidArgument,
+        op + ": dilations " + dims_str(dil, spatial) + " must be positive");
   for (int64_t pad : pads)
     check(pad >= 0, ErrorKind::InvalidArgument, op + ": pads must be non-negative");
-  int64_t out_h = pool_out_size(xs[2], kernel[0], strides[0], pads[0], pads[2], dil[0], ceil_mode,
-                                op, "height");
-  int64_t out_w =
-      pool_out_size(xs[3], kernel[1], strides[1], pads[1], pads[3], dil[1], ceil_mode, op, "width");
-  Shape ys{xs[0], xs[1], out_h, out_w};
+  // Input and output sizes with unit leading spatial dims.
+  std::array<int64_t, 3> in{1, 1, 1}, out{};
+  std::copy(xs.begin() + 2, xs.end(), in.end() - spatial);
+  const char* names[3] = {"depth", "height", "width"};
+  for (size_t i = 0; i < 3; ++i)
+    out[i] = pool_out_size(in[i], kernel[i], strides[i], pads[i], pads[i + 3], dil[i], ceil_mode,
+                           op, names[i]);
+  Shape ys(xs.begin(), xs.begin() + 2);
+  ys.insert(ys.end(), out.end() - spatial, out.end());
   TensorRef y = g.add_tensor(ys, DType::Float32);
 
   PushConstants pc;
-  for (int64_t v : {numel(ys), xs[2], xs[3], out_h, out_w, kernel[0], kernel[1], strides[0],
-                    strides[1], dil[0], dil[1], pads[0], pads[1], pads[2], pads[3]})
-    pc.add(static_cast<int32_t>(v));
+  pc.add(static_cast<int32_t>(numel(ys)));
+  for (const std::array<int64_t, 3>& v : {in, out, kernel, strides, dil})
+    for (int64_t e : v) pc.add(static_cast<int32_t>(e));
+  for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
   DispatchDesc d;
-  d.shader = op + "_f32";
+  d.shader = is_max ? "max_pool_f32" : "avg_pool_f32";
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(numel(ys)));
   d.local = {kLocal, 1, 1};
@@ -74,6 +90,18 @@ TensorRef pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params, bool 
   d.label = op;
   g.add_dispatch(std::move(d));
   return y;
+}
+
+// A 2-D window as a 3-D one with a trivial depth.
+Pool3dParams lift(const Pool2dParams& p) {
+  Pool3dParams r;
+  r.kernel = {1, p.kernel[0], p.kernel[1]};
+  r.strides = {1, p.strides[0], p.strides[1]};
+  r.pads = {0, p.pads[0], p.pads[1], 0, p.pads[2], p.pads[3]};
+  r.dilations = {1, p.dilations[0], p.dilations[1]};
+  r.ceil_mode = p.ceil_mode;
+  r.count_include_pad = p.count_include_pad;
+  return r;
 }
 
 TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
@@ -105,11 +133,16 @@ TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
 }  // namespace
 
 TensorRef max_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params) {
-  return pool2d(g, x, params, true);
+  return pool_nd(g, x, 2, "[N, C, H, W]", lift(params), true);
 }
-
 TensorRef avg_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params) {
-  return pool2d(g, x, params, false);
+  return pool_nd(g, x, 2, "[N, C, H, W]", lift(params), false);
+}
+TensorRef max_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params) {
+  return pool_nd(g, x, 3, "[N, C, D, H, W]", params, true);
+}
+TensorRef avg_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params) {
+  return pool_nd(g, x, 3, "[N, C, D, H, W]", params, false);
 }
 
 TensorRef global_avg_pool(ComputeGraph& g, TensorRef x) {

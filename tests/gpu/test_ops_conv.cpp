@@ -1,6 +1,6 @@
-// conv2d / conv1d / conv_transpose2d against double-precision CPU references, covering each
-// kernel (implicit GEMM in both tile shapes, pointwise, depthwise, transposed gather) and each
-// fused activation.
+// conv1d / conv2d / conv3d / conv_transpose2d against double-precision CPU references, covering
+// each kernel (implicit GEMM in both tile shapes and 2-D/3-D variants, pointwise, depthwise,
+// transposed gather) and each fused activation.
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -62,8 +62,8 @@ std::vector<float> run_graph(ComputeGraph& g, const std::vector<std::vector<floa
 }
 
 struct ConvCase {
-  Shape x, w;  // [N, Cin, H, W], [Cout, Cin / groups, kH, kW]
-  ops::Conv2dParams params;
+  Shape x, w;                // [N, Cin, (D,) H, W], [Cout, Cin / groups, (kD,) kH, kW]
+  ops::Conv3dParams params;  // 2-D cases: depth entries trivial
   bool bias = true;
   std::optional<UnaryOp> act;
   UnaryParams act_params;
@@ -72,39 +72,61 @@ struct ConvCase {
   size_t nodes = 1;  // dispatches the graph should hold: 2 when split-K kicks in
 };
 
-// Direct convolution in double; returns y and sets its shape.
+// With unit dims inserted after N and C up to three spatial dims.
+Shape lift_shape(const Shape& s) {
+  Shape r(s.begin(), s.begin() + 2);
+  r.insert(r.end(), 5 - s.size(), 1);
+  r.insert(r.end(), s.begin() + 2, s.end());
+  return r;
+}
+
+// Direct convolution in double over the lifted shapes; returns y and sets its (lifted) shape.
 std::vector<double> conv_ref(const ConvCase& c, const std::vector<float>& x,
                              const std::vector<float>& w, const std::vector<float>& b, Shape& ys) {
   const auto& p = c.params;
-  int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3];
-  int64_t M = c.w[0], Cg = c.w[1], KH = c.w[2], KW = c.w[3];
-  int64_t OH = (H + p.pads[0] + p.pads[2] - p.dilations[0] * (KH - 1) - 1) / p.strides[0] + 1;
-  int64_t OW = (W + p.pads[1] + p.pads[3] - p.dilations[1] * (KW - 1) - 1) / p.strides[1] + 1;
-  ys = {N, M, OH, OW};
+  const Shape xs = lift_shape(c.x), ws = lift_shape(c.w);
+  int64_t N = xs[0], C = xs[1], D = xs[2], H = xs[3], W = xs[4];
+  int64_t M = ws[0], Cg = ws[1], KD = ws[2], KH = ws[3], KW = ws[4];
+  int64_t OD = (D + p.pads[0] + p.pads[3] - p.dilations[0] * (KD - 1) - 1) / p.strides[0] + 1;
+  int64_t OH = (H + p.pads[1] + p.pads[4] - p.dilations[1] * (KH - 1) - 1) / p.strides[1] + 1;
+  int64_t OW = (W + p.pads[2] + p.pads[5] - p.dilations[2] * (KW - 1) - 1) / p.strides[2] + 1;
+  ys = {N, M, OD, OH, OW};
   int64_t Mg = M / p.groups;
-  std::vector<double> y(N * M * OH * OW);
+  std::vector<double> y;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double acc = c.bias ? b[m] : 0.0;
-          for (int64_t cg = 0; cg < Cg; ++cg)
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t ih = oh * p.strides[0] - p.pads[0] + kh * p.dilations[0];
-                int64_t iw = ow * p.strides[1] - p.pads[1] + kw * p.dilations[1];
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                int64_t ci = m / Mg * Cg + cg;
-                acc += double(x[((n * C + ci) * H + ih) * W + iw]) *
-                       w[((m * Cg + cg) * KH + kh) * KW + kw];
-              }
-          y[((n * M + m) * OH + oh) * OW + ow] = activate(acc, c.act, c.act_params);
-        }
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double acc = c.bias ? b[m] : 0.0;
+            for (int64_t cg = 0; cg < Cg; ++cg)
+              for (int64_t kd = 0; kd < KD; ++kd)
+                for (int64_t kh = 0; kh < KH; ++kh)
+                  for (int64_t kw = 0; kw < KW; ++kw) {
+                    int64_t id = od * p.strides[0] - p.pads[0] + kd * p.dilations[0];
+                    int64_t ih = oh * p.strides[1] - p.pads[1] + kh * p.dilations[1];
+                    int64_t iw = ow * p.strides[2] - p.pads[2] + kw * p.dilations[2];
+                    if (id < 0 || id >= D || ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                    int64_t ci = m / Mg * Cg + cg;
+                    acc += double(x[(((n * C + ci) * D + id) * H + ih) * W + iw]) *
+                           w[(((m * Cg + cg) * KD + kd) * KH + kh) * KW + kw];
+                  }
+            y.push_back(activate(acc, c.act, c.act_params));
+          }
   return y;
+}
+
+// The 2-D parameters that `p`, lifted from them, came from.
+ops::Conv2dParams unlift(const ops::Conv3dParams& p) {
+  return {{p.strides[1], p.strides[2]},
+          {p.pads[1], p.pads[2], p.pads[4], p.pads[5]},
+          {p.dilations[1], p.dilations[2]},
+          p.groups};
 }
 
 class OpsConv : public GpuTest {
  protected:
+  // 4-D cases run conv2d, 5-D ones conv3d.
   void check(const ConvCase& c) {
     auto xv = random_floats(numel(c.x), -c.x_range, c.x_range);
     auto wv = random_floats(numel(c.w));
@@ -115,10 +137,12 @@ class OpsConv : public GpuTest {
                                     : g.add_constant(HostTensor::from(DType::Float32, c.w, wv));
     std::optional<TensorRef> b;
     if (c.bias) b = g.add_constant(HostTensor::from(DType::Float32, {c.w[0]}, bv));
-    TensorRef y = ops::conv2d(g, x, w, b, c.params, c.act, c.act_params);
+    TensorRef y = c.x.size() == 5 ? ops::conv3d(g, x, w, b, c.params, c.act, c.act_params)
+                                  : ops::conv2d(g, x, w, b, unlift(c.params), c.act, c.act_params);
     g.add_output(y, "y");
     Shape ys;
     auto want = conv_ref(c, xv, wv, bv, ys);
+    if (c.x.size() == 4) ys.erase(ys.begin() + 2);
     ASSERT_EQ(g.info(y).shape, ys);
     std::vector<std::vector<float>> inputs{xv};
     if (c.weight_is_input) inputs.push_back(wv);
@@ -127,9 +151,12 @@ class OpsConv : public GpuTest {
   }
 };
 
-ops::Conv2dParams conv_params(std::array<int64_t, 2> strides, std::array<int64_t, 4> pads,
+ops::Conv3dParams conv_params(std::array<int64_t, 2> strides, std::array<int64_t, 4> pads,
                               std::array<int64_t, 2> dilations = {1, 1}, int64_t groups = 1) {
-  return {strides, pads, dilations, groups};
+  return {{1, strides[0], strides[1]},
+          {0, pads[0], pads[1], 0, pads[2], pads[3]},
+          {1, dilations[0], dilations[1]},
+          groups};
 }
 
 TEST_F(OpsConv, Pad1Stride1Batch2) {
@@ -294,8 +321,47 @@ TEST_F(OpsConv, Conv1d) {
   ConvCase c{{2, 4, 1, 11}, {6, 2, 1, 3}, conv_params({1, 2}, {0, 1, 0, 2}, {1, 2}, 2)};
   Shape ys;
   auto want = conv_ref(c, xv, wv, bv, ys);
-  ASSERT_EQ(g.info(y).shape, (Shape{2, 6, ys[3]}));
+  ASSERT_EQ(g.info(y).shape, (Shape{2, 6, ys[4]}));
   expect_close(run_graph(g, {xv}), want, 1e-4);
+}
+
+// 3-D: the CONV3D kernels, and conv3d with a trivial depth window on the 2-D ones.
+TEST_F(OpsConv, Conv3dPad1Batch2) {
+  check({{2, 3, 5, 6, 7}, {4, 3, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}}});
+}
+
+TEST_F(OpsConv, Conv3dStridesDilationAsymmetricPads) {
+  check({{1, 3, 7, 8, 9}, {5, 3, 2, 3, 2}, {{2, 1, 2}, {1, 0, 1, 0, 2, 1}, {2, 1, 1}}});
+}
+
+TEST_F(OpsConv, Conv3dGroupsNoBiasCoutNotMultipleOfTile) {
+  ConvCase c{{1, 4, 5, 4, 5}, {34, 2, 3, 1, 2}, {{1, 2, 1}, {1, 0, 1, 1, 0, 0}, {1, 1, 1}, 2}};
+  c.bias = false;
+  check(c);
+}
+
+TEST_F(OpsConv, Conv3dDepthwiseMultiplierRelu) {
+  ConvCase c{{2, 3, 4, 6, 5}, {6, 1, 3, 3, 2}, {{1, 2, 1}, {1, 1, 0, 1, 1, 1}, {1, 1, 2}, 3}};
+  c.act = UnaryOp::Relu;
+  check(c);
+}
+
+TEST_F(OpsConv, Conv3dPointwiseAndOneByOneStride2) {
+  check({{2, 6, 3, 4, 5}, {7, 6, 1, 1, 1}, {}});
+  check({{1, 6, 5, 5, 5}, {7, 6, 1, 1, 1}, {{2, 2, 2}}});
+}
+
+TEST_F(OpsConv, Conv3dDepthOneRunsAs2d) {
+  check({{2, 4, 1, 7, 6}, {5, 4, 1, 3, 3}, {{3, 1, 2}, {0, 1, 1, 0, 1, 0}}});
+  check({{1, 4, 1, 5, 6}, {4, 1, 1, 3, 3}, {{1, 1, 1}, {0, 1, 1, 0, 1, 1}, {1, 1, 1}, 4}});
+}
+
+TEST_F(OpsConvSplitK, Conv3dDeepChannels) {
+  // M = 16, N = 8, K = 32 * 27 = 864: split into slices of 64.
+  ConvCase c{{1, 32, 2, 2, 2}, {16, 32, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}}};
+  c.act = UnaryOp::Sigmoid;
+  c.nodes = 2;
+  check(c);
 }
 
 // Scatter form, independent of the gather the shader uses.
@@ -425,6 +491,26 @@ TEST_F(OpsConvErrors, Conv2d) {
   auto xi = g.add_input({1, 4, 8, 8}, DType::Int32, "xi");
   expect_error(ErrorKind::Unsupported, "conv2d", "expected float32", [&] {
     ops::conv2d(g, xi, input({6, 4, 3, 3}));
+  });
+}
+
+TEST_F(OpsConvErrors, Conv3d) {
+  auto x = input({1, 4, 3, 6, 6});
+  expect_error(ErrorKind::InvalidArgument, "conv3d", "input must be [N, C, D, H, W]", [&] {
+    ops::conv3d(g, input({1, 4, 6, 6}), input({6, 4, 3, 3, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv3d",
+               "weight must be [Cout, Cin/groups, kD, kH, kW]", [&] {
+                 ops::conv3d(g, x, input({6, 4, 3, 3}));
+               });
+  expect_error(ErrorKind::InvalidArgument, "conv3d", "exceeds padded depth", [&] {
+    ops::conv3d(g, x, input({6, 4, 4, 3, 3}));
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv3d", "dilations [1, 0, 1]", [&] {
+    ops::conv3d(g, x, input({6, 4, 3, 3, 3}), std::nullopt, {{1, 1, 1}, {}, {1, 0, 1}});
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv3d", "input channels", [&] {
+    ops::conv3d(g, x, input({6, 2, 3, 3, 3}));
   });
 }
 

@@ -1,4 +1,5 @@
-// Pooling against CPU references that follow ONNX MaxPool / AveragePool / Global*Pool.
+// Pooling (2-D, 3-D) against CPU references that follow ONNX MaxPool / AveragePool /
+// Global*Pool.
 #include <cmath>
 #include <limits>
 
@@ -29,34 +30,42 @@ int64_t onnx_pool_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe,
   return out;
 }
 
+// Over [N, C, D, H, W]; 2-D cases pass D = 1 and a trivial depth window.
 std::vector<double> pool_ref(const Shape& xs, const std::vector<float>& x,
-                             const ops::Pool2dParams& p, bool is_max, Shape& ys) {
-  int64_t planes = xs[0] * xs[1], H = xs[2], W = xs[3];
-  int64_t OH = onnx_pool_size(H, p.kernel[0], p.strides[0], p.pads[0], p.pads[2], p.dilations[0],
-                              p.ceil_mode);
-  int64_t OW = onnx_pool_size(W, p.kernel[1], p.strides[1], p.pads[1], p.pads[3], p.dilations[1],
-                              p.ceil_mode);
-  ys = {xs[0], xs[1], OH, OW};
+                             const ops::Pool3dParams& p, bool is_max, Shape& ys) {
+  int64_t planes = xs[0] * xs[1], in[3] = {xs[2], xs[3], xs[4]}, out[3];
+  for (int i = 0; i < 3; ++i)
+    out[i] = onnx_pool_size(in[i], p.kernel[i], p.strides[i], p.pads[i], p.pads[i + 3],
+                            p.dilations[i], p.ceil_mode);
+  ys = {xs[0], xs[1], out[0], out[1], out[2]};
   std::vector<double> y;
   for (int64_t c = 0; c < planes; ++c)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-        int inside = 0, padded = 0;
-        for (int64_t kh = 0; kh < p.kernel[0]; ++kh)
-          for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
-            int64_t ih = oh * p.strides[0] - p.pads[0] + kh * p.dilations[0];
-            int64_t iw = ow * p.strides[1] - p.pads[1] + kw * p.dilations[1];
-            // Taps past the end padding (ceil_mode) count for nothing.
-            if (ih < H + p.pads[2] && iw < W + p.pads[3]) ++padded;
-            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-            double v = x[(c * H + ih) * W + iw];
-            mx = std::max(mx, v);
-            sum += v;
-            ++inside;
-          }
-        y.push_back(is_max ? mx : sum / (p.count_include_pad ? padded : inside));
-      }
+    for (int64_t od = 0; od < out[0]; ++od)
+      for (int64_t oh = 0; oh < out[1]; ++oh)
+        for (int64_t ow = 0; ow < out[2]; ++ow) {
+          double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+          int inside = 0, padded = 0;
+          for (int64_t kd = 0; kd < p.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < p.kernel[1]; ++kh)
+              for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+                int64_t at[3] = {od * p.strides[0] - p.pads[0] + kd * p.dilations[0],
+                                 oh * p.strides[1] - p.pads[1] + kh * p.dilations[1],
+                                 ow * p.strides[2] - p.pads[2] + kw * p.dilations[2]};
+                bool in_pads = true, in_input = true;
+                for (int i = 0; i < 3; ++i) {
+                  // Taps past the end padding (ceil_mode) count for nothing.
+                  in_pads &= at[i] < in[i] + p.pads[i + 3];
+                  in_input &= at[i] >= 0 && at[i] < in[i];
+                }
+                padded += in_pads;
+                if (!in_input) continue;
+                double v = x[((c * in[0] + at[0]) * in[1] + at[1]) * in[2] + at[2]];
+                mx = std::max(mx, v);
+                sum += v;
+                ++inside;
+              }
+          y.push_back(is_max ? mx : sum / (p.count_include_pad ? padded : inside));
+        }
   return y;
 }
 
@@ -82,6 +91,25 @@ class OpsPool : public GpuTest {
     ComputeGraph g(context());
     TensorRef x = g.add_input(xs, DType::Float32, "x");
     TensorRef y = is_max ? ops::max_pool2d(g, x, p) : ops::avg_pool2d(g, x, p);
+    g.add_output(y, "y");
+    ops::Pool3dParams p3{{1, p.kernel[0], p.kernel[1]},
+                         {1, p.strides[0], p.strides[1]},
+                         {0, p.pads[0], p.pads[1], 0, p.pads[2], p.pads[3]},
+                         {1, p.dilations[0], p.dilations[1]},
+                         p.ceil_mode,
+                         p.count_include_pad};
+    Shape ys;
+    auto want = pool_ref({xs[0], xs[1], 1, xs[2], xs[3]}, xv, p3, is_max, ys);
+    ys.erase(ys.begin() + 2);
+    EXPECT_EQ(g.info(y).shape, ys);
+    expect_close(run_graph(g, xv), want, 1e-5);
+    return ys;
+  }
+  Shape check3d(const Shape& xs, const ops::Pool3dParams& p, bool is_max) {
+    auto xv = random_floats(numel(xs));
+    ComputeGraph g(context());
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    TensorRef y = is_max ? ops::max_pool3d(g, x, p) : ops::avg_pool3d(g, x, p);
     g.add_output(y, "y");
     Shape ys;
     auto want = pool_ref(xs, xv, p, is_max, ys);
@@ -131,6 +159,24 @@ TEST_F(OpsPool, AvgCeilModeAsymmetricPads) {
 
 TEST_F(OpsPool, AvgDilatedNonSquare) {
   check({1, 2, 9, 10}, pool_params({2, 3}, {1, 2}, {1, 0, 0, 2}, false, true, {2, 1}), false);
+}
+
+TEST_F(OpsPool, Pool3dMaxAndAvg) {
+  ops::Pool3dParams p{{2, 3, 2}, {2, 2, 1}, {0, 1, 1, 1, 1, 0}};
+  for (bool is_max : {false, true}) {
+    SCOPED_TRACE(is_max);
+    EXPECT_EQ(check3d({2, 3, 5, 7, 6}, p, is_max), (Shape{2, 3, 3, 4, 6}));
+  }
+}
+
+TEST_F(OpsPool, Pool3dCeilModeCountIncludePadDilated) {
+  ops::Pool3dParams p{{3, 2, 2}, {2, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 2, 1}, true};
+  for (bool include : {false, true}) {
+    SCOPED_TRACE(include);
+    p.count_include_pad = include;
+    check3d({1, 2, 6, 7, 5}, p, false);
+  }
+  check3d({1, 2, 6, 7, 5}, p, true);
 }
 
 class OpsGlobalPool : public GpuTest {
@@ -206,6 +252,15 @@ TEST_F(OpsPoolErrors, BadShapesAndParams) {
   });
   expect_error("avg_pool2d", "exceeds padded height", [&] {
     ops::avg_pool2d(g, x, pool_params({7, 2}, {1, 1}, {}));
+  });
+  expect_error("max_pool3d", "input must be [N, C, D, H, W]", [&] {
+    ops::max_pool3d(g, x, {{2, 2, 2}});
+  });
+  expect_error("avg_pool3d", "exceeds padded depth", [&] {
+    ops::avg_pool3d(g, input({1, 2, 3, 5, 5}), {{4, 2, 2}});
+  });
+  expect_error("max_pool3d", "dilations [1, 1, 0]", [&] {
+    ops::max_pool3d(g, input({1, 2, 3, 5, 5}), {{2, 2, 2}, {1, 1, 1}, {}, {1, 1, 0}});
   });
   expect_error("global_avg_pool", "input must be [N, C, D1, ...]", [&] {
     ops::global_avg_pool(g, input({2, 5}));
