@@ -104,6 +104,9 @@ struct GraphStats {
   uint64_t constant_bytes = 0;
   uint64_t peak_device_bytes = 0;  // the allocator's high-water mark
   size_t activation_buffers = 0;
+  // Times the command buffers were recorded: once, plus once per rebinding of external I/O
+  // after an execution. Replays record nothing.
+  size_t recordings = 0;
 };
 
 struct NodeTime {
@@ -192,6 +195,9 @@ class ComputeGraph {
     bool host_visible;
   };
   IO& find_io(const std::string& name);
+  // Checked, and without the copy info() makes: for per-execution paths. Do not hold it
+  // across add_* calls.
+  const TensorInfo& tensor(TensorRef t) const;
   void write_descriptors(Node& node);
   bool has_external() const;
   TensorRef new_tensor(Shape shape, DType dtype, std::string name, int32_t storage);
