@@ -29,7 +29,8 @@ readonly DEADLINE=${H200_DEADLINE_S:-420} REPEAT=${H200_REPEAT:-200}
 COMMIT=$(cat build-h200/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 readonly COMMIT
 # Names this run in BENCHMARKS.md, so append_bench.sh never adds it twice.
-readonly RUN_ID="$(date -u +%Y-%m-%dT%H%M%SZ)-h200-$COMMIT"
+RUN_ID="$(date -u +%Y-%m-%dT%H%M%SZ)-h200-$COMMIT"
+readonly RUN_ID
 readonly MODELS=(resnet18 mobilenet_v2 transformer mlp)
 export PYTHONUNBUFFERED=1
 # Only vkgraph gets the carried Debian libonnx_proto/libprotobuf, so no Python package can
