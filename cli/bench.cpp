@@ -2,6 +2,7 @@
 // table, and a Chrome trace (chrome://tracing, Perfetto) with one slice per node.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -54,6 +55,17 @@ void write_trace(const std::string& path, const std::vector<NodeTime>& nodes) {
 
 }  // namespace
 
+void print_pipeline_cache(vk::Context& context) {
+  vk::PipelineCacheStats st = context.pipelines().stats();
+  std::printf("pipelines: %zu created in %.1f ms; disk cache %s", st.pipelines, st.create_ms,
+              vk::disk_cache_state_name(st.disk));
+  if (st.disk == vk::DiskCacheState::Warm)
+    std::printf(" (%zu bytes from %s)", st.loaded_bytes, st.path.c_str());
+  if (st.disk == vk::DiskCacheState::Cold)
+    std::printf(" (%s: %s)", st.cold_reason.c_str(), st.path.c_str());
+  std::printf("\n");
+}
+
 void print_profile(ComputeGraph& g, const std::vector<std::vector<NodeTime>>& runs, size_t top,
                    const std::string& trace_path) {
   if (runs.empty() || runs[0].empty()) return;
@@ -102,6 +114,7 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
   std::printf("device: %s\n", session.context().properties().deviceName);
   std::printf("load: parse %.1f ms, build %.1f ms, prepare (plan, upload, pipelines) %.1f ms\n",
               lt.parse_ms, lt.build_ms, lt.prepare_ms);
+  print_pipeline_cache(session.context());
   std::printf(
       "graph: %zu nodes in %zu command buffers; activations %.2f MiB (%.2f MiB unplanned), "
       "constants %.2f MiB, peak device memory %.2f MiB\n",
@@ -155,15 +168,68 @@ int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
   return report_validation(*ctx);
 }
 
+// Host cost of execute() on a graph whose GPU work is next to nothing: a chain of `nodes`
+// adds on 64 floats. execute() is timed as its two halves, submit() and wait(); host minus
+// GPU (timestamps) per run is what the runtime and driver add on the host.
+int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
+  check(nodes > 0, ErrorKind::InvalidArgument, "bench-op overhead: N must be positive");
+  constexpr int64_t kElems = 64;
+  ComputeGraph g(ctx);
+  TensorRef x = g.add_input({kElems}, DType::Float32, "x");
+  HostTensor step(DType::Float32, {kElems});
+  for (int64_t i = 0; i < kElems; ++i) step.data<float>()[i] = 0.5f + 0.25f * (i % 4);
+  TensorRef c = g.add_constant(step, "step");
+  TensorRef y = x;
+  for (int64_t i = 0; i < nodes; ++i) y = ops::binary(g, ops::BinaryOp::Add, y, c);
+  g.add_output(y, "y");
+  std::vector<float> in(kElems), out(kElems);
+  for (int64_t i = 0; i < kElems; ++i) in[i] = static_cast<float>(i);
+  g.copy_to_input(0, in.data(), sizeof(float) * kElems);
+  for (int i = 0; i < 20; ++i) g.execute();  // the first records; the rest warm up
+  std::vector<double> host, gpu, over, submit, wait, readback;
+  for (int i = 0; i < runs; ++i) {
+    double t0 = now_ms();
+    g.submit();
+    double t1 = now_ms();
+    g.wait();
+    double t2 = now_ms();
+    g.copy_from_output(0, out.data(), sizeof(float) * kElems);
+    double t3 = now_ms();
+    double gpu_ms = g.last_gpu_ms();
+    host.push_back((t2 - t0) * 1e3);
+    gpu.push_back(gpu_ms * 1e3);
+    over.push_back((t2 - t0 - gpu_ms) * 1e3);
+    submit.push_back((t1 - t0) * 1e3);
+    wait.push_back((t2 - t1) * 1e3);
+    readback.push_back((t3 - t2) * 1e3);
+  }
+  bool ok = true;
+  for (int64_t i = 0; i < kElems; ++i)
+    ok &= std::abs(out[i] - (in[i] + nodes * step.data<float>()[i])) <= 1e-3f * nodes;
+  GraphStats st = g.stats();
+  std::printf(
+      "bench-op overhead %lld nodes (%zu command buffers), x%d: execute() host p50 %.1f us, "
+      "p90 %.1f us; GPU p50 %.1f us; host - GPU p50 %.1f us, p90 %.1f us (submit p50 %.1f us, "
+      "wait p50 %.1f us); readback p50 %.1f us; recorded %zu time(s)%s\n",
+      static_cast<long long>(nodes), st.command_buffers, runs, percentile(host, 0.5),
+      percentile(host, 0.9), percentile(gpu, 0.5), percentile(over, 0.5), percentile(over, 0.9),
+      percentile(submit, 0.5), percentile(wait, 0.5), percentile(readback, 0.5), st.recordings,
+      ok ? "" : "  WRONG RESULT");
+  return report_validation(*ctx);
+}
+
 // Microbenchmarks of single ops on device-resident data (no host copies in the timing).
 int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options,
                  int runs) {
-  if (args.empty()) throw Error(ErrorKind::InvalidArgument, "bench-op: gemm M N K | add N | io N");
+  if (args.empty())
+    throw Error(ErrorKind::InvalidArgument, "bench-op: gemm M N K | add N | io N | overhead [N]");
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
     return bench_io(ctx, std::stoll(args[1]), runs);
   }
+  if (args[0] == "overhead")
+    return bench_overhead(ctx, args.size() > 1 ? std::stoll(args[1]) : 100, 1000);
   GraphOptions go;
   go.profile = true;
   ComputeGraph g(ctx, go);

@@ -14,7 +14,10 @@ int report_validation(vk::Context& context);
 // `vkgraph bench`: warm-up, timed runs, per-node table, optional Chrome trace.
 int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, int warmup,
               int runs, size_t top, const std::string& trace_path);
-// `vkgraph bench-op gemm M N K | add N`: one op on device-resident data, GPU time.
+// Pipeline count and creation time, and whether the disk cache was off, cold or warm.
+void print_pipeline_cache(vk::Context& context);
+// `vkgraph bench-op gemm M N K | add N | io N | overhead [N]`: one op on device-resident
+// data, GPU time; or host cost per execute() of an N-node graph.
 int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs);
 
 // `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.

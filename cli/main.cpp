@@ -35,6 +35,9 @@ commands:
       --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
       --trace FILE.json        Chrome trace with one slice per node (Perfetto)
   bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
+  bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
+  bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
+                               minus GPU time: what the runtime adds per execution
   check CASE_DIR               run an ONNX test-layout folder and compare with its outputs
   conformance DIR... [--expect FILE] [--write-passes FILE] [--filter S] [-v]
                                run every case folder under each DIR; print a summary
@@ -42,6 +45,8 @@ commands:
 common options:
   --device N|NAME              pick a Vulkan device (default: VKGRAPH_DEVICE or the best)
   --validation                 enable Khronos validation + synchronization validation
+  --pipeline-cache DIR|off     on-disk pipeline cache folder (default: VKGRAPH_PIPELINE_CACHE,
+                               else $XDG_CACHE_HOME/vkgraph or ~/.cache/vkgraph)
 )";
 
 std::string flags_str(VkMemoryPropertyFlags f) {
@@ -77,6 +82,17 @@ std::string version_str(uint32_t v) {
          "." + std::to_string(VK_API_VERSION_PATCH(v));
 }
 
+// The driver's own name and version string where it reports them (Vulkan 1.2), e.g.
+// "NVIDIA 580.159.04" or "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)".
+std::string driver_str(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p) {
+  if (p.apiVersion < VK_API_VERSION_1_2) return "unknown";
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(device, &p2);
+  return std::string(driver.driverName) + " " + driver.driverInfo;
+}
+
 int cmd_info(const vk::ContextOptions& options) {
   auto devices = vk::Context::list_devices();
   std::printf("Vulkan devices:\n");
@@ -89,6 +105,10 @@ int cmd_info(const vk::ContextOptions& options) {
   const auto& l = ctx->limits();
   std::printf("chosen: [%u] %s, queue family %u%s\n", ctx->device_index(), p.deviceName,
               ctx->queue_family(), ctx->validation_enabled() ? ", validation on" : "");
+  std::printf("driver: %s (driverVersion 0x%08x, vendor 0x%04x, device 0x%04x)\n",
+              driver_str(ctx->physical_device(), p).c_str(), p.driverVersion, p.vendorID,
+              p.deviceID);
+  cli::print_pipeline_cache(*ctx);
   const auto& mem = ctx->allocator().properties();
   std::printf("memory heaps:\n");
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
@@ -309,6 +329,7 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
   std::printf(
       "load: parse %.1f ms, build %.1f ms, prepare %.1f ms; first run (incl. load) %.1f ms\n",
       lt.parse_ms, lt.build_ms, lt.prepare_ms, first_ms);
+  cli::print_pipeline_cache(session.context());
   if (!host_ms.empty())
     std::printf("run x%zu: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms\n", host_ms.size(),
                 percentile(host_ms, 0.5), percentile(host_ms, 0.9), percentile(gpu_ms, 0.5));
@@ -334,6 +355,8 @@ int main(int argc, char** argv) {
         options.device = value();
       else if (args[i] == "--validation")
         options.validation = true;
+      else if (args[i] == "--pipeline-cache")
+        options.pipeline_cache = value();
       else if (args[i] == "--expect")
         expect = value();
       else if (args[i] == "--write-passes")

@@ -140,10 +140,14 @@ void ComputeGraph::add_output(TensorRef tensor, std::string name, IOMode mode) {
   outputs_.push_back(std::move(io));
 }
 
-TensorInfo ComputeGraph::info(TensorRef t) const {
+const TensorInfo& ComputeGraph::tensor(TensorRef t) const {
   if (t.index < 0 || static_cast<size_t>(t.index) >= tensors_.size())
     throw Error(ErrorKind::InvalidArgument, "invalid tensor reference " + std::to_string(t.index));
   return tensors_[t.index];
+}
+
+TensorInfo ComputeGraph::info(TensorRef t) const {
+  return tensor(t);
 }
 
 bool ComputeGraph::is_constant(TensorRef t) const {
@@ -223,7 +227,7 @@ TensorRef ComputeGraph::output(size_t i) const {
 }
 
 ComputeGraph::Bound ComputeGraph::buffer_of(TensorRef t) const {
-  const Storage& s = storages_[info(t).storage];
+  const Storage& s = storages_[tensor(t).storage];
   switch (s.kind) {
     case StorageKind::Constant:
       return {s.own.handle(), 0, false};
@@ -702,6 +706,7 @@ void ComputeGraph::encode(bool submit_chunks, const vk::SubmitSync& sync) {
     }
   }
   stats_.command_buffers = recorded_.size();
+  stats_.recordings++;
   encoded_ = true;
 }
 
@@ -715,14 +720,16 @@ void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
   const IO& io = io_at(inputs_, i, "input");
   require_idle("copy_to_input");
   prepare();
-  check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
-        "input '" + io.name + "' is external: write its bound buffer instead");
-  size_t expected = info(io.tensor).nbytes();
+  // Runs every execution: messages are built only on failure.
+  if (io.mode != IOMode::Staged)
+    throw Error(ErrorKind::InvalidState,
+                "input '" + io.name + "' is external: write its bound buffer instead");
+  const TensorInfo& ti = tensor(io.tensor);
+  size_t expected = ti.nbytes();
   if (bytes != expected)
     throw Error(ErrorKind::InvalidArgument,
-                "input '" + io.name + "' " + shape_str(info(io.tensor).shape) + " " +
-                    dtype_name(info(io.tensor).dtype) + " takes " + std::to_string(expected) +
-                    " bytes, got " + std::to_string(bytes));
+                "input '" + io.name + "' " + shape_str(ti.shape) + " " + dtype_name(ti.dtype) +
+                    " takes " + std::to_string(expected) + " bytes, got " + std::to_string(bytes));
   if (bytes) io.staging->copy_in(data, bytes);
 }
 
@@ -731,7 +738,7 @@ void ComputeGraph::submit(const vk::SubmitSync& sync) {
   prepare();
   // Host-pointer inputs: copy into the graph's buffer, or flush imported non-coherent memory.
   for (auto& io : inputs_) {
-    if (io.host_copy) io.host_copy->copy_in(io.host, info(io.tensor).nbytes());
+    if (io.host_copy) io.host_copy->copy_in(io.host, tensor(io.tensor).nbytes());
     if (io.import) io.import->flush();
   }
   if (!encoded_) {
@@ -753,7 +760,7 @@ void ComputeGraph::wait() {
   // Host-pointer outputs: after the device->host barrier and the fence, make them visible.
   for (auto& io : outputs_) {
     if (io.import) io.import->invalidate();
-    if (io.host_copy) io.host_copy->copy_out(io.host, info(io.tensor).nbytes());
+    if (io.host_copy) io.host_copy->copy_out(io.host, tensor(io.tensor).nbytes());
   }
 }
 
@@ -765,10 +772,12 @@ void ComputeGraph::execute() {
 void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
   const IO& io = io_at(outputs_, i, "output");
   require_idle("copy_from_output");
-  check(executed_, ErrorKind::InvalidState, "copy_from_output before any execute()");
-  check(io.mode == IOMode::Staged, ErrorKind::InvalidState,
-        "output '" + io.name + "' is external: read its bound buffer instead");
-  size_t expected = info(io.tensor).nbytes();
+  // Runs every execution: messages are built only on failure.
+  if (!executed_) throw Error(ErrorKind::InvalidState, "copy_from_output before any execute()");
+  if (io.mode != IOMode::Staged)
+    throw Error(ErrorKind::InvalidState,
+                "output '" + io.name + "' is external: read its bound buffer instead");
+  size_t expected = tensor(io.tensor).nbytes();
   if (bytes != expected)
     throw Error(ErrorKind::InvalidArgument, "output '" + io.name + "' holds " +
                                                 std::to_string(expected) + " bytes, asked for " +
@@ -779,7 +788,7 @@ void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
 }
 
 HostTensor ComputeGraph::read_output(size_t i) {
-  const TensorInfo& ti = info(output(i));
+  const TensorInfo& ti = tensor(output(i));
   HostTensor t(ti.dtype, ti.shape);
   copy_from_output(i, t.bytes.data(), t.bytes.size());
   return t;

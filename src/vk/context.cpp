@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/pipeline.h"
 #include "vkgraph/vk/sync_trace.h"
@@ -397,7 +398,7 @@ void Context::finish(const ContextOptions& options) {
   mo.budget = options.memory_budget;
   mo.force_non_coherent = force_non_coherent_;
   allocator_ = std::make_unique<MemoryAllocator>(physical_device_, device_, mo);
-  pipelines_ = std::make_unique<PipelineCache>(*this);
+  pipelines_ = std::make_unique<PipelineCache>(*this, pipeline_cache_dir(options.pipeline_cache));
 }
 
 std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,

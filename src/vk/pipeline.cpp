@@ -1,16 +1,100 @@
 #include "vkgraph/vk/pipeline.h"
 
+#include <chrono>
+#include <filesystem>
+
+#include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
+#include "vkgraph/tensor_io.h"
 #include "vkgraph/vk/context.h"
 
 namespace vkgraph::vk {
 
-PipelineCache::PipelineCache(Context& context) : context_(context) {
+const char* disk_cache_state_name(DiskCacheState state) {
+  switch (state) {
+    case DiskCacheState::Off:
+      return "off";
+    case DiskCacheState::Cold:
+      return "cold";
+    case DiskCacheState::Warm:
+      return "warm";
+  }
+  return "?";
+}
+
+PipelineCache::PipelineCache(Context& context, const std::string& directory) : context_(context) {
+  std::vector<uint8_t> initial = load(directory);
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  check_vk(vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_), "vkCreatePipelineCache");
+  ci.initialDataSize = initial.size();
+  ci.pInitialData = initial.data();
+  VkResult r = vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_);
+  if (r != VK_SUCCESS && !initial.empty()) {
+    // The header matched, yet the driver refused the data: start empty instead.
+    stats_.disk = DiskCacheState::Cold;
+    stats_.cold_reason = std::string("driver rejected the data: ") + vk_result_name(r);
+    stats_.loaded_bytes = saved_bytes_ = 0;
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    r = vkCreatePipelineCache(context.device(), &ci, nullptr, &cache_);
+  }
+  check_vk(r, "vkCreatePipelineCache");
+}
+
+// Returns the validated driver data of the device's file, or nothing (Cold, with the reason).
+std::vector<uint8_t> PipelineCache::load(const std::string& directory) {
+  if (directory.empty()) return {};
+  stats_.path =
+      (std::filesystem::path(directory) / pipeline_cache_file_name(context_.properties())).string();
+  stats_.disk = DiskCacheState::Cold;
+  std::error_code ec;
+  if (!std::filesystem::exists(stats_.path, ec)) {
+    stats_.cold_reason = "no file";
+    return {};
+  }
+  DecodedPipelineCache decoded;
+  try {
+    decoded = decode_pipeline_cache_file(read_file_bytes(stats_.path), context_.properties());
+  } catch (const Error& e) {
+    decoded.problem = e.message();
+  }
+  if (!decoded.problem.empty()) {
+    stats_.cold_reason = decoded.problem;
+    return {};
+  }
+  stats_.disk = DiskCacheState::Warm;
+  stats_.loaded_bytes = saved_bytes_ = decoded.payload.size();
+  return std::move(decoded.payload);
+}
+
+bool PipelineCache::save() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stats_.disk == DiskCacheState::Off) return false;
+  size_t size = 0;
+  check_vk(vkGetPipelineCacheData(context_.device(), cache_, &size, nullptr),
+           "vkGetPipelineCacheData");
+  if (size <= saved_bytes_) return false;
+  std::vector<uint8_t> data(size);
+  check_vk(vkGetPipelineCacheData(context_.device(), cache_, &size, data.data()),
+           "vkGetPipelineCacheData");
+  data.resize(size);
+  write_file_atomically(stats_.path, encode_pipeline_cache_file(data));
+  saved_bytes_ = size;
+  return true;
+}
+
+PipelineCacheStats PipelineCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PipelineCacheStats s = stats_;
+  s.pipelines = pipelines_.size();
+  return s;
 }
 
 PipelineCache::~PipelineCache() {
+  try {
+    save();
+  } catch (const std::exception&) {
+    // A cache that cannot be written (read-only home, full disk) only costs the next start.
+  }
   VkDevice d = context_.device();
   for (auto& [k, p] : pipelines_) vkDestroyPipeline(d, p.pipeline, nullptr);
   for (auto& [k, l] : layouts_) vkDestroyPipelineLayout(d, l, nullptr);
@@ -89,8 +173,11 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &spec;
   ci.layout = p.layout;
+  auto t0 = std::chrono::steady_clock::now();
   check_vk(vkCreateComputePipelines(context_.device(), cache_, 1, &ci, nullptr, &p.pipeline),
            ("vkCreateComputePipelines(" + key.shader + ")").c_str());
+  stats_.create_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return pipelines_[key] = p;
 }
 

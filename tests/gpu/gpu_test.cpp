@@ -21,6 +21,9 @@ std::shared_ptr<vk::Context> make_context(vk::ContextOptions options) {
   // Validation is on unless VKGRAPH_VALIDATION=0 says otherwise (e.g. under a sanitizer).
   const char* v = std::getenv("VKGRAPH_VALIDATION");
   if (!options.validation) options.validation = !(v && std::string(v) == "0");
+  // Tests never write the user's pipeline cache unless asked to (by option or environment).
+  if (!options.pipeline_cache && !std::getenv("VKGRAPH_PIPELINE_CACHE"))
+    options.pipeline_cache = "off";
   auto ctx = vk::Context::create(options);
   live_contexts().push_back(ctx);
   held_contexts().push_back(ctx);

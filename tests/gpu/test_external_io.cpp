@@ -660,6 +660,7 @@ TEST_F(ExternalIO, RebindingAfterExecuteRecordsAgain) {
   g.execute();  // ends with ALL_COMMANDS -> HOST; the memory is coherent
   const std::vector<float> want1 = graph_reference(in1, c);
   EXPECT_EQ(mismatches(y1.floats(), want1, "y1"), 0u);
+  EXPECT_EQ(g.stats().recordings, 1u);
 
   const VkDeviceSize offset =
       std::max<VkDeviceSize>(ctx->limits().minStorageBufferOffsetAlignment, kBytes / 2 / 256 * 256);
@@ -671,6 +672,7 @@ TEST_F(ExternalIO, RebindingAfterExecuteRecordsAgain) {
   EXPECT_EQ(mismatches(y2.floats() + offset / sizeof(float), graph_reference(in2, c), "y2"), 0u);
   EXPECT_TRUE(std::isnan(y2.floats()[0]));  // nothing written before the offset
   EXPECT_EQ(mismatches(y1.floats(), want1, "y1 after rebinding"), 0u);
+  EXPECT_EQ(g.stats().recordings, 2u);
 }
 
 // --- host memory: imported where possible, else copied ---

@@ -225,19 +225,31 @@ TEST_F(GraphReplay, ChunkedGraphSubmitsEarlyChunksWithoutFenceAndReplaysInOneSub
   EXPECT_TRUE(problems.empty()) << problems[0];
 }
 
-// Sets an environment variable for one scope, then restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+// execute() is submit and wait: after the first, executions record nothing, whatever happens
+// between them (new inputs, output reads), and each is one submission of every chunk.
+TEST_F(GraphReplay, ExecuteReplaysWithoutRecordingAgain) {
+  vk::ContextOptions options;
+  options.sync_trace = true;
+  auto ctx = own_context(options);
+  GraphOptions go;
+  go.nodes_per_command_buffer = 32;
+  ComputeGraph g(ctx, go);
+  DagGraph dag(g, 100);
+  EXPECT_EQ(g.stats().recordings, 0u);
+  dag.run_and_check(g, rng);
+  EXPECT_EQ(g.stats().recordings, 1u);
+  const size_t chunks = g.stats().command_buffers;
+  EXPECT_EQ(chunks, 4u);
+  const size_t before = ctx->trace()->timeline().size();
+  constexpr int kReplays = 5;
+  for (int i = 0; i < kReplays; ++i) dag.run_and_check(g, rng);
+  EXPECT_EQ(g.stats().recordings, 1u);
+  auto all = ctx->trace()->timeline();
+  auto submits =
+      of_type(std::vector<SyncEvent>(all.begin() + before, all.end()), SyncEvent::Type::Submit);
+  ASSERT_EQ(submits.size(), static_cast<size_t>(kReplays));
+  for (auto& s : submits) EXPECT_EQ(s.command_buffers.size(), chunks);
+}
 
 // Synchronization validation sees a chunk boundary (the Context enables the layer's
 // queue-submit checks): a barrier dropped before the first node of the second chunk is a

@@ -8,6 +8,13 @@ cd "$(dirname "$0")/../.."
 cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKGRAPH_BUILD_HOST_TESTS=OFF >/dev/null
 cmake --build build-h200
 
+# The device machine gets the working tree without .git; run_all.sh reads the commit here.
+# "-dirty" when tracked files differ from it, since the binary was built from the working tree.
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- || commit="$commit-dirty"
+echo "$commit" >build-h200/COMMIT
+echo "commit: $commit"
+
 libdir=/usr/lib/x86_64-linux-gnu
 mkdir -p .devlibs
 for soname in libonnx_proto.so.1 libprotobuf.so.32; do

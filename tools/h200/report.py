@@ -2,6 +2,8 @@
 """Summarize one tools/h200/run_all.sh run as a Markdown report.
 
 Reads, from the results folder (--out, default $OUT):
+  info.txt          `vkgraph info` (device, driver), run_all.sh's '# run-id' and '# commit'
+                    lines, nvidia-smi
   peers.json        tools/h200/peers.py (PyTorch CUDA eager / CUDA graph, ORT CPU, ceilings)
   vk_MODEL.txt      stdout+stderr of `vkgraph run ... --repeat N`, run_all.sh's
                     '# exit status' trailer and an optional validation section
@@ -10,6 +12,11 @@ and from run_all.sh's work folder (--work, default /tmp/h200):
   stages.tsv        stage, exit status, seconds
   vk_bench.txt      output of `vkgraph bench-op` (when the binary has it)
 Writes OUT/report.md and prints it. Missing inputs leave '-' cells, never an error.
+
+report.md begins with a dated section in BENCHMARKS.md's format (date, device, driver,
+commit, the ratio table, microbenchmarks), identified by a run-id comment and closed by
+SECTION_END; tools/h200/append_bench.sh adds that section to BENCHMARKS.md and the whole
+report to docs/bench/. The full report follows the marker.
 """
 
 import argparse
@@ -24,11 +31,22 @@ VALIDATION_MARK = "# --- validation run"
 RUN_RE = re.compile(r"run x(\d+): host p50 ([\d.]+) ms, p90 ([\d.]+) ms; GPU p50 ([\d.]+) ms")
 LOAD_RE = re.compile(r"load: parse ([\d.]+) ms, build ([\d.]+) ms, prepare ([\d.]+) ms; "
                      r"first run \(incl\. load\) ([\d.]+) ms")
+PIPELINES_RE = re.compile(r"^pipelines: (\d+) created in ([\d.]+) ms; disk cache (\w+)", re.M)
 EXIT_RE = re.compile(r"^# exit status (\d+) after ([\d.]+) s", re.M)
 ERROR_RE = re.compile(r"^vkgraph: error: (.*)$", re.M)
 OUTPUT_RE = re.compile(r"^output (\S+): (.*)$", re.M)
 DEVICE_RE = re.compile(r"^device: (.*)$", re.M)
 VAL_MSG_RE = re.compile(r"Validation (Error|Warning|Performance Warning)")
+RUN_ID_PREFIX = "<!-- vkgraph-bench-run: "
+SECTION_END = "<!-- end of BENCHMARKS.md section -->"
+# Row names in BENCHMARKS.md, for the models as models/export_zoo.py builds them.
+DISPLAY_NAMES = {"transformer": "transformer L4 d512 S128", "mlp": "MLP 4x Linear(1024)"}
+GEMM_RE = re.compile(r"^bench-op gemm (\d+)x(\d+)x(\d+) (\w+): GPU p50 ([\d.]+) ms, ([\d.]+) TFLOP/s",
+                     re.M)
+ADD_RE = re.compile(r"^bench-op add (\d+) (\w+): GPU p50 ([\d.]+) ms, ([\d.]+) GB/s", re.M)
+IO_RE = re.compile(r"^bench-op io (\d+) floats, (.*?): wall p50 ([\d.]+) ms", re.M)
+OVERHEAD_RE = re.compile(r"^bench-op overhead (\d+) nodes .*?execute\(\) host p50 ([\d.]+) us, "
+                         r"p90 ([\d.]+) us; GPU p50 ([\d.]+) us; host - GPU p50 ([\d.]+) us", re.M)
 
 
 def load_json(path):
@@ -59,6 +77,8 @@ def parse_vk(text):
     if m := LOAD_RE.search(timing):
         r.update(parse_ms=float(m[1]), build_ms=float(m[2]), prepare_ms=float(m[3]),
                  first_ms=float(m[4]))
+    if m := PIPELINES_RE.search(timing):
+        r.update(pipelines=int(m[1]), pipelines_ms=float(m[2]), disk_cache=m[3])
     if m := EXIT_RE.search(timing):
         r.update(exit=int(m[1]), wall_s=float(m[2]))
     if m := DEVICE_RE.search(timing):
@@ -100,7 +120,105 @@ def model_names(out_dir, peers):
     return [m for m in KNOWN_ORDER if m in found] + sorted(found - set(KNOWN_ORDER))
 
 
-def build_report(out_dir, work_dir):
+def info_field(info, pattern):
+    m = re.search(pattern, info or "", re.M)
+    return m[1].strip() if m else None
+
+
+def run_facts(out_dir, vk_device, peers_meta, run_id):
+    """Date, device, driver, commit and run id of the run, from info.txt where it has them."""
+    info = read_text(os.path.join(out_dir, "info.txt"))
+    commit = info_field(info, r"^# commit (\S+)") or "unknown"
+    driver = info_field(info, r"^driver: (.*?) \(driverVersion")
+    if not driver:  # an older vkgraph: nvidia-smi's CSV row after its header
+        m = re.search(r"^name, driver_version.*\n([^,\n]+), ([^,\n]+),", info or "", re.M)
+        driver = m[2].strip() if m else "unknown"
+    date = info_field(info, r"^# date (\d{4}-\d\d-\d\d)") or (peers_meta.get("time_utc") or "")[:10]
+    run_id = run_id or info_field(info, r"^# run-id (\S+)") or f"{date or 'undated'}-{commit}"
+    return {"date": date or "undated", "device": vk_device, "driver": driver,
+            "vulkan": info_field(info, r", Vulkan ([\d.]+)\)$") or "-", "commit": commit,
+            "run_id": run_id}
+
+
+def rate(v, unit, digits):
+    return "-" if v is None else f"{v:.{digits}f} {unit}"
+
+
+def micro_rows(bench, micro):
+    """BENCHMARKS.md rows (op, vkgraph, PyTorch, ratio) from `vkgraph bench-op` output and
+    peers.py's ceilings."""
+    rows = []
+    torch_gemm = {(r["dtype"], r["n"]): r.get("tflops") for r in micro.get("gemm", [])}
+    for m in GEMM_RE.finditer(bench or ""):
+        mm, n, k, dtype, _, tflops = m.groups()
+        square = mm == n == k
+        peer = torch_gemm.get(("float32" if dtype == "fp32" else dtype, int(n))) if square else None
+        size = f"{n}³" if square else f"{mm}x{n}x{k}"
+        rows.append((f"GEMM {size} {dtype}", rate(float(tflops), "TFLOP/s", 1),
+                     rate(peer, "TFLOP/s", 1), ratio(float(tflops), peer)))
+    stream = micro.get("stream") or {}
+    for m in ADD_RE.finditer(bench or ""):
+        n, dtype, _, gbps = m.groups()
+        peer = (stream.get("add") or {}).get("GBps")
+        peer_note = f" ({stream['elements']})" if peer and stream.get("elements") != int(n) else ""
+        rows.append((f"add {n} {dtype}", rate(float(gbps), "GB/s", 0),
+                     rate(peer, "GB/s", 0) + peer_note, ratio(float(gbps), peer)))
+    io = {path: float(t) for _, path, t in IO_RE.findall(bench or "")}
+    if io:
+        n = IO_RE.search(bench)[1]
+        staged = io.pop("staged copies", None)
+        other, fast = next(iter(io.items()), (None, None))
+        cell = f"staged {ms(staged)} ms" + (f", {other} {ms(fast)} ms" if other else "")
+        rows.append((f"graph I/O y = 2x, {n} floats, host to host", cell, "",
+                     ratio(staged, fast) if fast else "-"))
+    for m in OVERHEAD_RE.finditer(bench or ""):
+        nodes, host, _, gpu, over = m.groups()
+        rows.append((f"execute() host overhead, {nodes} nodes (target < 50 us)",
+                     f"{over} us (host {host} us - GPU {gpu} us)", "", ""))
+    return rows
+
+
+def bench_section(facts, names, vk, peers, compare, bench):
+    """The dated section for BENCHMARKS.md."""
+    meta = peers.get("meta", {})
+    cfg = meta.get("config") or {}
+    L = [f"## {facts['date']}, {facts['device']}, driver {facts['driver']} "
+         f"(commit {facts['commit']})", "", f"{RUN_ID_PREFIX}{facts['run_id']} -->", ""]
+    L.append(f"`tools/h200/run_all.sh` on {facts['device']} (driver {facts['driver']}, Vulkan "
+             f"{facts['vulkan']}); peers: torch {meta.get('torch', '-')} (CUDA "
+             f"{meta.get('cuda', '-')}, TF32 matmul {meta.get('tf32_matmul', '-')}), onnxruntime "
+             f"{meta.get('onnxruntime', '-')} on {cfg.get('ort_threads', 16)} CPU threads. "
+             f"p50, ms. Full report: `docs/bench/{facts['run_id']}.md`.")
+    L += ["", "| model | vkgraph host | vkgraph GPU | torch eager | torch CUDA graph | ORT CPU | "
+          "host / CUDA graph | host / eager | host / ORT | max abs diff vs PyTorch |",
+          "|" + " --- |" * 10]
+    for m in names:
+        v, pm, c = vk[m], peers.get("models", {}).get(m, {}), compare.get(m, {})
+        eager, graph, ort = p50(pm, "eager"), p50(pm, "cuda_graph"), p50(pm, "ort_cpu")
+        host, gpu = v.get("host_p50"), v.get("gpu_p50")
+        name = DISPLAY_NAMES.get(m, m)
+        if host is None:
+            why = "; ".join(v.get("errors", [])) or "no result"
+            L.append(f"| {name} | failed: {why[:120].replace('|', '/')} | | {ms(eager)} | "
+                     f"{ms(graph)} | {ms(ort)} | | | | |")
+            continue
+        diff = sci(c.get("max_abs_diff")) if "error" not in c else "ERR"
+        L.append(f"| {name} | {ms(host)} | {ms(gpu)} | {ms(eager)} | {ms(graph)} | {ms(ort)} | "
+                 f"{ratio(host, graph)} | {ratio(host, eager)} | {ratio(host, ort)} | {diff} |")
+    rows = micro_rows(bench, peers.get("micro") or {})
+    if rows:
+        L += ["", "| op | vkgraph | PyTorch | ratio |", "| --- | --- | --- | --- |"]
+        L += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    val = {m: vk[m]["validation"] for m in names if "validation" in vk[m]}
+    if val:
+        counts = ", ".join(f"{m} {r['messages']}" + ("" if r["exit"] == 0 else f" (exit {r['exit']})")
+                           for m, r in val.items())
+        L += ["", f"Validation (Khronos layer + synchronization validation), messages: {counts}."]
+    L += ["", SECTION_END, ""]
+    return L
+
+
+def build_report(out_dir, work_dir, run_id=None):
     peers = load_json(os.path.join(out_dir, "peers.json")) or {}
     compare = load_json(os.path.join(work_dir, "compare.json")) or {}
     meta = peers.get("meta", {})
@@ -111,7 +229,10 @@ def build_report(out_dir, work_dir):
         m = re.search(r"^chosen: (.*)$", read_text(os.path.join(out_dir, "info.txt")) or "", re.M)
         vk_device = m[1] if m else "-"
 
-    L = ["# vkgraph on the H200: run_all.sh report", ""]
+    bench = read_text(os.path.join(work_dir, "vk_bench.txt"))
+    facts = run_facts(out_dir, vk_device, meta, run_id)
+    L = bench_section(facts, names, vk, peers, compare, bench)
+    L += ["# vkgraph on the H200: run_all.sh report", ""]
     L.append(f"- vkgraph device: {vk_device}")
     L.append(f"- peers: {meta.get('gpu', meta.get('device', '-'))}; torch {meta.get('torch', '-')} "
              f"(CUDA {meta.get('cuda', '-')}, cuDNN {meta.get('cudnn', '-')}), onnxruntime "
@@ -137,14 +258,16 @@ def build_report(out_dir, work_dir):
     L.append("")
 
     L += ["## vkgraph details", "",
-          "| model | exit | wall s | runs | host p90 | parse | build | prepare | first run | "
-          "argmax match | non-finite | outputs |", "|" + " --- |" * 12]
+          "| model | exit | wall s | runs | host p90 | parse | build | prepare | pipelines | "
+          "first run | argmax match | non-finite | outputs |", "|" + " --- |" * 13]
     for m in names:
         v, c = vk[m], compare.get(m, {})
         outs = "; ".join(f"{n}: {s}" for n, s in v.get("outputs", []))[:160] or "-"
+        pipelines = (f"{v['pipelines']} in {ms(v['pipelines_ms'])} ms, disk cache {v['disk_cache']}"
+                     if "pipelines" in v else "-")
         L.append(f"| {m} | {v.get('exit', '-')} | {v.get('wall_s', '-')} | {v.get('repeat', '-')} | "
                  f"{ms(v.get('host_p90'))} | {ms(v.get('parse_ms'))} | {ms(v.get('build_ms'))} | "
-                 f"{ms(v.get('prepare_ms'))} | {ms(v.get('first_ms'))} | "
+                 f"{ms(v.get('prepare_ms'))} | {pipelines} | {ms(v.get('first_ms'))} | "
                  f"{c.get('argmax_match', '-')} | {c.get('nan_or_inf', '-')} | {outs} |")
     problems = [f"- {m}: vkgraph: {e}" for m in names for e in vk[m].get("errors", [])]
     problems += [f"- {m}: compare: {compare[m]['error']}" for m in names
@@ -199,7 +322,6 @@ def build_report(out_dir, work_dir):
         L += [f"- error: {e}" for e in micro.get("errors", [])]
         L.append("")
 
-    bench = read_text(os.path.join(work_dir, "vk_bench.txt"))
     if bench:
         L += ["## vkgraph bench-op", "", "```", bench.rstrip()[-6000:], "```", ""]
 
@@ -215,10 +337,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT"), help="results folder (default $OUT)")
     ap.add_argument("--work", default="/tmp/h200", help="run_all.sh work folder")
+    ap.add_argument("--run-id", help="identifies the run (default: info.txt's '# run-id')")
     args = ap.parse_args()
     if not args.out:
         ap.error("give --out or set OUT")
-    text = build_report(args.out, args.work)
+    text = build_report(args.out, args.work, args.run_id)
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text + "\n")
     print(text)

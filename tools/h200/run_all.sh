@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The single command for the H200 device machine. Run from the repo root with OUT set, after
-# tools/h200/pack.sh has built build-h200/vkgraph and filled .devlibs/ here; carry .gl, .vl,
-# build-h200 (or just build-h200/vkgraph) and .devlibs.
+# tools/h200/pack.sh has built build-h200/vkgraph, written build-h200/COMMIT and filled
+# .devlibs/ here; carry .gl, .vl, build-h200 (or just build-h200/vkgraph and build-h200/COMMIT)
+# and .devlibs. Back here, tools/h200/append_bench.sh adds the fetched report.md to
+# BENCHMARKS.md and docs/bench/.
 #
 # Stages, each logged and timed, none stopping the rest; every timeout is capped so the whole
 # script ends within H200_DEADLINE_S (default 420 s):
@@ -12,8 +14,10 @@
 #   compare   vkgraph outputs vs saved PyTorch outputs                -> /tmp/h200/compare.json
 #   peers     tools/h200/peers.py (PyTorch CUDA, ORT CPU, ceilings)  -> $OUT/peers.json
 #   bench_op  hook for `vkgraph bench-op`, when the binary has it    -> $OUT/info.txt
+#             (its `vkgraph bench` runs find the pipeline disk cache warm that vk_MODEL left)
 #   val_MODEL vkgraph run under validation + sync validation         -> appended to vk_MODEL.txt
-#   report    tools/h200/report.py                                    -> $OUT/report.md
+#   report    tools/h200/report.py: a dated BENCHMARKS.md section (run id, device, driver,
+#             commit, ratios, microbenchmarks), then the full report -> $OUT/report.md
 # $OUT ends with 8 files (the device tool's limit): info.txt, peers.json, vk_*.txt (4),
 # report.md, run_all.log.
 set -u
@@ -21,6 +25,12 @@ set -u
 : "${OUT:?set OUT to the results folder}"
 readonly WORK=/tmp/h200 ZOO=/tmp/zoo VK=./build-h200/vkgraph
 readonly DEADLINE=${H200_DEADLINE_S:-420} REPEAT=${H200_REPEAT:-200}
+# The device gets a copy of the working tree without .git: pack.sh records the commit.
+COMMIT=$(cat build-h200/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+readonly COMMIT
+# Names this run in BENCHMARKS.md, so append_bench.sh never adds it twice.
+RUN_ID="$(date -u +%Y-%m-%dT%H%M%SZ)-h200-$COMMIT"
+readonly RUN_ID
 readonly MODELS=(resnet18 mobilenet_v2 transformer mlp)
 export PYTHONUNBUFFERED=1
 # Only vkgraph gets the carried Debian libonnx_proto/libprotobuf, so no Python package can
@@ -90,7 +100,9 @@ write_info() {
     echo "# vkgraph info"
     LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$(limit 60)" "$VK" info 2>&1
     echo "# exit status $?"
-    echo "# date $(date -u +%FT%TZ), git $(git rev-parse --short HEAD 2>/dev/null || echo n/a)"
+    echo "# date $(date -u +%FT%TZ)"
+    echo "# commit $COMMIT"
+    echo "# run-id $RUN_ID"
     echo "# VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
     echo "# nvidia-smi"
     nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
@@ -171,7 +183,9 @@ val_vk() {
 # BENCH_OP_CASES; left empty, `vkgraph bench-op` runs once with no arguments. Output goes to
 # /tmp/h200/vk_bench.txt (shown in report.md) and is appended to $OUT/info.txt.
 # ---------------------------------------------------------------------------------------------
-BENCH_OP_CASES=("gemm 1024 1024 1024" "gemm 4096 4096 4096" "gemm 8192 8192 8192" "add 268435456" "io 67108864")
+# add at 64M: 256M spent its whole slot filling random constants on the host (BENCHMARKS.md).
+BENCH_OP_CASES=("gemm 1024 1024 1024" "gemm 4096 4096 4096" "gemm 8192 8192 8192" "add 67108864"
+  "io 67108864" "overhead 100")
 vk_bench_ops() {
   local t0=$SECONDS rc=0 args lim
   if ! LD_LIBRARY_PATH=$VK_LD "$VK" --help 2>&1 | grep -q bench-op; then
@@ -206,7 +220,7 @@ main() {
   mkdir -p "$WORK"
   : >"$WORK/stages.tsv"
   rm -rf "$ZOO"
-  log "repo $PWD, OUT $OUT, deadline ${DEADLINE}s, $(nproc) CPUs"
+  log "repo $PWD, OUT $OUT, deadline ${DEADLINE}s, $(nproc) CPUs, run $RUN_ID"
 
   t0=$SECONDS
   setup_vulkan
@@ -236,7 +250,7 @@ main() {
   done
 
   # The report may run up to 30 s past the deadline: it is cheap and it is what matters.
-  timed report 30 -30 python3 tools/h200/report.py --out "$OUT" --work "$WORK"
+  timed report 30 -30 python3 tools/h200/report.py --out "$OUT" --work "$WORK" --run-id "$RUN_ID"
 
   echo
   echo "==================== summary ===================="

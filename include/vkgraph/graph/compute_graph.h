@@ -110,6 +110,9 @@ struct GraphStats {
   uint64_t constant_bytes = 0;
   uint64_t peak_device_bytes = 0;  // the allocator's high-water mark
   size_t activation_buffers = 0;
+  // Times the command buffers were recorded: once, plus once per rebinding of external I/O
+  // after an execution. Replays record nothing.
+  size_t recordings = 0;
 };
 
 struct NodeTime {
@@ -207,6 +210,9 @@ class ComputeGraph {
   const IO& find_io(const std::string& name) const;
   // The binding of an External IO whose buffer another queue family owns between executions.
   const ExternalBuffer& foreign_binding(const std::string& name) const;
+  // Checked, and without the copy info() makes: for per-execution paths. Do not hold it
+  // across add_* calls.
+  const TensorInfo& tensor(TensorRef t) const;
   void write_descriptors(Node& node);
   bool has_external() const;
   void add_ownership_transfers(vk::PipelineBarrier& entry, vk::PipelineBarrier& exit) const;

@@ -28,6 +28,10 @@ struct ContextOptions {
   // Treat all host-visible memory as non-coherent, so flush/invalidate paths run on devices
   // whose memory is coherent. Default: env VKGRAPH_FORCE_NONCOHERENT=1.
   std::optional<bool> force_non_coherent;
+  // Folder of the on-disk pipeline cache, or "off". Default: env VKGRAPH_PIPELINE_CACHE (a
+  // folder or "off"), else $XDG_CACHE_HOME/vkgraph, else ~/.cache/vkgraph. One file per
+  // device and driver; saved when it grew, at Context destruction or pipelines().save().
+  std::optional<std::string> pipeline_cache;
   uint64_t memory_budget = 0;  // bytes of device memory vkgraph may hold; 0 = no limit
   bool sync_trace = false;     // record synchronization events (see SyncTrace)
 };

@@ -1,7 +1,8 @@
 #pragma once
 // Compute shaders embedded at build time, and the caches that turn them into pipelines:
 // descriptor-set layouts by binding count, pipeline layouts by (bindings, push size),
-// pipelines by (shader, specialization constants). Thread-safe.
+// pipelines by (shader, specialization constants). Thread-safe. The driver's compiled
+// pipelines persist across processes in a file per device and driver (see ContextOptions).
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -43,16 +44,36 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
 };
 
+// Whether the driver's pipeline cache started from a file: Off (no disk cache), Cold (no usable
+// file: pipelines compiled from scratch), Warm (the file's data was handed to the driver).
+enum class DiskCacheState { Off, Cold, Warm };
+const char* disk_cache_state_name(DiskCacheState state);
+
+struct PipelineCacheStats {
+  size_t pipelines = 0;  // created so far
+  double create_ms = 0;  // wall time spent in vkCreateComputePipelines
+  DiskCacheState disk = DiskCacheState::Off;
+  std::string path;  // the cache file; empty when Off
+  size_t loaded_bytes = 0;
+  std::string cold_reason;  // why a Cold start had no usable file ("no file", "checksum ...")
+};
+
 class PipelineCache {
  public:
-  explicit PipelineCache(Context& context);
-  ~PipelineCache();
+  // `directory` empty: memory only. Otherwise loads the device's file from there, if valid.
+  PipelineCache(Context& context, const std::string& directory);
+  ~PipelineCache();  // saves (errors ignored), then destroys every object it made
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
   const Pipeline& get(const PipelineKey& key);
   size_t size() const;
+  // Writes the driver's cache data to the file when it grew since it was loaded or last
+  // saved. Returns whether it wrote; false when Off. Throws Error(Io) when writing fails.
+  bool save();
+  PipelineCacheStats stats() const;
 
  private:
+  std::vector<uint8_t> load(const std::string& directory);
   VkDescriptorSetLayout set_layout(uint32_t bindings);
   VkShaderModule module(const std::string& name);
   Context& context_;
@@ -62,6 +83,8 @@ class PipelineCache {
   std::map<std::pair<uint32_t, uint32_t>, VkPipelineLayout> layouts_;
   std::map<std::string, VkShaderModule> modules_;
   std::map<PipelineKey, Pipeline> pipelines_;
+  PipelineCacheStats stats_;
+  size_t saved_bytes_ = 0;  // driver data size at load or the last save
 };
 
 // A pool sized for a known number of storage-buffer descriptor sets (one graph's nodes).
