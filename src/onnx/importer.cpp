@@ -211,7 +211,7 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs) {
   std::vector<Value> outs = it->second(*this, node, attrs);
   graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
-  for (Value& v : outs) v.sources = sources;
+  for (Value& v : outs) v.sources = v.constant ? std::set<std::string>{} : sources;
   for (const onnx::NodeProto* c : pending_absorbed_) {
     Value& fused = values_[c->output(0)] = outs[0];
     fused.sources.clear();  // fused activations are not folded on the host
