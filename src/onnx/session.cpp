@@ -69,7 +69,8 @@ struct Session::Impl {
   }
 
   // Builds for the fed shapes and values, learning which inputs' values the build needs: a
-  // build stops at the first node that needs one, so each retry adds at least one input.
+  // build reports those of every node it reaches, but nodes behind them may need more once
+  // their values are known, so it retries, learning at least one input each time.
   void plan(const std::map<std::string, Shape>& shapes,
             const std::map<std::string, HostTensor>& feeds) {
     std::map<std::string, HostTensor> values;
