@@ -268,6 +268,10 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
       input_files.erase(it);
       continue;
     }
+    if (in.needs_value)
+      throw Error(ErrorKind::InvalidArgument, "input '" + in.name +
+                                                  "' decides shapes in the model, so random "
+                                                  "values will not do: give it with --input");
     Shape shape = so.input_shapes.count(in.name) ? so.input_shapes[in.name] : in.shape;
     for (int64_t d : shape)
       if (d < 0)

@@ -9,6 +9,13 @@
 // folded into a preceding Conv, bias and activations are fused into Conv/Gemm/MatMul. Later
 // runs with the same input shapes replay the recorded command buffers; a new input shape
 // re-plans and re-records. One Session is used by one thread at a time.
+//
+// Inputs whose values the model needs while it is built (a Reshape target shape, Slice
+// starts, Resize scales, ... given as model inputs) are value-specialised: inputs() marks them
+// `needs_value`, the graph is built for the values the first run gives, and a run with other
+// values re-plans and re-records like a new shape does. They are still uploaded as inputs
+// where the graph also reads them on the device. Such inputs are found while building, so
+// they are marked after load when every input shape is static, else after the first run.
 #include <map>
 #include <memory>
 #include <string>
@@ -33,12 +40,14 @@ struct ValueInfo {
   std::string name;
   Shape shape;  // -1 marks a dynamic dimension
   DType dtype;
+  bool needs_value = false;  // inputs only: the graph is specialised to this input's values
 };
 
 struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
   double prepare_ms = 0;  // memory plan, allocation, prepack upload, pipeline creation
+  int builds = 0;  // graphs built so far: one per change of input shapes or needed values
 };
 
 class Session {

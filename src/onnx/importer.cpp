@@ -6,7 +6,8 @@
 namespace vkgraph::onnx_import {
 
 Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
-                   const std::map<std::string, Shape>& input_shapes, bool fuse)
+                   const std::map<std::string, Shape>& input_shapes,
+                   const std::map<std::string, HostTensor>& input_values, bool fuse)
     : model_(model), graph_(graph), fuse_(fuse) {
   for (auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = static_cast<int>(op.version());
@@ -20,7 +21,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_elementwise(lowerings_);
   register_nn(lowerings_);
   register_tensor(lowerings_);
-  add_inputs(input_shapes);
+  add_inputs(input_shapes, input_values);
 }
 
 Value Importer::device_value(ComputeGraph& g, TensorRef t) {
@@ -32,7 +33,8 @@ Value Importer::device_value(ComputeGraph& g, TensorRef t) {
   return v;
 }
 
-void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes) {
+void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
+                          const std::map<std::string, HostTensor>& input_values) {
   const onnx::GraphProto& g = model_.graph();
   for (auto& init : g.initializer()) {
     if (init.name().empty()) throw Error(ErrorKind::ModelFormat, "initializer without a name");
@@ -50,13 +52,32 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes) {
     if (!in.type().has_tensor_type())
       throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
     DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
-    values_[in.name()] = device_value(graph_, graph_.add_input(it->second, dtype, in.name()));
+    Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name()));
+    if (auto vt = input_values.find(in.name()); vt != input_values.end()) {
+      if (vt->second.dtype != dtype || vt->second.shape != v.shape)
+        throw Error(ErrorKind::InvalidArgument, "value for model input '" + in.name() + "' is " +
+                                                    dtype_name(vt->second.dtype) + " " +
+                                                    shape_str(vt->second.shape) + ", expected " +
+                                                    dtype_name(dtype) + " " + shape_str(v.shape));
+      v.constant = vt->second;
+    } else {
+      v.sources = {in.name()};
+    }
+    values_[in.name()] = std::move(v);
   }
   for (auto& out : g.output()) graph_outputs_.insert(out.name());
   for (auto& node : g.node())
     for (auto& name : node.input())
       if (!name.empty()) consumers_[name].push_back(&node);
 }
+
+namespace {
+std::string quoted_list(const std::set<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "'" : ", '") + n + "'";
+  return list;
+}
+}  // namespace
 
 void Importer::build() {
   const onnx::GraphProto& g = model_.graph();
@@ -67,6 +88,9 @@ void Importer::build() {
       visit(node);
   for (auto& node : g.node())
     if (node.op_type() != "Constant") visit(node);
+  if (!needed_.empty())
+    throw NeedsInputValues(
+        first_need_ + "; the model needs the values of inputs " + quoted_list(needed_), needed_);
   for (auto& out : g.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end())
@@ -118,6 +142,8 @@ bool Importer::try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs) {
 
 void Importer::visit(const onnx::NodeProto& node) {
   if (absorbed_.count(&node)) return;
+  for (const std::string& name : node.input())
+    if (blocked_.count(name)) return block(node);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     throw Error(ErrorKind::Unsupported,
                 where(node) + ": operator domain '" + node.domain() + "' is not supported");
@@ -157,15 +183,40 @@ void Importer::visit(const onnx::NodeProto& node) {
     return;
   }
   if (try_fold(node, attrs)) return;
+  try {
+    lower(node, attrs);
+  } catch (const NeedsInputValues& e) {
+    graph_.set_label_scope("");
+    if (needed_.empty()) first_need_ = e.message();
+    needed_.insert(e.inputs().begin(), e.inputs().end());
+    block(node);
+    for (const onnx::NodeProto* c : pending_absorbed_) block(*c);
+    pending_absorbed_.clear();
+  }
+}
+
+void Importer::block(const onnx::NodeProto& node) {
+  blocked_.insert(node.output().begin(), node.output().end());
+}
+
+void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs) {
+  std::set<std::string> sources = fold_sources(node);
   auto it = lowerings_.find(node.op_type());
-  if (it == lowerings_.end())
+  if (it == lowerings_.end()) {
+    // Host-only ops (Range, ConstantOfShape, NonZero) run once their inputs' values are known.
+    if (!sources.empty()) needs_values(node, "its result", sources);
     throw Error(ErrorKind::Unsupported, "unsupported operator " + where(node));
+  }
   pending_absorbed_.clear();
   graph_.set_label_scope(node.op_type() + " '" + node.name() + "'");
   std::vector<Value> outs = it->second(*this, node, attrs);
   graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
-  for (const onnx::NodeProto* c : pending_absorbed_) values_[c->output(0)] = outs[0];
+  for (Value& v : outs) v.sources = v.constant ? std::set<std::string>{} : sources;
+  for (const onnx::NodeProto* c : pending_absorbed_) {
+    Value& fused = values_[c->output(0)] = outs[0];
+    fused.sources.clear();  // fused activations are not folded on the host
+  }
   pending_absorbed_.clear();
   for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(node.output_size()); ++i)
     if (!node.output(i).empty()) values_[node.output(i)] = std::move(outs[i]);
@@ -201,6 +252,45 @@ const HostTensor* Importer::constant(const onnx::NodeProto& node, size_t i) cons
   // Fusion looks at nodes not visited yet, whose inputs may not exist yet: not a constant.
   auto it = values_.find(node.input(i));
   return it != values_.end() && it->second.constant ? &*it->second.constant : nullptr;
+}
+
+const HostTensor& Importer::host_value(const onnx::NodeProto& node, size_t i,
+                                       const std::string& what) const {
+  const Value& v = input(node, i);
+  if (v.constant) return *v.constant;
+  if (!v.sources.empty()) needs_values(node, what, v.sources);
+  fail(node, what + " must be known at load time");
+}
+
+std::set<std::string> Importer::fold_sources(const onnx::NodeProto& node) const {
+  if (!fold::can_fold(node.op_type())) return {};
+  std::set<std::string> sources;
+  for (const std::string& name : node.input()) {
+    if (name.empty()) continue;
+    const Value& v = values_.at(name);
+    if (v.constant) continue;
+    if (v.sources.empty()) return {};
+    sources.insert(v.sources.begin(), v.sources.end());
+  }
+  return sources;
+}
+
+void Importer::needs_values(const onnx::NodeProto& node, const std::string& what,
+                            const std::set<std::string>& inputs) const {
+  throw NeedsInputValues(
+      where(node) + ": " + what + " depends on the value of model input " + quoted_list(inputs),
+      inputs);
+}
+
+void Importer::require_host_values(const onnx::NodeProto& node,
+                                   std::initializer_list<size_t> inputs) const {
+  std::set<std::string> sources;
+  for (size_t i : inputs) {
+    if (!has_input(node, i) || input(node, i).constant) continue;
+    const std::set<std::string>& s = input(node, i).sources;
+    sources.insert(s.begin(), s.end());
+  }
+  if (!sources.empty()) needs_values(node, "its shape", sources);
 }
 
 std::string Importer::where(const onnx::NodeProto& node) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "onnx/fold.h"
+#include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/ops.h"
 
@@ -23,6 +24,22 @@ struct Value {
   TensorRef tensor;  // valid once on the device
   Shape shape;
   DType dtype = DType::Float32;
+  // Model inputs whose values would make this value known on the host through folding; empty
+  // when it is known already or no input's value could make it so.
+  std::set<std::string> sources;
+};
+
+// Thrown when a lowering needs on the host a value that the model's inputs determine, e.g. a
+// Reshape whose target shape is a model input. The Session then builds with those inputs'
+// values as constants (a graph specialised to them), re-planning when they change.
+class NeedsInputValues : public Error {
+ public:
+  NeedsInputValues(const std::string& message, std::set<std::string> inputs)
+      : Error(ErrorKind::InvalidArgument, message), inputs_(std::move(inputs)) {}
+  const std::set<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::set<std::string> inputs_;
 };
 
 class Importer;
@@ -38,9 +55,12 @@ void register_tensor(LoweringTable& table);
 
 class Importer {
  public:
-  // `input_shapes` gives the concrete shape of every graph input.
+  // `input_shapes` gives the concrete shape of every graph input; `input_values` the values of
+  // those the graph is specialised to: they fold like constants and are still graph inputs
+  // for the ops that read them on the device.
   Importer(const onnx::ModelProto& model, ComputeGraph& graph,
-           const std::map<std::string, Shape>& input_shapes, bool fuse);
+           const std::map<std::string, Shape>& input_shapes,
+           const std::map<std::string, HostTensor>& input_values, bool fuse);
   void build();
 
   // --- for lowerings ---
@@ -55,6 +75,13 @@ class Importer {
   TensorRef tensor(Value& value, const std::string& name);
   // The input's host value, or null when it is only known on the device.
   const HostTensor* constant(const onnx::NodeProto& node, size_t i) const;
+  // The host value of input `i`, which the lowering cannot do without (`what` names it for
+  // the error): throws NeedsInputValues when model inputs' values would make it known.
+  const HostTensor& host_value(const onnx::NodeProto& node, size_t i,
+                               const std::string& what) const;
+  // For lowerings that need several host values: throws NeedsInputValues naming the model
+  // inputs that all of `inputs` wait for, so that one build learns them together.
+  void require_host_values(const onnx::NodeProto& node, std::initializer_list<size_t> inputs) const;
   // "Conv node 'conv1' (opset 13)": for error messages.
   std::string where(const onnx::NodeProto& node) const;
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& problem) const;
@@ -74,8 +101,14 @@ class Importer {
   static Value device_value(ComputeGraph& g, TensorRef t);
 
  private:
-  void add_inputs(const std::map<std::string, Shape>& input_shapes);
+  void add_inputs(const std::map<std::string, Shape>& input_shapes,
+                  const std::map<std::string, HostTensor>& input_values);
   void visit(const onnx::NodeProto& node);
+  void lower(const onnx::NodeProto& node, const fold::Attrs& attrs);
+  std::set<std::string> fold_sources(const onnx::NodeProto& node) const;
+  [[noreturn]] void needs_values(const onnx::NodeProto& node, const std::string& what,
+                                 const std::set<std::string>& inputs) const;
+  void block(const onnx::NodeProto& node);
   bool try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs);
 
   const onnx::ModelProto& model_;
@@ -88,6 +121,11 @@ class Importer {
   std::set<std::string> graph_outputs_;
   std::set<const onnx::NodeProto*> absorbed_;
   std::vector<const onnx::NodeProto*> pending_absorbed_;
+  // Nodes that wait for model input values are skipped, with all that depends on them, so
+  // that one build learns every input value it needs; build() then throws for them all.
+  std::set<std::string> blocked_;
+  std::set<std::string> needed_;
+  std::string first_need_;
 };
 
 // The activation that UnaryOp + params express for an ONNX activation node, if any.

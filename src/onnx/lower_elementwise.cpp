@@ -135,9 +135,9 @@ std::vector<Value> lower_trilu(Importer& im, const onnx::NodeProto& node, const 
   if (xs.size() < 2) im.fail(node, "input rank must be at least 2");
   int64_t k = 0;
   if (im.has_input(node, 1)) {
-    const HostTensor* kt = im.constant(node, 1);
-    if (!kt || kt->numel() != 1) im.fail(node, "k must be a constant scalar");
-    k = kt->as_int(0);
+    const HostTensor& kt = im.host_value(node, 1, "k");
+    if (kt.numel() != 1) im.fail(node, "k must be a scalar");
+    k = kt.as_int(0);
   }
   bool upper = a.get_int("upper", 1) != 0;
   int64_t rows = xs[xs.size() - 2], cols = xs.back();
@@ -153,10 +153,9 @@ std::vector<Value> lower_trilu(Importer& im, const onnx::NodeProto& node, const 
 
 float scalar_input(const Importer& im, const onnx::NodeProto& node, size_t i, float fallback) {
   if (!im.has_input(node, i)) return fallback;
-  const HostTensor* t = im.constant(node, i);
-  if (!t) im.fail(node, "input " + std::to_string(i) + " must be a constant");
-  if (t->numel() != 1) im.fail(node, "input " + std::to_string(i) + " must be a scalar");
-  return static_cast<float>(t->as_double(0));
+  const HostTensor& t = im.host_value(node, i, "input " + std::to_string(i));
+  if (t.numel() != 1) im.fail(node, "input " + std::to_string(i) + " must be a scalar");
+  return static_cast<float>(t.as_double(0));
 }
 
 }  // namespace

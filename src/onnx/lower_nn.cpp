@@ -394,9 +394,8 @@ Lowering reduce_lowering(ops::ReduceOp op) {
     im.require_inputs(node, 1, 2);
     std::vector<int64_t> axes;
     if (im.has_input(node, 1)) {
-      const HostTensor* t = im.constant(node, 1);
-      if (!t) im.fail(node, "axes must be known at load time");
-      for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(t->as_int(i));
+      const HostTensor& t = im.host_value(node, 1, "axes");
+      for (int64_t i = 0; i < t.numel(); ++i) axes.push_back(t.as_int(i));
     } else if (const auto* v = a.find_ints("axes")) {
       axes = *v;
     }

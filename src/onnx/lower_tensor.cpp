@@ -11,10 +11,9 @@ namespace {
 std::vector<int64_t> int_list(const Importer& im, const onnx::NodeProto& node, size_t input,
                               const fold::Attrs& attrs, const char* attr) {
   if (im.has_input(node, input)) {
-    const HostTensor* t = im.constant(node, input);
-    if (!t) im.fail(node, std::string(attr) + " must be known at load time");
-    std::vector<int64_t> v(t->numel());
-    for (int64_t i = 0; i < t->numel(); ++i) v[i] = t->as_int(i);
+    const HostTensor& t = im.host_value(node, input, attr);
+    std::vector<int64_t> v(t.numel());
+    for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.as_int(i);
     return v;
   }
   if (const auto* l = attrs.find_ints(attr)) return *l;
@@ -152,6 +151,7 @@ std::vector<Value> lower_slice(Importer& im, const onnx::NodeProto& node, const 
     ends = int_list(im, node, 99, a, "ends");
     axes = int_list(im, node, 99, a, "axes");
   } else {
+    im.require_host_values(node, {1, 2, 3, 4});
     starts = int_list(im, node, 1, a, "starts");
     ends = int_list(im, node, 2, a, "ends");
     axes = int_list(im, node, 3, a, "axes");
@@ -203,15 +203,15 @@ std::vector<Value> lower_pad(Importer& im, const onnx::NodeProto& node, const fo
                                                             {"edge", ops::PadMode::Edge},
                                                             {"wrap", ops::PadMode::Wrap}};
   if (!modes.count(mode)) im.fail(node, "unsupported mode '" + mode + "'");
+  if (im.opset() >= 11) im.require_host_values(node, {1, 2, 3});
   std::vector<int64_t> pads = int_list(im, node, im.opset() < 11 ? 99 : 1, a, "pads");
   double value = 0;
   if (im.opset() < 11) {
     auto it = a.floats.find("value");
     if (it != a.floats.end()) value = it->second;
   } else if (im.has_input(node, 2)) {
-    const HostTensor* v = im.constant(node, 2);
-    if (!v) im.fail(node, "constant_value must be known at load time");
-    if (v->numel() > 0) value = v->as_double(0);
+    const HostTensor& v = im.host_value(node, 2, "constant_value");
+    if (v.numel() > 0) value = v.as_double(0);
   }
   std::vector<int64_t> axes = int_list(im, node, 3, a, "axes");
   return {out(im, ops::pad(im.graph(), im.tensor(node, 0), pads, modes.at(mode), value, axes))};
@@ -260,9 +260,9 @@ std::vector<Value> lower_cast(Importer& im, const onnx::NodeProto& node, const f
 
 std::vector<Value> lower_cumsum(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 2, 2);
-  const HostTensor* axis = im.constant(node, 1);
-  if (!axis || axis->numel() != 1) im.fail(node, "axis must be a constant scalar");
-  return {out(im, ops::cumsum(im.graph(), im.tensor(node, 0), axis->as_int(0),
+  const HostTensor& axis = im.host_value(node, 1, "axis");
+  if (axis.numel() != 1) im.fail(node, "axis must be a scalar");
+  return {out(im, ops::cumsum(im.graph(), im.tensor(node, 0), axis.as_int(0),
                               a.get_int("exclusive", 0) != 0, a.get_int("reverse", 0) != 0))};
 }
 
@@ -272,9 +272,9 @@ std::vector<Value> lower_topk(Importer& im, const onnx::NodeProto& node, const f
   if (im.opset() < 10) {
     k = a.get_int("k", -1);
   } else {
-    const HostTensor* kt = im.constant(node, 1);
-    if (!kt || kt->numel() != 1) im.fail(node, "K must be a constant scalar");
-    k = kt->as_int(0);
+    const HostTensor& kt = im.host_value(node, 1, "K");
+    if (kt.numel() != 1) im.fail(node, "K must be a scalar");
+    k = kt.as_int(0);
   }
   if (a.get_int("sorted", 1) == 0) im.fail(node, "sorted=0 is not supported");
   auto r = ops::topk(im.graph(), im.tensor(node, 0), k, a.get_int("axis", -1),
@@ -295,6 +295,7 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   std::string ctm = "half_pixel";
   if (auto it = a.strings.find("coordinate_transformation_mode"); it != a.strings.end())
     ctm = it->second;
+  // Upsample and Resize-10 map coordinates asymmetrically and take the floor for nearest.
   if (im.opset() < 11) ctm = "asymmetric";
   static const std::map<std::string, ops::ResizeCoordinates> ctms = {
       {"half_pixel", ops::ResizeCoordinates::HalfPixel},
@@ -303,7 +304,7 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
       {"pytorch_half_pixel", ops::ResizeCoordinates::PytorchHalfPixel}};
   if (!ctms.count(ctm)) im.fail(node, "unsupported coordinate_transformation_mode '" + ctm + "'");
   o.coordinates = ctms.at(ctm);
-  std::string nm = "round_prefer_floor";
+  std::string nm = im.opset() < 11 ? "floor" : "round_prefer_floor";
   if (auto it = a.strings.find("nearest_mode"); it != a.strings.end()) nm = it->second;
   static const std::map<std::string, ops::ResizeNearest> nms = {
       {"round_prefer_floor", ops::ResizeNearest::RoundPreferFloor},
@@ -316,16 +317,17 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   // Inputs: opset 10 (X, scales); 11+ (X, roi, scales, sizes); Upsample-7 has an attribute.
   size_t scales_at = im.opset() < 11 ? 1 : 2, sizes_at = 3;
   Shape out_shape = x;
-  const HostTensor* sizes = im.constant(node, sizes_at);
-  const HostTensor* scales = im.constant(node, scales_at);
+  im.require_host_values(node, {scales_at, sizes_at});
+  const HostTensor* sizes =
+      im.has_input(node, sizes_at) ? &im.host_value(node, sizes_at, "sizes") : nullptr;
+  const HostTensor* scales =
+      im.has_input(node, scales_at) ? &im.host_value(node, scales_at, "scales") : nullptr;
   std::optional<HostTensor> scale_attr;
   if (auto it = a.float_lists.find("scales"); it != a.float_lists.end()) {
     scale_attr =
         HostTensor::from(DType::Float32, {static_cast<int64_t>(it->second.size())}, it->second);
     scales = &*scale_attr;
   }
-  if (im.has_input(node, sizes_at) && !sizes) im.fail(node, "sizes must be known at load time");
-  if (im.has_input(node, scales_at) && !scales) im.fail(node, "scales must be known at load time");
   if (sizes && sizes->numel() > 0) {
     if (sizes->numel() != static_cast<int64_t>(x.size()))
       im.fail(node, "sizes rank differs from input");

@@ -24,7 +24,8 @@ struct Session::Impl {
   int opset = 0;
   std::vector<ValueInfo> inputs, outputs;
   std::unique_ptr<ComputeGraph> graph;
-  std::map<std::string, Shape> built_for;  // input shapes the current graph was built with
+  std::map<std::string, Shape> built_for;          // input shapes the current graph was built with
+  std::map<std::string, HostTensor> built_values;  // values of the needs_value inputs
   LoadTimes times;
 
   void load(const void* bytes, size_t size, const std::string& what) {
@@ -54,7 +55,49 @@ struct Session::Impl {
       for (int64_t d : s) all_static &= d >= 0;
       shapes[in.name] = s;
     }
-    if (all_static) build(shapes);
+    if (!all_static) return;
+    try {
+      build(shapes, {});
+    } catch (const onnx_import::NeedsInputValues& e) {
+      mark_needs_value(e.inputs());  // built by the first run, which gives the values
+    }
+  }
+
+  void mark_needs_value(const std::set<std::string>& names) {
+    for (auto& in : inputs)
+      if (names.count(in.name)) in.needs_value = true;
+  }
+
+  // Builds for the fed shapes and values, learning which inputs' values the build needs: a
+  // build reports those of every node it reaches, but nodes behind them may need more once
+  // their values are known, so it retries, learning at least one input each time.
+  void plan(const std::map<std::string, Shape>& shapes,
+            const std::map<std::string, HostTensor>& feeds) {
+    std::map<std::string, HostTensor> values;
+    for (auto& in : inputs)
+      if (in.needs_value) values[in.name] = feeds.at(in.name);
+    for (;;) {
+      try {
+        build(shapes, values);
+        built_values = std::move(values);
+        return;
+      } catch (const onnx_import::NeedsInputValues& e) {
+        bool learned = false;
+        for (const std::string& name : e.inputs())
+          learned |= values.emplace(name, feeds.at(name)).second;
+        if (!learned) throw;  // the values given did not make it known: an importer bug
+        mark_needs_value(e.inputs());
+      }
+    }
+  }
+
+  bool values_changed(const std::map<std::string, HostTensor>& feeds) const {
+    for (auto& [name, value] : built_values) {
+      const HostTensor& fed = feeds.at(name);
+      if (fed.dtype != value.dtype || fed.shape != value.shape || fed.bytes != value.bytes)
+        return true;
+    }
+    return false;
   }
 
   static ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
@@ -68,11 +111,12 @@ struct Session::Impl {
     return info;
   }
 
-  void build(const std::map<std::string, Shape>& shapes) {
+  void build(const std::map<std::string, Shape>& shapes,
+             const std::map<std::string, HostTensor>& values) {
     auto t0 = std::chrono::steady_clock::now();
     graph.reset();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
-    onnx_import::Importer importer(model, *g, shapes, options.fuse);
+    onnx_import::Importer importer(model, *g, shapes, values, options.fuse);
     importer.build();
     times.build_ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();
@@ -84,6 +128,7 @@ struct Session::Impl {
     }
     graph = std::move(g);
     built_for = shapes;
+    ++times.builds;
   }
 };
 
@@ -142,7 +187,9 @@ std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& fe
   for (auto& in : s.inputs) {
     auto it = feeds.find(in.name);
     if (it == feeds.end())
-      throw Error(ErrorKind::InvalidArgument, "missing input '" + in.name + "'");
+      throw Error(ErrorKind::InvalidArgument,
+                  "missing input '" + in.name + "'" +
+                      (in.needs_value ? " (its value determines the model's shapes)" : ""));
     const HostTensor& t = it->second;
     if (t.dtype != in.dtype)
       throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' must be " +
@@ -163,7 +210,7 @@ std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& fe
                                                   shape_str(expected) + " (-1 = any)");
     shapes[in.name] = t.shape;
   }
-  if (!s.graph || shapes != s.built_for) s.build(shapes);
+  if (!s.graph || shapes != s.built_for || s.values_changed(feeds)) s.plan(shapes, feeds);
   ComputeGraph& g = *s.graph;
   for (size_t i = 0; i < g.num_inputs(); ++i) {
     const HostTensor& t = feeds.at(g.input_name(i));

@@ -30,7 +30,9 @@ layout(push_constant) uniform Params {
 float source_coord(int o, int in_len, int out_len, float scale) {
   float c = float(o);
   if (COORD == 1) return c / scale;
-  if (COORD == 2) return out_len > 1 ? c * float(in_len - 1) / float(out_len - 1) : 0.0;
+  // ONNX takes the resized length as in * scale, which a given scale makes fractional.
+  float resized_len = float(in_len) * scale;
+  if (COORD == 2) return resized_len > 1.0 ? c * float(in_len - 1) / (resized_len - 1.0) : 0.0;
   if (COORD == 3 && out_len <= 1) return 0.0;
   return (c + 0.5) / scale - 0.5;
 }
