@@ -17,16 +17,20 @@ layout(push_constant) uniform Params {
   int pad_begin[MAX_RANK];
 } p;
 
+// a mod b in [0, b) for b > 0. GLSL leaves % undefined for negative operands (NVIDIA's
+// result differs from lavapipe's), so a negative a is mirrored first.
+int floor_mod(int a, int b) { return a >= 0 ? a % b : b - 1 - (-a - 1) % b; }
+
 // Folds c into [0, dim); -1 means "outside, use the constant".
 int source_coord(int c, int dim) {
   if (c >= 0 && c < dim) return c;
   if (MODE == 0) return -1;
   if (MODE == 2) return clamp(c, 0, dim - 1);
-  if (MODE == 3) return ((c % dim) + dim) % dim;
+  if (MODE == 3) return floor_mod(c, dim);
   // Reflect without repeating the edge is periodic with period 2 * (dim - 1), like numpy.pad.
   if (dim == 1) return 0;
   int period = 2 * (dim - 1);
-  int m = ((c % period) + period) % period;
+  int m = floor_mod(c, period);
   return m < dim ? m : period - m;
 }
 

@@ -27,14 +27,24 @@ layout(push_constant) uniform Params {
   float scale_w;
 } p;
 
+// a / b correctly rounded. Vulkan lets '/' be off by 2.5 ulp (NVIDIA is), which moves exact
+// ties such as 3 / 6 = 0.5 off the tie that nearest rounding must see; one residual step,
+// exact inside a precise fma, puts the quotient back.
+float div_rounded(float a, float b) {
+  precise float q = a / b;
+  precise float r = fma(-q, b, a);
+  return q + r / b;
+}
+
 float source_coord(int o, int in_len, int out_len, float scale) {
   float c = float(o);
-  if (COORD == 1) return c / scale;
+  if (COORD == 1) return div_rounded(c, scale);
   // ONNX takes the resized length as in * scale, which a given scale makes fractional.
   float resized_len = float(in_len) * scale;
-  if (COORD == 2) return resized_len > 1.0 ? c * float(in_len - 1) / (resized_len - 1.0) : 0.0;
+  if (COORD == 2)
+    return resized_len > 1.0 ? div_rounded(c * float(in_len - 1), resized_len - 1.0) : 0.0;
   if (COORD == 3 && out_len <= 1) return 0.0;
-  return (c + 0.5) / scale - 0.5;
+  return div_rounded(c + 0.5, scale) - 0.5;
 }
 
 #ifdef MODE_NEAREST

@@ -114,14 +114,17 @@ float sin_quadrant(float r, int q) {
   return (q & 2) == 0 ? v : -v;
 }
 
-// sin(v + quarter_turns pi/2). Cody-Waite reduction by pi/2 in three parts whose products with
-// the quotient are exact while it stays below 2^12; larger arguments are rare enough in models
-// to take the built-in.
+// sin(v + quarter_turns pi/2). Cody-Waite reduction by pi/2 split into four 8-bit parts and a
+// rest: each product with the quotient is exact while the quotient stays below 2^16 (|v| up
+// to 1e5), with no fma (lavapipe does not fuse one). Larger arguments, rare in models, take
+// the built-in, whose own reduction is coarser on some drivers.
 float sin_shifted(float v, int quarter_turns) {
-  if (abs(v) > 6000.0) return quarter_turns == 0 ? sin(v) : cos(v);
+  if (abs(v) > 1.0e5) return quarter_turns == 0 ? sin(v) : cos(v);
   float k = roundEven(v * 0.636619772);
-  // "precise" keeps the compiler from folding the three parts back into one rounded pi/2.
-  precise float r = ((v - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.549790126e-8;
+  // "precise" keeps the compiler from folding the parts back into one rounded pi/2.
+  precise float r = (v - k * 1.5703125) - k * 4.825592041015625e-4;
+  r = (r - k * 1.2665987014770508e-6) - k * 9.89530235528946e-10;
+  r = r - k * 2.5633440682570896e-12;
   return sin_quadrant(r, int(k) + quarter_turns);
 }
 

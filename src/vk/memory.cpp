@@ -153,8 +153,14 @@ Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryUsag
     b->dedicated = size > options_.block_size / 2;
     b->size = b->dedicated ? size : options_.block_size;
     if (max_allocation_) b->size = std::min(b->size, max_allocation_);
-    if (options_.budget && !b->dedicated && stats_.block_bytes < options_.budget)
-      b->size = std::max(size, std::min(b->size, options_.budget - stats_.block_bytes));
+    if (options_.budget) {
+      // Under a budget, empty blocks kept for reuse (of any memory type) go before the new one
+      // could fail, and a new shared block takes a quarter of what is left at most: a device
+      // with several memory types (device-local, staging) needs a block of each.
+      if (stats_.block_bytes + size > options_.budget) release_empty_blocks();
+      if (!b->dedicated && stats_.block_bytes < options_.budget)
+        b->size = std::max(size, std::min(b->size, (options_.budget - stats_.block_bytes) / 4));
+    }
     b->type_index = type;
     b->memory = allocate_device_memory(b->size, type, what);
     if (host_visible) {
@@ -196,16 +202,25 @@ void MemoryAllocator::free(Allocation& a) {
     for (auto& b : blocks_)
       if (!release && b.get() != block && b->type_index == block->type_index && b->used == 0)
         release = true;
-    if (release) {
-      if (block->mapped) vkUnmapMemory(device_, block->memory);
-      vkFreeMemory(device_, block->memory, nullptr);
-      stats_.block_bytes -= block->size;
-      stats_.blocks--;
-      blocks_.erase(
-          std::find_if(blocks_.begin(), blocks_.end(), [&](auto& b) { return b.get() == block; }));
-    }
+    if (release) release_block(block);
   }
   a = Allocation{};
+}
+
+void MemoryAllocator::release_block(MemoryBlock* block) {
+  if (block->mapped) vkUnmapMemory(device_, block->memory);
+  vkFreeMemory(device_, block->memory, nullptr);
+  stats_.block_bytes -= block->size;
+  stats_.blocks--;
+  blocks_.erase(
+      std::find_if(blocks_.begin(), blocks_.end(), [&](auto& b) { return b.get() == block; }));
+}
+
+void MemoryAllocator::release_empty_blocks() {
+  std::vector<MemoryBlock*> empty;
+  for (auto& b : blocks_)
+    if (b->used == 0) empty.push_back(b.get());
+  for (MemoryBlock* b : empty) release_block(b);
 }
 
 MemoryStats MemoryAllocator::stats() const {

@@ -224,10 +224,26 @@ TEST_F(MemoryAllocatorTest, BudgetExceededIsOutOfMemoryNamingTheObject) {
   vk::MemoryStats s = alloc->stats();
   EXPECT_EQ(s.blocks, 1u);  // the failure left nothing behind
   EXPECT_EQ(s.block_bytes, a.size);
-  // What is left of the budget is still usable: the new block shrinks to fit it.
+  // What is left of the budget is still usable: the new block takes what it needs, not the
+  // whole rest (a device with several memory types needs a block of each).
   vk::Allocation b = alloc->allocate(req(*alloc, 20 * KiB, 256), vk::MemoryUsage::Device, "b");
-  EXPECT_EQ(alloc->stats().block_bytes, 128 * KiB);
+  EXPECT_EQ(alloc->stats().block_bytes, a.size + 20 * KiB);
   alloc->free(a);
+  alloc->free(b);
+}
+
+// Empty blocks kept for reuse are given back when the budget would otherwise refuse a block,
+// whatever their memory type.
+TEST_F(MemoryAllocatorTest, EmptyBlocksGoBeforeTheBudgetRefuses) {
+  auto alloc = make(64 * KiB, 128 * KiB);
+  vk::Allocation a = alloc->allocate(req(*alloc, 100 * KiB, 256), vk::MemoryUsage::Upload, "a");
+  vk::Allocation small = alloc->allocate(req(*alloc, 8 * KiB, 256), vk::MemoryUsage::Upload, "s");
+  alloc->free(a);      // dedicated: released at once
+  alloc->free(small);  // the only empty shared block of its type: kept
+  EXPECT_EQ(alloc->stats().blocks, 1u);
+  vk::Allocation b = alloc->allocate(req(*alloc, 124 * KiB, 256), vk::MemoryUsage::Device, "b");
+  EXPECT_EQ(alloc->stats().blocks, 1u);
+  EXPECT_EQ(alloc->stats().block_bytes, b.size);
   alloc->free(b);
 }
 

@@ -136,11 +136,11 @@ TEST_F(UnaryTest, Log) {
 }
 TEST_F(UnaryTest, Sin) {
   check(UnaryOp::Sin, [](double x) { return std::sin(x); }, kTranscendental, -20, 20,
-        {0.f, 1e-6f, 3.14159265f, 1000.f, -5000.f, 10000.f});
+        {0.f, 1e-6f, 3.14159265f, 1000.f, -5000.f, 10000.f, 99999.3f, -65432.1f});
 }
 TEST_F(UnaryTest, Cos) {
   check(UnaryOp::Cos, [](double x) { return std::cos(x); }, kTranscendental, -20, 20,
-        {0.f, 1.57079633f, 1000.f, -5000.f, 10000.f});
+        {0.f, 1.57079633f, 1000.f, -5000.f, 10000.f, 99999.3f, -65432.1f});
 }
 TEST_F(UnaryTest, Erf) {
   check(UnaryOp::Erf, [](double x) { return std::erf(x); }, {2e-6, 1e-7}, -5, 5,

@@ -64,6 +64,8 @@ class MemoryAllocator {
 
  private:
   VkDeviceMemory allocate_device_memory(VkDeviceSize size, uint32_t type, const std::string& what);
+  void release_block(MemoryBlock* block);  // the caller holds mutex_
+  void release_empty_blocks();             // likewise
 
   VkDevice device_;
   Options options_;
