@@ -3,7 +3,23 @@
 # (see matmul_config.h and matmul.cpp); bias and the fused activation are push constants.
 vkgraph_shader(matmul_tiled_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp)
 vkgraph_shader(matmul_tiled_splitk_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp SPLIT_K=1)
+vkgraph_shader(matmul_tiled_vec4_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp VEC4_TILE=1)
+vkgraph_shader(matmul_tiled_vec4_splitk_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp
+               VEC4_TILE=1 SPLIT_K=1)
+vkgraph_shader(matmul_tiled_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp FP16_IO=1)
+vkgraph_shader(matmul_tiled_vec4_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp VEC4_TILE=1
+               FP16_IO=1)
 vkgraph_shader(matmul_splitk_reduce_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_splitk_reduce.comp)
 vkgraph_shader(matmul_gemv_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp)
 vkgraph_shader(matmul_gemv_subgroup_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp
                SUBGROUP_REDUCE=1)
+# fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile shape
+# (subgroups along M and N, 16x16 fragments per subgroup along M and N).
+foreach(shape 2244 2442 4224 2222)
+  string(SUBSTRING ${shape} 0 1 sg_m)
+  string(SUBSTRING ${shape} 1 1 sg_n)
+  string(SUBSTRING ${shape} 2 1 fm)
+  string(SUBSTRING ${shape} 3 1 fn)
+  vkgraph_shader(matmul_coopmat_${shape}_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_coopmat.comp
+                 SG_M=${sg_m} SG_N=${sg_n} FM=${fm} FN=${fn})
+endforeach()
