@@ -13,13 +13,18 @@ vkgraph_shader(matmul_splitk_reduce_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_splitk_
 vkgraph_shader(matmul_gemv_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp)
 vkgraph_shader(matmul_gemv_subgroup_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp
                SUBGROUP_REDUCE=1)
-# fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile shape
-# (subgroups along M and N, 16x16 fragments per subgroup along M and N).
-foreach(shape 2244 2442 4224 2222)
-  string(SUBSTRING ${shape} 0 1 sg_m)
-  string(SUBSTRING ${shape} 1 1 sg_n)
-  string(SUBSTRING ${shape} 2 1 fm)
-  string(SUBSTRING ${shape} 3 1 fn)
-  vkgraph_shader(matmul_coopmat_${shape}_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_coopmat.comp
-                 SG_M=${sg_m} SG_N=${sg_n} FM=${fm} FN=${fn})
+# fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile: subgroups along
+# M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages.
+foreach(shape 2244:32:2 2244:64:1 2442:32:2 2442:64:1 4224:64:1 2222:32:2 4244:32:1 2444:32:1)
+  string(REPLACE ":" ";" parts ${shape})
+  list(GET parts 0 grid)
+  list(GET parts 1 bk)
+  list(GET parts 2 stages)
+  string(SUBSTRING ${grid} 0 1 sg_m)
+  string(SUBSTRING ${grid} 1 1 sg_n)
+  string(SUBSTRING ${grid} 2 1 fm)
+  string(SUBSTRING ${grid} 3 1 fn)
+  vkgraph_shader(matmul_coopmat_${grid}_k${bk}s${stages}_f16
+                 ${CMAKE_CURRENT_LIST_DIR}/matmul_coopmat.comp SG_M=${sg_m} SG_N=${sg_n} FM=${fm}
+                 FN=${fn} BK=${bk} STAGES=${stages})
 endforeach()

@@ -239,7 +239,7 @@ bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, cons
   return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && !e.bias &&
          e.activation == EpilogueActivation::None && e.alpha == 1.f && p.a_sk == 1 && p.b_sn == 1 &&
          p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.m() % t.tile_m() == 0 &&
-         p.n % t.tile_n() == 0 && p.k % CoopmatTile::kBk == 0;
+         p.n % t.tile_n() == 0 && p.k % t.bk == 0;
 }
 
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
@@ -295,12 +295,13 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
       uint64_t{ceil_div(p.n, cfg.large->tile_n())} * ceil_div(p.m(), cfg.large->tile_m()) * batch >=
           cfg.large_min_tiles)
     t = *cfg.large;
-  bool blocked_lanes = t.threads_x % 8 == 0 && t.threads_y % 4 == 0;
+  bool blocked_lanes = t.threads_x % 8 == 0 && t.threads_y % 4 == 0 && tuned("mm.blocked", 1) != 0;
   std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
   if (fp16) variant += "_f16";
   d.local = {t.threads_x, t.threads_y, 1};
-  d.spec = {t.micro_m,          t.micro_n,          t.bk,
-            a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u};
+  d.spec = {
+      t.micro_m, t.micro_n, t.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
+      t.stages};
   d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
   SplitK split =
       fp16 ? SplitK{} : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2], p.k);

@@ -17,33 +17,34 @@ struct GemmTile {
   uint32_t threads_x = 16, threads_y = 16;
   uint32_t micro_m = 4, micro_n = 4;
   uint32_t bk = 16;
+  uint32_t stages = 2;  // shared-memory buffers (STAGES in matmul_tiled.comp)
 
   uint32_t tile_m() const { return threads_y * micro_m; }
   uint32_t tile_n() const { return threads_x * micro_n; }
   // Micro-tiles in whole vec4s take the kernel variant with 16-byte shared-memory reads.
   bool vec4() const { return micro_m % 4 == 0 && micro_n % 4 == 0; }
-  // Shared memory of the double-buffered tiles, padding included (see matmul_tiled.comp).
+  // Shared memory of the tiles, padding included (see matmul_tiled.comp).
   uint32_t shared_bytes() const;
 };
 
 // The fp16 cooperative-matrix GEMM (matmul_coopmat.comp): sg_m x sg_n subgroups of 32, each
 // holding frag_m x frag_n 16x16 fp32 accumulators, so a workgroup computes a
-// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by kBk. One shader variant per shape
-// (matmul.cmake lists the compiled ones).
+// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by bk through `stages` shared buffers.
+// One shader variant per shape (matmul.cmake lists the compiled ones).
 struct CoopmatTile {
-  static constexpr uint32_t kBk = 32;
   uint32_t sg_m = 2, sg_n = 2, frag_m = 4, frag_n = 4;
+  uint32_t bk = 32, stages = 2;
 
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
   uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // Double-buffered slices of 16-byte words, each row padded by one word.
+  // `stages` slices of 16-byte words, each row padded by one word.
   uint32_t shared_bytes() const {
-    return 2 * (tile_m() * (kBk / 8 + 1) + kBk * (tile_n() / 8 + 1)) * 16;
+    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
   }
-  std::string name() const {  // e.g. "2244", the variant's suffix
+  std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
     return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
-           std::to_string(frag_n);
+           std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages);
   }
 };
 
@@ -52,8 +53,9 @@ struct MatmulConfig {
   bool use_coopmat = true;
   CoopmatTile coopmat;
   GemmTile tile;
-  // Larger register blocking (8x8 per thread) for GEMMs with at least large_min_tiles tiles of
-  // it: they keep every compute unit busy, where fewer, larger tiles would leave some idle.
+  // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
+  // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
+  // tiles would leave some idle.
   std::optional<GemmTile> large;
   uint64_t large_min_tiles = 128;
   // GEMV, used when M <= gemv_rows: a workgroup computes all gemv_rows rows for a strip of
@@ -72,7 +74,8 @@ struct MatmulConfig {
 // The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
 // where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
 // mm.bk (the large tile; mm.tm=0 drops it), mm.large_min and mm16.sgm, mm16.sgn, mm16.fm,
-// mm16.fn (the cooperative-matrix tile; mm16.coopmat=0 turns it off) override it for tuning sweeps.
+// mm16.fn, mm16.bk, mm16.stages (the cooperative-matrix tile; mm16.coopmat=0 turns it off),
+// mm.stages, mm.blocked override it for tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context);
 
 // Replaces the default for matmuls built on this thread; tests use it to run other tile shapes

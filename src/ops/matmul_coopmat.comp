@@ -11,14 +11,15 @@
 // take matmul_tiled.comp's FP16_IO variant.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
-// to shared memory with 16-byte loads, double-buffered: the next slice is in registers while
-// the current one feeds the tensor cores, one barrier per slice.
+// to shared memory with 16-byte loads: the next slice is in registers while the current one
+// feeds the tensor cores.
 #define MATMUL_OWN_BUFFERS 1
 #include "matmul_common.glsl"
 
 const uint BM = SG_M * 16 * FM;
 const uint BN = SG_N * 16 * FN;
-const uint BK = 32;
+// BK-deep slices; STAGES = 2 double-buffers them (one barrier a slice), 1 lets a 64-deep slice
+// fit in 48 KiB at two barriers a slice.
 const uint THREADS = SG_M * SG_N * 32;
 
 // uvec4 = 8 halves: every global and shared access moves 16 bytes.
@@ -33,8 +34,8 @@ const uint A_VECS = BM * BK / 8;
 const uint B_VECS = BK * BN / 8;
 const uint A_LOADS = A_VECS / THREADS;
 const uint B_LOADS = B_VECS / THREADS;
-shared uvec4 As[2 * BM * A_ROW];
-shared uvec4 Bs[2 * BK * B_ROW];
+shared uvec4 As[STAGES * BM * A_ROW];
+shared uvec4 Bs[STAGES * BK * B_ROW];
 
 uvec4 ra[A_LOADS];
 uvec4 rb[B_LOADS];
@@ -92,9 +93,10 @@ void main() {
         [[unroll]] for (uint j = 0; j < FN; ++j)
           acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
     }
-    if (more) stash(buf ^ 1);
+    if (STAGES == 1) barrier();  // every subgroup is done reading the one buffer
+    if (more) stash((buf + 1) % STAGES);
     barrier();
-    buf ^= 1;
+    buf = (buf + 1) % STAGES;
   }
 
   [[unroll]] for (uint i = 0; i < FM; ++i)

@@ -10,8 +10,8 @@
 // neighbouring threads read neighbouring shared-memory words and write neighbouring C elements.
 // VEC4_TILE (VW = 4) keeps the shared tiles as vec4 so each thread reads its operands with
 // 16-byte loads: 4 loads feed 64 FMAs in the 8x8 micro-tile; without it VW = 1 and any TM, TN.
-// Shared memory is double-buffered: the next slice is fetched into registers while the current
-// one is multiplied, then stored to the other buffer, one barrier per slice.
+// The next slice is fetched into registers while the current one is multiplied, then stored to
+// shared memory (the other buffer when double-buffered, see STAGES).
 // FP16_IO (see matmul_common.glsl): fp16 operands and output, fp32 tiles and accumulators.
 // SPLIT_K: gl_WorkGroupID.z enumerates (K slice, batch index), slice outermost; the workgroup
 // sums only its slice's p.k_chunk of K and stores the raw partial at C[z] (a [slices * batch,
@@ -30,6 +30,9 @@ layout(constant_id = 7) const bool B_K_FAST = false;
 // 2, fewer shared-memory wavefronts. Only a relabelling, so correct for any subgroup size; the
 // host sets it when WX % 8 == 0 and WY % 4 == 0.
 layout(constant_id = 8) const bool BLOCKED_LANES = false;
+// Shared-memory buffers: 2 overlaps storing the next slice with multiplying the current one
+// (one barrier per slice); 1 halves the memory, so deeper slices fit, at two barriers a slice.
+layout(constant_id = 9) const uint STAGES = 2;
 
 #if VEC4_TILE
 #define VW 4
@@ -52,8 +55,8 @@ const uint AS_ROW = BM / VW + 1;
 const uint BS_ROW = BN / VW + 1;
 const uint A_LOADS = (BM * BK + THREADS - 1) / THREADS;
 const uint B_LOADS = (BN * BK + THREADS - 1) / THREADS;
-shared SV As[2 * BK * AS_ROW];  // As[(buffer * BK + k) * AS_ROW + m / VW]
-shared SV Bs[2 * BK * BS_ROW];  // Bs[(buffer * BK + k) * BS_ROW + n / VW]
+shared SV As[STAGES * BK * AS_ROW];  // As[(buffer * BK + k) * AS_ROW + m / VW]
+shared SV Bs[STAGES * BK * BS_ROW];  // Bs[(buffer * BK + k) * BS_ROW + n / VW]
 
 float pa[A_LOADS];  // the next slice, in flight while the current one is multiplied
 float pb[B_LOADS];
@@ -147,9 +150,10 @@ void main() {
               acc[at] = fma(LANE(av[i], r), LANE(bv[j], s), acc[at]);
             }
     }
-    if (more) stash(buf ^ 1);
+    if (STAGES == 1) barrier();  // every thread is done reading the one buffer
+    if (more) stash((buf + 1) % STAGES);
     barrier();
-    buf ^= 1;
+    buf = (buf + 1) % STAGES;
   }
 
   [[unroll]] for (uint i = 0; i < TM / VW; ++i)
