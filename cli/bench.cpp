@@ -8,11 +8,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <random>
+#include <thread>
 
 #include "cli.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/vk/barrier.h"
+#include "vkgraph/vk/buffer.h"
+#include "vkgraph/vk/command.h"
 
 namespace vkgraph::cli {
 namespace {
@@ -51,6 +54,71 @@ void write_trace(const std::string& path, const std::vector<NodeTime>& nodes) {
     t += us;
   }
   f << "\n],\"displayTimeUnit\":\"ms\"}\n";
+}
+
+// Uniform values in [-1, 1) from an integer hash of the index, spread over every core: the
+// 256M-element inputs of `bench-op add` take a fraction of a second instead of a minute.
+void fill_random(HostTensor& t, uint32_t seed) {
+  const int64_t n = t.numel();
+  const bool half = t.dtype == DType::Float16;
+  auto fill = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
+      h ^= h >> 16;
+      h *= 0x85EBCA6Bu;
+      h ^= h >> 13;
+      h *= 0xC2B2AE35u;
+      h ^= h >> 16;
+      float v = static_cast<float>(h >> 8) * (2.f / 16777216.f) - 1.f;
+      if (half)
+        t.data<uint16_t>()[i] = float_to_half(v);
+      else
+        t.data<float>()[i] = v;
+    }
+  };
+  int64_t workers = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
+  if (n < (1 << 20)) workers = 1;
+  std::vector<std::thread> threads;
+  int64_t per = (n + workers - 1) / workers;
+  for (int64_t w = 0; w < workers; ++w)
+    threads.emplace_back(fill, w * per, std::min(n, (w + 1) * per));
+  for (auto& th : threads) th.join();
+}
+
+float element(const HostTensor& t, int64_t i) {
+  return t.dtype == DType::Float16 ? half_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
+}
+
+// Reads C back and compares 4096 sampled entries with double-precision dot products of the
+// host inputs; the bound allows fp16 output rounding (and fp32 accumulation over K).
+bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, const HostTensor& b,
+                DType dtype, int64_t m, int64_t n, int64_t k) {
+  size_t bytes = static_cast<size_t>(m * n) * dtype_size(dtype);
+  vk::StagingBuffer staging(ctx, bytes, vk::StagingBuffer::Direction::FromDevice, "check");
+  vk::OneShot shot(ctx);
+  vk::PipelineBarrier after_compute;
+  after_compute.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+  shot.cmd().record_barrier(after_compute);
+  shot.cmd().copy_buffer(out, staging, 0, 0, bytes);
+  shot.cmd().record_barrier(vk::device_to_host_barrier());
+  shot.submit_and_wait();
+  HostTensor c(dtype, {m, n});
+  staging.copy_out(c.bytes.data(), bytes);
+  double worst = 0;
+  bool ok = true;
+  for (int64_t s = 0; s < 4096; ++s) {
+    int64_t i = (s * 7919) % m, j = (s * 104729) % n;
+    double want = 0;
+    for (int64_t q = 0; q < k; ++q) want += double(element(a, i * k + q)) * element(b, q * n + j);
+    double err = std::abs(element(c, i * n + j) - want);
+    double tol =
+        dtype == DType::Float16 ? 0.05 + 2e-3 * std::abs(want) : 1e-3 + 1e-5 * std::abs(want);
+    worst = std::max(worst, err);
+    ok &= err <= tol;
+  }
+  std::printf("check: 4096 sampled entries, max |error| %.3g: %s\n", worst, ok ? "ok" : "WRONG");
+  return ok;
 }
 
 }  // namespace
@@ -219,10 +287,26 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
 }
 
 // Microbenchmarks of single ops on device-resident data (no host copies in the timing).
-int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options,
+// Flags after the sizes: --fp16 (gemm: fp16 inputs and output), --check (gemm: compare sampled
+// entries with a host reference), --runs N.
+int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOptions& options,
                  int runs) {
+  std::vector<std::string> args;
+  bool fp16 = false, check = false;
+  for (size_t i = 0; i < all_args.size(); ++i) {
+    if (all_args[i] == "--fp16")
+      fp16 = true;
+    else if (all_args[i] == "--check")
+      check = true;
+    else if (all_args[i] == "--runs" && i + 1 < all_args.size())
+      runs = std::max(1, std::atoi(all_args[++i].c_str()));
+    else
+      args.push_back(all_args[i]);
+  }
   if (args.empty())
-    throw Error(ErrorKind::InvalidArgument, "bench-op: gemm M N K | add N | io N | overhead [N]");
+    throw Error(
+        ErrorKind::InvalidArgument,
+        "bench-op: gemm M N K [--fp16] [--check] | add N | io N | overhead [N]  [--runs N]");
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
@@ -233,11 +317,12 @@ int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions&
   GraphOptions go;
   go.profile = true;
   ComputeGraph g(ctx, go);
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  auto random_const = [&](Shape s) {
-    HostTensor t(DType::Float32, s);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  uint32_t seed = 3;
+  std::vector<HostTensor> kept;  // inputs kept on the host for --check
+  auto random_const = [&](Shape s, DType dtype) {
+    HostTensor t(dtype, s);
+    fill_random(t, seed++);
+    if (check) kept.push_back(t);
     return g.add_constant(std::move(t));
   };
   auto num = [&](size_t i) -> int64_t {
@@ -245,17 +330,22 @@ int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions&
     return std::stoll(args[i]);
   };
   double flops = 0, bytes = 0;
+  int64_t gm = 0, gn = 0, gk = 0;
   TensorRef y;
   std::string what;
   if (args[0] == "gemm") {
     int64_t m = num(1), n = num(2), k = num(3);
-    y = ops::matmul(g, random_const({m, k}), random_const({k, n}));
+    gm = m, gn = n, gk = k;
+    DType dt = fp16 ? DType::Float16 : DType::Float32;
+    TensorRef a = random_const({m, k}, dt);  // before b: --check reads kept[0] as A
+    y = ops::matmul(g, a, random_const({k, n}, dt));
     flops = 2.0 * m * n * k;
-    what =
-        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " fp32";
+    what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           (fp16 ? " fp16" : " fp32");
   } else if (args[0] == "add") {
     int64_t n = num(1);
-    y = ops::binary(g, ops::BinaryOp::Add, random_const({n}), random_const({n}));
+    y = ops::binary(g, ops::BinaryOp::Add, random_const({n}, DType::Float32),
+                    random_const({n}, DType::Float32));
     bytes = 12.0 * n;
     what = "add " + std::to_string(n) + " fp32";
   } else {
@@ -278,11 +368,15 @@ int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions&
       node_ms.push_back(ms);
     }
   }
-  double p50 = percentile(node_ms, 0.5);
-  std::printf("bench-op %s: GPU p50 %.4f ms", what.c_str(), p50);
-  if (flops) std::printf(", %.2f TFLOP/s", flops / (p50 * 1e-3) / 1e12);
-  if (bytes) std::printf(", %.1f GB/s", bytes / (p50 * 1e-3) / 1e9);
+  double p50 = percentile(node_ms, 0.5), best = percentile(node_ms, 0);
+  std::printf("bench-op %s: GPU p50 %.4f ms (min %.4f, %d runs)", what.c_str(), p50, best, runs);
+  if (flops)
+    std::printf(", %.2f TFLOP/s (best %.2f)", flops / (p50 * 1e-3) / 1e12,
+                flops / (best * 1e-3) / 1e12);
+  if (bytes)
+    std::printf(", %.1f GB/s (best %.1f)", bytes / (p50 * 1e-3) / 1e9, bytes / (best * 1e-3) / 1e9);
   std::printf("\n");
+  if (check && flops && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) return 1;
   return report_validation(*ctx);
 }
 

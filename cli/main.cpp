@@ -35,6 +35,8 @@ commands:
       --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
       --trace FILE.json        Chrome trace with one slice per node (Perfetto)
   bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
+      [--fp16] [--runs N]      gemm in fp16 (fp32 accumulation); timed runs (default 20);
+                               VKGRAPH_TUNE=key=value,... overrides kernel tuning knobs
   bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
   bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
                                minus GPU time: what the runtime adds per execution
@@ -125,8 +127,9 @@ int cmd_info(const vk::ContextOptions& options) {
               yes(f.shader_float16), yes(f.shader_int64));
   std::printf("  subgroup size %u, subgroup arithmetic %s\n", f.subgroup_size,
               yes(f.subgroup_arithmetic));
-  std::printf("  cooperative matrix: NV %s, KHR %s\n", yes(f.cooperative_matrix_nv),
-              yes(f.cooperative_matrix_khr));
+  std::printf("  cooperative matrix: NV %s, KHR %s; fp16 16x16x16 NV kernel %s\n",
+              yes(f.cooperative_matrix_nv), yes(f.cooperative_matrix_khr),
+              yes(f.coopmat_f16_16x16x16));
   std::printf("  external host memory %s (alignment %llu)\n", yes(f.external_memory_host),
               static_cast<unsigned long long>(f.min_imported_host_pointer_alignment));
   std::printf("  timestamps %s (period %.2f ns), timeline semaphores %s\n", yes(f.timestamps),

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // c = a OP b with NumPy broadcasting. OP and T come from defines (see src/ops/CMakeLists).
 #include "common.glsl"
 
@@ -64,13 +65,36 @@ T apply(T x, T y) {
 #endif
 }
 
+#ifdef VEC4
+// Grid-stride over p.n vec4s: the host caps the workgroup count, and each step an invocation
+// issues UNROLL independent loads of each operand before the first use, so enough bytes are in
+// flight to saturate HBM without a workgroup per 16 bytes.
+layout(constant_id = 3) const uint UNROLL = 4;
+
+void main() {
+  const uint n = uint(p.n);
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint base = gl_GlobalInvocationID.x; base < n; base += stride * UNROLL) {
+    T4 x[UNROLL], y[UNROLL];
+    [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+      uint i = base + u * stride;
+      if (i < n) {
+        x[u] = a[i];
+        y[u] = b[i];
+      }
+    }
+    [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+      uint i = base + u * stride;
+      if (i < n)
+        c[i] = T4(apply(x[u].x, y[u].x), apply(x[u].y, y[u].y), apply(x[u].z, y[u].z),
+                  apply(x[u].w, y[u].w));
+    }
+  }
+}
+#else
 void main() {
   int i = int(linear_index());
   if (i >= p.n) return;
-#ifdef VEC4
-  T4 x = a[i], y = b[i];
-  c[i] = T4(apply(x.x, y.x), apply(x.y, y.y), apply(x.z, y.z), apply(x.w, y.w));
-#else
   int ia = 0, ib = 0, rem = i;
   for (int d = p.rank - 1; d >= 0; --d) {
     int idx = rem % p.shape[d];
@@ -79,5 +103,5 @@ void main() {
     ib += idx * p.stride_b[d];
   }
   c[i] = apply(a[ia], b[ib]);
-#endif
 }
+#endif

@@ -58,8 +58,21 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
   DispatchDesc d;
   d.shader = "binary_" + name + "_" + dtype_suffix(ia.dtype) + (vec4 ? "_vec4" : "");
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
-  d.groups = groups_for(vec4 ? n / 4 : n);
-  d.local = {kLocal, 1, 1};
+  if (vec4) {
+    // Tuned on the H200 (docs/bench/2026-11-29-h200-kernels.md): 1-D grid-stride dispatch.
+    uint32_t local = tuned("add.local", 256), unroll = tuned("add.unroll", 4);
+    uint64_t max_groups =
+        std::min(tuned("add.groups", 65535), g.context().limits().maxComputeWorkGroupCount[0]);
+    uint64_t per_group = uint64_t{local} * unroll;
+    d.groups = {static_cast<uint32_t>(
+                    std::clamp<uint64_t>((n / 4 + per_group - 1) / per_group, 1, max_groups)),
+                1, 1};
+    d.local = {local, 1, 1};
+    d.spec = {unroll};
+  } else {
+    d.groups = groups_for(n);
+    d.local = {kLocal, 1, 1};
+  }
   d.push = pc.take();
   d.label = name;
   g.add_dispatch(std::move(d));

@@ -232,10 +232,23 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
               std::to_string(i) + ", above the device's " + std::to_string(limit[i]));
 }
 
+// Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
+// row-major operands in whole tiles (its loads are 16-byte vectors with no bounds checks).
+bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, const CoopmatTile& t) {
+  const vk::DeviceFeatures& f = g.context().features();
+  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && !e.bias &&
+         e.activation == EpilogueActivation::None && e.alpha == 1.f && p.a_sk == 1 && p.b_sn == 1 &&
+         p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.m() % t.tile_m() == 0 &&
+         p.n % t.tile_n() == 0 && p.k % t.bk == 0;
+}
+
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
+// fp16 products take the cooperative-matrix kernel where it fits, else the tiled kernel's fp16
+// variant, never GEMV or split-K (those have fp32 kernels only).
 void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, TensorRef out,
                        const std::string& op) {
   MatmulConfig cfg = matmul_config(g.context());
+  const bool fp16 = g.info(out).dtype == DType::Float16;
   int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));
   check(batch <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
         op + ": batch of " + std::to_string(batch) + " is too large");
@@ -245,7 +258,17 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
                 {e.bias.value_or(p.a), Access::Read},
                 {out, Access::Write}};
   d.label = op;
-  if (p.m() <= cfg.gemv_rows) {
+  if (fp16 && cfg.use_coopmat && coopmat_fits(g, p, e, cfg.coopmat)) {
+    const CoopmatTile& t = cfg.coopmat;
+    d.shader = "matmul_coopmat_" + t.name() + "_f16";
+    d.local = {t.threads(), 1, 1};
+    d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), 1};
+    d.push = push_constants(p, e, 0);
+    check_groups(g, d.groups, op);
+    g.add_dispatch(std::move(d));
+    return;
+  }
+  if (p.m() <= cfg.gemv_rows && !fp16) {
     bool k_fast = p.b_sk == 1 && (p.b_sn != 1 || p.n == 1);
     d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u};
     uint32_t cols;
@@ -267,14 +290,24 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   }
   bool a_k_fast = p.a_sk == 1;
   bool b_k_fast = p.b_sk == 1 && p.b_sn != 1;
-  d.local = {cfg.threads_x, cfg.threads_y, 1};
-  d.spec = {cfg.micro_m, cfg.micro_n, cfg.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u};
-  d.groups = {ceil_div(p.n, cfg.tile_n()), ceil_div(p.m(), cfg.tile_m()),
-              static_cast<uint32_t>(batch)};
-  SplitK split = choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2], p.k);
+  GemmTile t = cfg.tile;
+  if (cfg.large &&
+      uint64_t{ceil_div(p.n, cfg.large->tile_n())} * ceil_div(p.m(), cfg.large->tile_m()) * batch >=
+          cfg.large_min_tiles)
+    t = *cfg.large;
+  bool blocked_lanes = t.threads_x % 8 == 0 && t.threads_y % 4 == 0 && tuned("mm.blocked", 1) != 0;
+  std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
+  if (fp16) variant += "_f16";
+  d.local = {t.threads_x, t.threads_y, 1};
+  d.spec = {
+      t.micro_m, t.micro_n, t.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
+      t.stages};
+  d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
+  SplitK split =
+      fp16 ? SplitK{} : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2], p.k);
   d.push = push_constants(p, e, split.k_chunk);
   if (split.splits == 1) {
-    d.shader = "matmul_tiled_f32";
+    d.shader = fp16 ? variant : variant + "_f32";
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
     return;
@@ -282,7 +315,7 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   // Split-K: the partials of every slice go to a scratch graph tensor (so the planner and the
   // hazard tracker see them), which the reduce pass sums into `out` with the epilogue.
   TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
-  d.shader = "matmul_tiled_splitk_f32";
+  d.shader = variant + "_splitk_f32";
   d.bindings[3] = {partials, Access::Write};
   d.groups[2] *= split.splits;
   check_groups(g, d.groups, op);
@@ -314,9 +347,15 @@ void set_bias_strides(GemmProblem& p, const std::vector<int32_t>& s, bool a_vect
 // here and the added dims left out of the result.
 TensorRef matmul_views(ComputeGraph& g, Operand a, Operand b, const Epilogue& e,
                        const std::string& op) {
+  // fp16 operands give an fp16 result (fp32 accumulation); both operands share one dtype.
+  const DType dtype = g.info(a.tensor).dtype;
+  check(dtype == DType::Float32 || dtype == DType::Float16, ErrorKind::Unsupported,
+        op + ": input A is " + dtype_name(dtype) + "; float32 and float16 are supported");
+  check(dtype != DType::Float16 || g.context().features().storage_buffer_16bit,
+        ErrorKind::Unsupported, op + ": float16 needs 16-bit storage buffers on this device");
   for (const Operand* o : {&a, &b}) {
     const char* which = o == &a ? "A" : "B";
-    require_dtype(g, o->tensor, DType::Float32, op);
+    require_dtype(g, o->tensor, dtype, op);
     check(!o->shape.empty(), ErrorKind::InvalidArgument,
           op + ": input " + which + " is a scalar (rank 0); it needs at least one dim");
     check(o->shape.size() <= static_cast<size_t>(kMaxRank), ErrorKind::Unsupported,
@@ -360,14 +399,14 @@ TensorRef matmul_views(ComputeGraph& g, Operand a, Operand b, const Epilogue& e,
   p.b_sn = b.strides.back();
   p.bias_rows.assign(p.rows.size(), 0);
   if (e.bias) {
-    require_dtype(g, *e.bias, DType::Float32, op);
+    require_dtype(g, *e.bias, dtype, op);
     Shape bias_shape = g.info(*e.bias).shape;
     check(broadcasts_to(bias_shape, result), ErrorKind::InvalidArgument,
           op + ": " + e.bias_name + " " + shape_str(bias_shape) +
               " does not broadcast to the result " + shape_str(result));
     set_bias_strides(p, broadcast_strides(bias_shape, result), a_vector, b_vector);
   }
-  TensorRef out = g.add_tensor(result, DType::Float32);
+  TensorRef out = g.add_tensor(result, dtype);
   coalesce_rows(p);
   transpose_if_single_column(p);
   add_gemm_dispatch(g, p, e, out, op);

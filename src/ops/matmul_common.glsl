@@ -7,11 +7,20 @@
 
 #define MAX_BATCH 4
 
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
+// FP16_IO: A, B, bias and C hold float16_t (16-bit storage only; arithmetic stays fp32).
+// MATMUL_OWN_BUFFERS: the kernel declares its own views of the bindings (matmul_coopmat.comp).
+#ifndef MATMUL_OWN_BUFFERS
+#if FP16_IO  // the including kernel enables GL_EXT_shader_16bit_storage
+#define ELEM float16_t
+#else
+#define ELEM float
+#endif
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
 // Without a bias the host binds A here and has_bias keeps it unread.
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer C { float c[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer C { ELEM c[]; };
+#endif
 
 layout(push_constant) uniform Params {
   int M, N, K;
@@ -50,8 +59,10 @@ Offsets batch_offsets(uint z) {
   return o;
 }
 
+#ifndef MATMUL_OWN_BUFFERS
 void store_output(Offsets o, int m, int n, float acc) {
   float y = p.alpha * acc;
-  if (p.has_bias != 0) y += p.beta * bias[o.bias + m * p.bias_sm + n * p.bias_sn];
-  c[o.c + m * p.N + n] = activate(p.activation, y, p.act_alpha, p.act_beta);
+  if (p.has_bias != 0) y += p.beta * float(bias[o.bias + m * p.bias_sm + n * p.bias_sn]);
+  c[o.c + m * p.N + n] = ELEM(activate(p.activation, y, p.act_alpha, p.act_beta));
 }
+#endif

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "op_util.h"
 #include "vkgraph/error.h"
 
 namespace vkgraph::ops {
@@ -15,11 +16,6 @@ bool power_of_two(uint32_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
 
-uint32_t tiled_shared_bytes(const MatmulConfig& c) {
-  // Each k-row of a tile carries one float of padding (see matmul_tiled.comp).
-  return c.bk * (c.tile_m() + 1 + c.tile_n() + 1) * 4;
-}
-
 uint32_t gemv_shared_bytes(const MatmulConfig& c) {
   return c.gemv_rows * c.gemv_threads() * 4;
 }
@@ -29,14 +25,22 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
   auto require = [](bool ok, const std::string& what) {
     check(ok, ErrorKind::Unsupported, "matmul config: " + what);
   };
-  require(c.threads_x && c.threads_y && c.micro_m && c.micro_n && c.bk && c.gemv_rows,
-          "sizes must be positive");
-  require(c.threads_x * c.threads_y <= lim.maxComputeWorkGroupInvocations &&
-              c.threads_x <= lim.maxComputeWorkGroupSize[0] &&
-              c.threads_y <= lim.maxComputeWorkGroupSize[1],
-          "tiled workgroup exceeds the device's workgroup limits");
-  require(tiled_shared_bytes(c) <= lim.maxComputeSharedMemorySize,
-          "tile needs " + std::to_string(tiled_shared_bytes(c)) + " bytes of shared memory");
+  require(c.gemv_rows, "sizes must be positive");
+  for (const GemmTile* t : {&c.tile, c.large ? &*c.large : nullptr}) {
+    if (!t) continue;
+    require(t->threads_x && t->threads_y && t->micro_m && t->micro_n && t->bk,
+            "sizes must be positive");
+    require(t->threads_x * t->threads_y <= lim.maxComputeWorkGroupInvocations &&
+                t->threads_x <= lim.maxComputeWorkGroupSize[0] &&
+                t->threads_y <= lim.maxComputeWorkGroupSize[1],
+            "tiled workgroup exceeds the device's workgroup limits");
+    require(t->shared_bytes() <= lim.maxComputeSharedMemorySize,
+            "tile needs " + std::to_string(t->shared_bytes()) + " bytes of shared memory");
+  }
+  if (c.use_coopmat && context.features().coopmat_f16_16x16x16)
+    require(c.coopmat.threads() <= lim.maxComputeWorkGroupInvocations &&
+                c.coopmat.shared_bytes() <= lim.maxComputeSharedMemorySize,
+            "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits");
   require(power_of_two(c.gemv_contig) && power_of_two(c.gemv_other),
           "GEMV thread counts must be powers of two");
   require(c.gemv_threads() <= lim.maxComputeWorkGroupInvocations &&
@@ -52,13 +56,48 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
             "subgroup GEMV needs subgroup arithmetic and whole subgroups in a 1-D workgroup");
 }
 
+// The 8x8-per-thread tile, measured on the H200 (docs/bench/2026-11-29-h200-kernels.md): 512
+// threads on a 128 x 256 tile stepping K by 16 through one shared buffer (25 KB) ran 4096^3 at
+// 33.9 TFLOP/s, against 31.0 for 256 threads on 128 x 128 (bk 32) and 27.4 double-buffered;
+// devices with less shared memory or fewer invocations get shallower slices or no large tile.
+std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
+  GemmTile t;
+  t.threads_x = tuned("mm.tx", 32);
+  t.threads_y = tuned("mm.ty", 16);
+  t.micro_m = tuned("mm.tm", 8);
+  t.micro_n = tuned("mm.tn", 8);
+  t.stages = tuned("mm.stages", 1);
+  if (t.micro_m == 0 || t.threads_x * t.threads_y > lim.maxComputeWorkGroupInvocations)
+    return std::nullopt;
+  for (t.bk = tuned("mm.bk", 16); t.bk > 8 && t.shared_bytes() > lim.maxComputeSharedMemorySize;)
+    t.bk /= 2;
+  if (t.shared_bytes() > lim.maxComputeSharedMemorySize) return std::nullopt;
+  return t;
+}
+
 }  // namespace
+
+uint32_t GemmTile::shared_bytes() const {
+  // Each k-row of a tile is padded by one shared word (a vec4 in the vec4 variant).
+  uint32_t pad = vec4() ? 4 : 1;
+  return stages * bk * (tile_m() + pad + tile_n() + pad) * 4;
+}
 
 MatmulConfig choose_matmul_config(const vk::Context& context) {
   const VkPhysicalDeviceLimits& lim = context.limits();
   MatmulConfig c;
   // Vulkan guarantees only 128 invocations per workgroup; halve the tiles until they fit.
-  while (c.threads_x * c.threads_y > lim.maxComputeWorkGroupInvocations) c.threads_y /= 2;
+  while (c.tile.threads_x * c.tile.threads_y > lim.maxComputeWorkGroupInvocations)
+    c.tile.threads_y /= 2;
+  c.large = choose_large_tile(lim);
+  c.use_coopmat = tuned("mm16.coopmat", 1) != 0;
+  c.coopmat.sg_m = tuned("mm16.sgm", c.coopmat.sg_m);
+  c.coopmat.sg_n = tuned("mm16.sgn", c.coopmat.sg_n);
+  c.coopmat.frag_m = tuned("mm16.fm", c.coopmat.frag_m);
+  c.coopmat.frag_n = tuned("mm16.fn", c.coopmat.frag_n);
+  c.coopmat.bk = tuned("mm16.bk", c.coopmat.bk);
+  c.coopmat.stages = tuned("mm16.stages", c.coopmat.stages);
+  c.large_min_tiles = tuned("mm.large_min", 128);
   // The subgroup GEMV lays its threads out in x alone.
   while (c.gemv_threads() >
          std::min(lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0]))

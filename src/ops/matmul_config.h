@@ -4,18 +4,60 @@
 // the shaders as specialization constants.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "vkgraph/vk/context.h"
 
 namespace vkgraph::ops {
 
-struct MatmulConfig {
-  // Tiled GEMM: a workgroup of threads_x * threads_y threads computes a tile of C of
-  // (threads_y * micro_m) rows by (threads_x * micro_n) columns, stepping K by `bk`; each thread
-  // keeps micro_m x micro_n accumulators in registers.
+// One tile shape of the tiled GEMM: a workgroup of threads_x * threads_y threads computes a
+// tile of C of (threads_y * micro_m) rows by (threads_x * micro_n) columns, stepping K by `bk`;
+// each thread keeps micro_m x micro_n accumulators in registers.
+struct GemmTile {
   uint32_t threads_x = 16, threads_y = 16;
   uint32_t micro_m = 4, micro_n = 4;
   uint32_t bk = 16;
+  uint32_t stages = 2;  // shared-memory buffers (STAGES in matmul_tiled.comp)
+
+  uint32_t tile_m() const { return threads_y * micro_m; }
+  uint32_t tile_n() const { return threads_x * micro_n; }
+  // Micro-tiles in whole vec4s take the kernel variant with 16-byte shared-memory reads.
+  bool vec4() const { return micro_m % 4 == 0 && micro_n % 4 == 0; }
+  // Shared memory of the tiles, padding included (see matmul_tiled.comp).
+  uint32_t shared_bytes() const;
+};
+
+// The fp16 cooperative-matrix GEMM (matmul_coopmat.comp): sg_m x sg_n subgroups of 32, each
+// holding frag_m x frag_n 16x16 fp32 accumulators, so a workgroup computes a
+// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by bk through `stages` shared buffers.
+// One shader variant per shape (matmul.cmake lists the compiled ones).
+struct CoopmatTile {
+  uint32_t sg_m = 2, sg_n = 2, frag_m = 4, frag_n = 4;
+  uint32_t bk = 32, stages = 2;
+
+  uint32_t tile_m() const { return 16 * sg_m * frag_m; }
+  uint32_t tile_n() const { return 16 * sg_n * frag_n; }
+  uint32_t threads() const { return 32 * sg_m * sg_n; }
+  // `stages` slices of 16-byte words, each row padded by one word.
+  uint32_t shared_bytes() const {
+    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
+  }
+  std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
+    return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
+           std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages);
+  }
+};
+
+struct MatmulConfig {
+  // fp16 products take the cooperative-matrix kernel where the device has it and they fit.
+  bool use_coopmat = true;
+  CoopmatTile coopmat;
+  GemmTile tile;
+  // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
+  // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
+  // tiles would leave some idle.
+  std::optional<GemmTile> large;
+  uint64_t large_min_tiles = 128;
   // GEMV, used when M <= gemv_rows: a workgroup computes all gemv_rows rows for a strip of
   // columns, so B is read once. gemv_contig threads walk B's contiguous dimension, gemv_other
   // the other one; whichever of them walks K must be a power of two (tree reduction).
@@ -26,13 +68,14 @@ struct MatmulConfig {
   bool gemv_subgroup = false;
   uint32_t subgroup_size = 0;
 
-  uint32_t tile_m() const { return threads_y * micro_m; }
-  uint32_t tile_n() const { return threads_x * micro_n; }
   uint32_t gemv_threads() const { return gemv_contig * gemv_other; }
 };
 
 // The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
-// where the device has subgroup arithmetic.
+// where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
+// mm.bk (the large tile; mm.tm=0 drops it), mm.large_min and mm16.sgm, mm16.sgn, mm16.fm,
+// mm16.fn, mm16.bk, mm16.stages (the cooperative-matrix tile; mm16.coopmat=0 turns it off),
+// mm.stages, mm.blocked override it for tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context);
 
 // Replaces the default for matmuls built on this thread; tests use it to run other tile shapes

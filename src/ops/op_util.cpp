@@ -1,6 +1,7 @@
 #include "op_util.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace vkgraph::ops {
@@ -11,6 +12,22 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
   uint64_t y = (groups + 65534) / 65535;
   check(y <= 65535, ErrorKind::Unsupported, "dispatch of " + std::to_string(n) + " is too large");
   return {65535, static_cast<uint32_t>(y), 1};
+}
+
+uint32_t tuned(const std::string& key, uint32_t fallback) {
+  const char* env = std::getenv("VKGRAPH_TUNE");
+  if (!env) return fallback;
+  std::string spec = env;
+  size_t at = 0;
+  while (at <= spec.size()) {
+    size_t end = std::min(spec.find(',', at), spec.size());
+    std::string item = spec.substr(at, end - at);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos && item.substr(0, eq) == key)
+      return static_cast<uint32_t>(std::strtoul(item.c_str() + eq + 1, nullptr, 10));
+    at = end + 1;
+  }
+  return fallback;
 }
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {

@@ -46,6 +46,11 @@ int normalize_axis(int64_t axis, size_t rank, const std::string& op);
 std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out);
 std::vector<int32_t> to_i32(const Shape& shape, const std::string& op);
 
+// Kernel tuning knob `key` (e.g. "add.local"): `fallback` unless the environment variable
+// VKGRAPH_TUNE ("key=value,key=value") names it. It exists for tuning sweeps on real devices
+// (vkgraph bench-op) without a rebuild per configuration; defaults are chosen in code.
+uint32_t tuned(const std::string& key, uint32_t fallback);
+
 void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
 std::string dtype_suffix(DType dtype);  // "f32", "i32", "i64"
 

@@ -63,6 +63,25 @@ void check_vk(VkResult result, const char* what) {
 
 namespace {
 
+// Whether the device lists a subgroup-scope 16x16x16 cooperative-matrix shape with fp16 A and
+// B and fp32 C and D (the shape matmul_coopmat.comp is written for).
+bool has_f16_coopmat_shape(VkInstance instance, VkPhysicalDevice device) {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!get) return false;
+  uint32_t count = 0;
+  if (get(device, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (get(device, &count, shapes.data()) != VK_SUCCESS) return false;
+  return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
+    return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
+           s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           s.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
@@ -317,12 +336,22 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceTimelineSemaphoreFeatures tl{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures vmm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
   f2.pNext = &s16;
   s16.pNext = &s8;
   s8.pNext = &f16;
   f16.pNext = &tl;
+  void** tail = &tl.pNext;
+  if (api12 || has_ext("VK_KHR_vulkan_memory_model")) {
+    *tail = &vmm;
+    tail = &vmm.pNext;
+  }
+  if (has_ext("VK_NV_cooperative_matrix")) *tail = &cm;
   vkGetPhysicalDeviceFeatures2(physical_device_, &f2);
-  bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
   features_.storage_buffer_16bit = s16.storageBuffer16BitAccess;
   features_.storage_buffer_8bit =
       (api12 || has_ext("VK_KHR_8bit_storage")) && s8.storageBuffer8BitAccess;
@@ -331,6 +360,12 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   features_.timeline_semaphores =
       (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
   features_.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
+  features_.vulkan_memory_model = vmm.vulkanMemoryModel;
+  // glslang's GL_NV_cooperative_matrix code declares the Vulkan memory model; the fp16 kernel
+  // also needs fp16 arithmetic, 16-bit storage and the 16x16x16 fp16 -> fp32 subgroup shape.
+  features_.coopmat_f16_16x16x16 = cm.cooperativeMatrix && features_.vulkan_memory_model &&
+                                   features_.shader_float16 && features_.storage_buffer_16bit &&
+                                   has_f16_coopmat_shape(instance_, physical_device_);
   features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
@@ -368,10 +403,20 @@ void Context::create_device() {
   VkPhysicalDeviceTimelineSemaphoreFeatures etl{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   etl.timelineSemaphore = features_.timeline_semaphores;
+  VkPhysicalDeviceVulkanMemoryModelFeatures evmm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  evmm.vulkanMemoryModel = VK_TRUE;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV ecm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  ecm.cooperativeMatrix = VK_TRUE;
   enable.pNext = &e16;
   e16.pNext = &e8;
   e8.pNext = &ef16;
   ef16.pNext = &etl;
+  if (features_.coopmat_f16_16x16x16) {
+    etl.pNext = &evmm;
+    evmm.pNext = &ecm;
+  }
   std::vector<const char*> dev_exts;
   if (features_.external_memory_host) {
     dev_exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);
@@ -382,7 +427,10 @@ void Context::create_device() {
     if (features_.storage_buffer_8bit) dev_exts.push_back("VK_KHR_8bit_storage");
     if (features_.timeline_semaphores) dev_exts.push_back("VK_KHR_timeline_semaphore");
   }
-  if (features_.cooperative_matrix_nv) dev_exts.push_back("VK_NV_cooperative_matrix");
+  if (features_.coopmat_f16_16x16x16) {
+    dev_exts.push_back("VK_NV_cooperative_matrix");
+    if (!api12) dev_exts.push_back("VK_KHR_vulkan_memory_model");
+  }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;
   dci.queueCreateInfoCount = 1;

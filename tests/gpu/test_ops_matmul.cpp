@@ -447,16 +447,35 @@ class MatmulConfigs : public MatmulTest {
 
 TEST_F(MatmulConfigs, SmallOddTiles) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
-  c.threads_x = 8;
-  c.threads_y = 4;
-  c.micro_m = 3;
-  c.micro_n = 2;
-  c.bk = 5;
+  c.tile = {8, 4, 3, 2, 5};
+  c.large.reset();
   c.gemv_rows = 2;
   c.gemv_contig = 8;
   c.gemv_other = 4;
   ops::override_matmul_config(c);
   check_all_layouts();
+}
+
+// The device's 8x8-per-thread vec4 tile on every shape, with several tiles, partial ones and a
+// K that leaves a partial slice; then a small vec4 tile with blocked lanes and odd K steps.
+TEST_F(MatmulConfigs, LargeVec4Tiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  ASSERT_TRUE(c.large.has_value());
+  EXPECT_TRUE(c.large->vec4());
+  c.large_min_tiles = 0;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(150, 70, 260, false, false, Shape{260}, 1.f, 1.f);
+  check_gemm(150, 70, 260, true, true, Shape{150, 1}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulConfigs, SmallVec4TilesBlockedLanes) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 4, 8, 3};
+  c.large.reset();
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(40, 31, 70, false, true, Shape{70}, 1.f, 1.f);
 }
 
 TEST_F(MatmulConfigs, GemvSharedMemoryReduction) {
@@ -476,8 +495,8 @@ TEST_F(MatmulConfigs, GemvSubgroupReduction) {
 
 TEST_F(MatmulConfigs, RejectsConfigBeyondDeviceLimits) {
   ops::MatmulConfig c;
-  c.threads_x = context()->limits().maxComputeWorkGroupInvocations;
-  c.threads_y = 2;
+  c.tile.threads_x = context()->limits().maxComputeWorkGroupInvocations;
+  c.tile.threads_y = 2;
   ops::override_matmul_config(c);
   ComputeGraph g(context());
   auto a = g.add_input({4, 4}, DType::Float32, "a");
@@ -527,13 +546,17 @@ TEST_F(MatmulSplitK, AllLayouts) {
 
 TEST_F(MatmulSplitK, SmallOddTiles) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
-  c.threads_x = 8;
-  c.threads_y = 4;
-  c.micro_m = 3;
-  c.micro_n = 2;
-  c.bk = 5;
+  c.tile = {8, 4, 3, 2, 5};
+  c.large.reset();
   ops::override_matmul_config(c);
   check_gemm(37, 100, 45, true, false, Shape{37, 45}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulSplitK, LargeVec4Tiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.large_min_tiles = 0;
+  ops::override_matmul_config(c);
+  check_gemm(130, 100, 140, false, true, Shape{130, 140}, 0.5f, 2.f);
 }
 
 TEST_F(MatmulSplitK, BatchesBiasAndActivation) {
@@ -647,6 +670,94 @@ TEST_F(MatmulTest, ErrorsNameTheOpAndTheProblem) {
         ops::gemm(g, f32(g, {3, 4}), f32(g, {4, 5}), f32(g, {4}));
       },
       K::InvalidArgument, {"gemm", "C [4]", "[3, 5]"});
+}
+
+// --- float16 ---------------------------------------------------------------------------------
+
+// fp16 operands, bias and result with fp32 accumulation: the portable tiled kernel (16-bit
+// storage) on lavapipe, the cooperative-matrix kernel where the device has one and the shape
+// fits. The reference multiplies the fp16-rounded inputs in double; the result is rounded once
+// to fp16, so errors stay within a couple of fp16 ulps of the largest magnitude.
+class MatmulFloat16 : public MatmulTest {
+ protected:
+  void SetUp() override {
+    MatmulTest::SetUp();
+    if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+  }
+
+  static std::vector<uint16_t> to_half(const std::vector<float>& v) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half(v[i]);
+    return h;
+  }
+
+  // C[m, n] = act(sum_k A[m, k] B[k, n] + bias[n]); B stored [N, K] for linear.
+  void check(int64_t m, int64_t k, int64_t n, bool linear, bool bias) {
+    SCOPED_TRACE(::testing::Message()
+                 << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias);
+    std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
+                          c = to_half(random_floats(n));
+    ComputeGraph g(context());
+    auto ta = g.add_input({m, k}, DType::Float16, "a");
+    auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
+    auto tc = g.add_input({n}, DType::Float16, "bias");
+    std::optional<TensorRef> tbias = bias ? std::optional(tc) : std::nullopt;
+    auto y = linear ? ops::linear(g, ta, tb, tbias, UnaryOp::Relu) : ops::matmul(g, ta, tb, tbias);
+    EXPECT_EQ(g.info(y).dtype, DType::Float16);
+    g.add_output(y, "y");
+    g.copy_to_input(0, a.data(), a.size() * 2);
+    g.copy_to_input(1, b.data(), b.size() * 2);
+    g.copy_to_input(2, c.data(), c.size() * 2);
+    g.execute();
+    std::vector<uint16_t> got(m * n, 0xFFFF);
+    g.copy_from_output(0, got.data(), got.size() * 2);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = bias ? half_to_float(c[j]) : 0.0;
+        for (int64_t q = 0; q < k; ++q)
+          want += double(half_to_float(a[i * k + q])) *
+                  half_to_float(b[linear ? j * k + q : q * n + j]);
+        if (linear) want = std::max(want, 0.0);
+        float v = half_to_float(got[i * n + j]);
+        ASSERT_NEAR(v, want, 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
+            << "at " << i << "," << j;
+      }
+  }
+};
+
+TEST_F(MatmulFloat16, MatchesReference) {
+  check(37, 45, 21, false, false);
+  check(64, 32, 128, false, false);
+  check(3, 50, 9, true, true);
+  check(70, 33, 80, true, true);
+  check(128, 64, 256, false, false);  // whole 128x128x32 tiles: tensor cores where available
+}
+
+TEST_F(MatmulFloat16, PortableKernelWhereCoopmatWouldFit) {
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.use_coopmat = false;
+  ops::override_matmul_config(cfg);
+  check(128, 64, 256, false, false);
+}
+
+TEST_F(MatmulFloat16, LargeVec4Tiles) {
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.large_min_tiles = 0;
+  ops::override_matmul_config(cfg);
+  check(130, 20, 140, false, true);
+  check(128, 16, 128, true, false);
+}
+
+TEST_F(MatmulFloat16, RejectsMixedDtypes) {
+  ComputeGraph g(context());
+  auto a = g.add_input({4, 4}, DType::Float16, "a");
+  auto b = g.add_input({4, 4}, DType::Float32, "b");
+  try {
+    ops::matmul(g, a, b);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

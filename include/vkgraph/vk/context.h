@@ -45,6 +45,10 @@ struct DeviceFeatures {
   uint32_t subgroup_size = 0;
   bool cooperative_matrix_nv = false;
   bool cooperative_matrix_khr = false;
+  bool vulkan_memory_model = false;
+  // VK_NV_cooperative_matrix enabled with a 16x16x16 fp16 x fp16 + fp32 subgroup shape (and
+  // the Vulkan memory model, fp16 arithmetic and 16-bit storage its shaders need).
+  bool coopmat_f16_16x16x16 = false;
   bool external_memory_host = false;
   VkDeviceSize min_imported_host_pointer_alignment = 0;
   bool timestamps = false;

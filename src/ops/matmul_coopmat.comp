@@ -1,0 +1,109 @@
+#version 450
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+// fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
+// accumulators): C = A B, A [M, K] and B [K, N] row-major, C [M, N] fp16. The host sends only
+// shapes that fill whole tiles (M % BM, N % BN, K % BK == 0), no batch and no epilogue; others
+// take matmul_tiled.comp's FP16_IO variant.
+// A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
+// FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
+// to shared memory with 16-byte loads: the next slice is in registers while the current one
+// feeds the tensor cores.
+#define MATMUL_OWN_BUFFERS 1
+#include "matmul_common.glsl"
+
+const uint BM = SG_M * 16 * FM;
+const uint BN = SG_N * 16 * FN;
+// BK-deep slices; STAGES = 2 double-buffers them (one barrier a slice), 1 lets a 64-deep slice
+// fit in 48 KiB at two barriers a slice.
+const uint THREADS = SG_M * SG_N * 32;
+
+// uvec4 = 8 halves: every global and shared access moves 16 bytes.
+layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
+layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
+layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
+
+// Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
+const uint A_ROW = BK / 8 + 1;  // uvec4 per row of the A slice (BM rows)
+const uint B_ROW = BN / 8 + 1;  // uvec4 per row of the B slice (BK rows)
+const uint A_VECS = BM * BK / 8;
+const uint B_VECS = BK * BN / 8;
+const uint A_LOADS = A_VECS / THREADS;
+const uint B_LOADS = B_VECS / THREADS;
+shared uvec4 As[STAGES * BM * A_ROW];
+shared uvec4 Bs[STAGES * BK * B_ROW];
+
+uvec4 ra[A_LOADS];
+uvec4 rb[B_LOADS];
+
+void fetch(int m0, int n0, int k0) {
+  [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
+    uint i = gl_LocalInvocationIndex + l * THREADS;
+    uint r = i / (BK / 8), v = i % (BK / 8);
+    ra[l] = a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)];
+  }
+  [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
+    uint i = gl_LocalInvocationIndex + l * THREADS;
+    uint r = i / (BN / 8), v = i % (BN / 8);
+    rb[l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
+  }
+}
+
+void stash(uint buf) {
+  [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
+    uint i = gl_LocalInvocationIndex + l * THREADS;
+    As[(buf * BM + i / (BK / 8)) * A_ROW + i % (BK / 8)] = ra[l];
+  }
+  [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
+    uint i = gl_LocalInvocationIndex + l * THREADS;
+    Bs[(buf * BK + i / (BN / 8)) * B_ROW + i % (BN / 8)] = rb[l];
+  }
+}
+
+void main() {
+  const int m0 = int(gl_WorkGroupID.y * BM);
+  const int n0 = int(gl_WorkGroupID.x * BN);
+  const uint sg = gl_SubgroupID;
+  const uint sm = (sg / SG_N) * 16 * FM;  // the subgroup's block within the tile
+  const uint sn = (sg % SG_N) * 16 * FN;
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM * FN];
+  [[unroll]] for (uint i = 0; i < FM * FN; ++i)
+    acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[FN];
+
+  fetch(m0, n0, 0);
+  stash(0);
+  barrier();
+  uint buf = 0;
+  for (int k0 = 0; k0 < p.K; k0 += int(BK)) {
+    const bool more = k0 + int(BK) < p.K;
+    if (more) fetch(m0, n0, k0 + int(BK));
+    [[unroll]] for (uint kf = 0; kf < BK / 16; ++kf) {
+      [[unroll]] for (uint i = 0; i < FM; ++i)
+        coopMatLoadNV(fa[i], As, (buf * BM + sm + i * 16) * A_ROW + kf * 2, A_ROW, false);
+      [[unroll]] for (uint j = 0; j < FN; ++j)
+        coopMatLoadNV(fb[j], Bs, (buf * BK + kf * 16) * B_ROW + (sn + j * 16) / 8, B_ROW, false);
+      [[unroll]] for (uint i = 0; i < FM; ++i)
+        [[unroll]] for (uint j = 0; j < FN; ++j)
+          acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
+    }
+    if (STAGES == 1) barrier();  // every subgroup is done reading the one buffer
+    if (more) stash((buf + 1) % STAGES);
+    barrier();
+    buf = (buf + 1) % STAGES;
+  }
+
+  [[unroll]] for (uint i = 0; i < FM; ++i)
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
+          fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
+      uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
+      coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
+    }
+}
