@@ -183,8 +183,8 @@ val_vk() {
 # BENCH_OP_CASES; left empty, `vkgraph bench-op` runs once with no arguments. Output goes to
 # /tmp/h200/vk_bench.txt (shown in report.md) and is appended to $OUT/info.txt.
 # ---------------------------------------------------------------------------------------------
-# add at 64M: 256M spent its whole slot filling random constants on the host (BENCHMARKS.md).
-BENCH_OP_CASES=("gemm 1024 1024 1024" "gemm 4096 4096 4096" "gemm 8192 8192 8192" "add 67108864"
+BENCH_OP_CASES=("gemm 1024 1024 1024" "gemm 4096 4096 4096" "gemm 8192 8192 8192"
+  "gemm 4096 4096 4096 --fp16" "gemm 8192 8192 8192 --fp16" "add 67108864" "add 268435456"
   "io 67108864" "overhead 100")
 vk_bench_ops() {
   local t0=$SECONDS rc=0 args lim
@@ -212,6 +212,29 @@ vk_bench_ops() {
   { echo "# --- vkgraph bench-op ---"; cat "$WORK/vk_bench.txt"; } >>"$OUT/info.txt"
   cat "$WORK/vk_bench.txt"
   record bench_op "$rc" "$t0"
+}
+
+# The GPU test suite on this device, under the validation layer with synchronization
+# validation (lavapipe runs dispatches one at a time; here missing barriers and driver
+# differences show). Runs when build-h200/tests/test_gpu was carried; summary -> info.txt.
+gpu_tests() {
+  local bin=./build-h200/tests/test_gpu t0=$SECONDS lim rc
+  [ -f "$bin" ] || { log "gpu_tests: $bin not carried; skipped"; return 0; }
+  chmod +x "$bin"
+  lim=$(limit 120 40)
+  ((lim < 5)) && { record gpu_tests skipped-no-time "$t0"; return 0; }
+  log "gpu_tests: start (limit ${lim}s)"
+  VK_ADD_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d VKGRAPH_PIPELINE_CACHE=off \
+    LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$VK_LD" \
+    timeout -k 5 "$lim" "$bin" >"$WORK/test_gpu.log" 2>&1
+  rc=$?
+  {
+    echo "# --- test_gpu on this device (validation + sync validation), exit status $rc ---"
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]' "$WORK/test_gpu.log"
+    grep -B1 -A6 'Failure$' "$WORK/test_gpu.log" | head -60
+  } >>"$OUT/info.txt"
+  tail -20 "$WORK/test_gpu.log"
+  record gpu_tests "$rc" "$t0"
 }
 
 main() {
@@ -248,6 +271,8 @@ main() {
   for m in "${MODELS[@]}"; do
     val_vk "$m" "${inputs[$m]:-input}"
   done
+
+  gpu_tests
 
   # The report may run up to 30 s past the deadline: it is cheap and it is what matters.
   timed report 30 -30 python3 tools/h200/report.py --out "$OUT" --work "$WORK" --run-id "$RUN_ID"
