@@ -14,17 +14,11 @@ void PipelineBarrier::add_buffer(VkBuffer buffer, VkPipelineStageFlags src,
       return;
     }
   }
-  VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
-  b.srcAccessMask = src_access;
-  b.dstAccessMask = dst_access;
-  b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.buffer = buffer;
-  b.offset = 0;
-  b.size = VK_WHOLE_SIZE;
-  buffers.push_back(b);
+  add_ownership_transfer(buffer, 0, VK_WHOLE_SIZE, VK_QUEUE_FAMILY_IGNORED,
+                         VK_QUEUE_FAMILY_IGNORED, 0, src_access, 0, dst_access);
 }
 
+// Also the plain whole-buffer barrier of add_buffer, with both families IGNORED.
 void PipelineBarrier::add_ownership_transfer(VkBuffer buffer, VkDeviceSize offset,
                                              VkDeviceSize size, uint32_t src_family,
                                              uint32_t dst_family, VkPipelineStageFlags src,
