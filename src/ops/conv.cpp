@@ -201,11 +201,6 @@ SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
                         c.in_c_g * c.k_d * c.k_h * c.k_w);
 }
 
-// The K step of the GEMM variants (conv.cmake): 16, or 32 with VKGRAPH_TUNE conv.bk=32.
-std::string slice_suffix() {
-  return tuned("conv.bk", 16) == 32 ? "k32" : "";
-}
-
 // Which GEMM shader: pointwise reads X as a matrix whatever its spatial rank; otherwise the
 // 3-D variant decodes a depth tap, which 2-D convolutions (depth window trivial) skip.
 enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
@@ -224,8 +219,7 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
   const char* family = kind == GemmKind::Pointwise  ? "conv2d_pointwise"
                        : kind == GemmKind::Im2col2d ? "conv2d_gemm"
                                                     : "conv3d_gemm";
-  d.shader =
-      family + std::string(tile.suffix) + slice_suffix() + (splits > 1 ? "_splitk" : "") + "_f32";
+  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk" : "") + "_f32";
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   return d;

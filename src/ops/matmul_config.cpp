@@ -114,9 +114,6 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   // Vulkan guarantees only 128 invocations per workgroup; halve the tiles until they fit.
   while (c.tile.threads_x * c.tile.threads_y > lim.maxComputeWorkGroupInvocations)
     c.tile.threads_y /= 2;
-  for (c.tile.bk = tuned("mm.dbk", c.tile.bk);
-       c.tile.bk > 8 && c.tile.shared_bytes() > lim.maxComputeSharedMemorySize;)
-    c.tile.bk /= 2;
   c.large = choose_large_tile(lim);
   c.use_coopmat = tuned("mm16.coopmat", 1) != 0;
   c.coopmat.sg_m = tuned("mm16.sgm", c.coopmat.sg_m);

@@ -76,8 +76,7 @@ struct MatmulConfig {
 };
 
 // The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
-// where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.dbk (the default tile's
-// slice depth), mm.tx, mm.ty, mm.tm, mm.tn,
+// where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
 // mm.bk (the large tile; mm.tm=0 drops it), mm.large_min, mm.sx, mm.sy, mm.sm, mm.sn, mm.sbk,
 // mm.small_max (the small tile and when it is used) and mm16.sgm, mm16.sgn, mm16.fm,
 // mm16.fn, mm16.bk, mm16.stages (the cooperative-matrix tile; mm16.coopmat=0 turns it off),
