@@ -268,7 +268,7 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
   finish_dispatch(g, std::move(d), x, weight, bias, partials, c, act_code, act_params, op,
                   split.k_chunk);
   finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_f32", c), partials, partials, bias,
-                  y, c, act_code, act_params, op, split.k_chunk);
+                  y, c, act_code, act_params, op + " (split-K reduce)", split.k_chunk);
 }
 
 // Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and
