@@ -12,6 +12,7 @@
 // only its slice's p.k_chunk of K and stores the raw partial into slice `slice` of a
 // [slices, N, C, pixels] scratch bound as Y; conv_splitk_reduce.comp sums them and applies the
 // epilogue.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "conv_common.glsl"
 
@@ -20,11 +21,82 @@
 // Threads fill A along K, so consecutive threads would hit one bank with a stride of BM.
 #define A_STRIDE (BM + 1)
 
+// Global loads per thread and K slice; THREADS is a multiple of BN, BK of THREADS / BN.
+#define A_LOADS ((BM * BK + THREADS - 1) / THREADS)
+#define B_LOADS (BK / (THREADS / BN))
+
 shared float a_tile[BK * A_STRIDE];
 shared float b_tile[BK * BN];
 
+// The next K slice, in flight in registers while the current one is multiplied, so each
+// slice's global-memory latency overlaps the previous slice's multiply-adds.
+float pa[A_LOADS];
+float pb[B_LOADS];
+
+// What the thread's loads need, fixed for the whole K walk (set once by main()).
+int tid, K, taps, in_vol, w_base, m_rows, x_base;
+bool n_valid;
+#if POINTWISE
+int x_col;
+#else
+int ih0, iw0;
+#if CONV3D
+int id0, k_hw;
+#endif
+#endif
+
+// Loads slice [k0, k0 + BK) of this workgroup's weight rows and im2col columns into pa, pb.
+void fetch(int k0, int k_end) {
+  // Consecutive threads read consecutive k of one weight row: contiguous memory.
+  [[unroll]] for (int i = 0; i < A_LOADS; ++i) {
+    int e = tid + i * THREADS;
+    int r = e / BK;
+    int k = k0 + e - r * BK;
+    pa[i] = (e < BM * BK && r < m_rows && k < k_end) ? w[w_base + r * K + k] : 0.0;
+  }
+  // Consecutive threads read consecutive output pixels of one (channel, tap).
+  [[unroll]] for (int i = 0; i < B_LOADS; ++i) {
+    int k = k0 + tid / BN + i * (THREADS / BN);
+    float v = 0.0;
+    if (n_valid && k < k_end) {
+#if POINTWISE
+      v = x[x_col + k * in_vol];
+#else
+      int ci = k / taps;
+      int tap = k - ci * taps;
+#if CONV3D
+      int kd = tap / k_hw;
+      tap -= kd * k_hw;
+      int id = id0 + kd * p.dil_d;
+      bool depth_in = uint(id) < uint(p.in_d);
+      int plane = ci * p.in_d + id;
+#else
+      const bool depth_in = true;
+      int plane = ci;
+#endif
+      int kh = tap / p.k_w;
+      int ih = ih0 + kh * p.dil_h;
+      int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
+      if (depth_in && uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
+        v = x[x_base + (plane * p.in_h + ih) * p.in_w + iw];
+#endif
+    }
+    pb[i] = v;
+  }
+}
+
+void stage() {
+  [[unroll]] for (int i = 0; i < A_LOADS; ++i) {
+    int e = tid + i * THREADS;
+    int r = e / BK;
+    if (e < BM * BK) a_tile[(e - r * BK) * A_STRIDE + r] = pa[i];
+  }
+  [[unroll]] for (int i = 0; i < B_LOADS; ++i)
+    b_tile[(tid / BN + i * (THREADS / BN)) * BN + tid % BN] = pb[i];
+}
+
 void main() {
-  const int tid = int(gl_LocalInvocationID.x);
+  tid = int(gl_LocalInvocationID.x);
 #if SPLIT_K
   const int groups = p.in_c / p.in_c_g;
   const int slice = int(gl_WorkGroupID.z) / groups;
@@ -34,12 +106,12 @@ void main() {
 #endif
   const int m0 = int(gl_WorkGroupID.y) * BM;
   const int n0 = int(gl_WorkGroupID.x) * BN;
-  const int taps = p.k_d * p.k_h * p.k_w;
-  const int K = p.in_c_g * taps;
+  taps = p.k_d * p.k_h * p.k_w;
+  K = p.in_c_g * taps;
   const int out_hw = p.out_h * p.out_w;
   const int out_vol = p.out_d * out_hw;
   const int N = p.batch * out_vol;
-  const int in_vol = p.in_d * p.in_h * p.in_w;
+  in_vol = p.in_d * p.in_h * p.in_w;
 #if SPLIT_K
   const int k_begin = slice * p.k_chunk;
   const int k_end = min(K, k_begin + p.k_chunk);
@@ -51,29 +123,28 @@ void main() {
 #endif
 
   // Each thread always loads the same column of the B tile, so its pixel is decoded once.
-  const int b_col = tid % BN;
-  const int n_load = n0 + b_col;
-  const bool n_valid = n_load < N;
+  const int n_load = n0 + tid % BN;
+  n_valid = n_load < N;
   const int img = n_valid ? n_load / out_vol : 0;
   const int pix = n_load - img * out_vol;
-  const int x_base = (img * p.in_c + group * p.in_c_g) * in_vol;
+  x_base = (img * p.in_c + group * p.in_c_g) * in_vol;
 #if POINTWISE
-  const int x_col = x_base + pix;
+  x_col = x_base + pix;
 #else
 #if CONV3D
   const int od = pix / out_hw;
   const int pix_hw = pix - od * out_hw;
-  const int id0 = od * p.stride_d - p.pad_f;
-  const int k_hw = p.k_h * p.k_w;
+  id0 = od * p.stride_d - p.pad_f;
+  k_hw = p.k_h * p.k_w;
 #else
   const int pix_hw = pix;
 #endif
   const int oh = pix_hw / p.out_w;
-  const int ih0 = oh * p.stride_h - p.pad_t;
-  const int iw0 = (pix_hw - oh * p.out_w) * p.stride_w - p.pad_l;
+  ih0 = oh * p.stride_h - p.pad_t;
+  iw0 = (pix_hw - oh * p.out_w) * p.stride_w - p.pad_l;
 #endif
-  const int m_rows = min(BM, p.out_c_g - m0);
-  const int w_base = (group * p.out_c_g + m0) * K;
+  m_rows = min(BM, p.out_c_g - m0);
+  w_base = (group * p.out_c_g + m0) * K;
 
   const int ty = tid / THREADS_N;
   const int tx = tid - ty * THREADS_N;
@@ -81,44 +152,11 @@ void main() {
   for (int i = 0; i < TM; ++i)
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
+  if (k_begin < k_end) fetch(k_begin, k_end);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-    // Consecutive threads read consecutive k of one weight row: contiguous memory.
-    for (int e = tid; e < BM * BK; e += THREADS) {
-      int r = e / BK;
-      int c = e - r * BK;
-      int k = k0 + c;
-      a_tile[c * A_STRIDE + r] = (r < m_rows && k < k_end) ? w[w_base + r * K + k] : 0.0;
-    }
-    // Consecutive threads read consecutive output pixels of one (channel, tap).
-    for (int r = tid / BN; r < BK; r += THREADS / BN) {
-      int k = k0 + r;
-      float v = 0.0;
-      if (n_valid && k < k_end) {
-#if POINTWISE
-        v = x[x_col + k * in_vol];
-#else
-        int ci = k / taps;
-        int tap = k - ci * taps;
-#if CONV3D
-        int kd = tap / k_hw;
-        tap -= kd * k_hw;
-        int id = id0 + kd * p.dil_d;
-        bool depth_in = uint(id) < uint(p.in_d);
-        int plane = ci * p.in_d + id;
-#else
-        const bool depth_in = true;
-        int plane = ci;
-#endif
-        int kh = tap / p.k_w;
-        int ih = ih0 + kh * p.dil_h;
-        int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
-        if (depth_in && uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
-          v = x[x_base + (plane * p.in_h + ih) * p.in_w + iw];
-#endif
-      }
-      b_tile[r * BN + b_col] = v;
-    }
+    stage();
     barrier();
+    if (k0 + BK < k_end) fetch(k0 + BK, k_end);
     for (int kk = 0; kk < BK; ++kk) {
       float a[TM], b[TN];
       for (int i = 0; i < TM; ++i) a[i] = a_tile[kk * A_STRIDE + ty + i * (BM / TM)];

@@ -179,8 +179,11 @@ struct GemmTile {
 constexpr GemmTile kLargeTile{"64", 64, 256};
 constexpr GemmTile kSmallTile{"32", 32, 64};
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
-// occupy every compute unit of a big GPU; below that, small tiles give more parallelism.
-constexpr uint64_t kMinLargeTileGroups = 128;
+// occupy every compute unit of a big GPU (VKGRAPH_TUNE conv.large_min, default 128); below
+// that, small tiles give more parallelism.
+uint64_t min_large_tile_groups() {
+  return tuned("conv.large_min", 128);
+}
 
 uint64_t ceil_div(uint64_t a, uint64_t b) {
   return (a + b - 1) / b;
@@ -192,9 +195,10 @@ uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const GemmTile& tile)
 }
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
-// below kMinLargeTileGroups, so split passes always use small tiles.
+// below min_large_tile_groups(), so split passes always use small tiles.
 SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
-  return choose_split_k(gemm_tiles(c, groups, kSmallTile), c.in_c_g * c.k_d * c.k_h * c.k_w);
+  return choose_split_k(gemm_tiles(c, groups, kSmallTile), kSmallTile.threads,
+                        c.in_c_g * c.k_d * c.k_h * c.k_w);
 }
 
 // Which GEMM shader: pointwise reads X as a matrix whatever its spatial rank; otherwise the
@@ -205,7 +209,7 @@ enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
 DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
                            GemmKind kind, uint32_t splits) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
-  bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= kMinLargeTileGroups;
+  bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
   const GemmTile& tile = large ? kLargeTile : kSmallTile;
   uint64_t gx = ceil_div(n, tile.size), gy = ceil_div(m, tile.size), gz = groups * splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
@@ -264,7 +268,7 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
   finish_dispatch(g, std::move(d), x, weight, bias, partials, c, act_code, act_params, op,
                   split.k_chunk);
   finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_f32", c), partials, partials, bias,
-                  y, c, act_code, act_params, op, split.k_chunk);
+                  y, c, act_code, act_params, op + " (split-K reduce)", split.k_chunk);
 }
 
 // Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and

@@ -290,11 +290,14 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   }
   bool a_k_fast = p.a_sk == 1;
   bool b_k_fast = p.b_sk == 1 && p.b_sn != 1;
+  auto tiles_of = [&](const GemmTile& tile) {
+    return uint64_t{ceil_div(p.n, tile.tile_n())} * ceil_div(p.m(), tile.tile_m()) * batch;
+  };
   GemmTile t = cfg.tile;
-  if (cfg.large &&
-      uint64_t{ceil_div(p.n, cfg.large->tile_n())} * ceil_div(p.m(), cfg.large->tile_m()) * batch >=
-          cfg.large_min_tiles)
+  if (cfg.large && tiles_of(*cfg.large) >= cfg.large_min_tiles)
     t = *cfg.large;
+  else if (cfg.small && tiles_of(cfg.tile) < cfg.small_max_tiles)
+    t = *cfg.small;
   bool blocked_lanes = t.threads_x % 8 == 0 && t.threads_y % 4 == 0 && tuned("mm.blocked", 1) != 0;
   std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
   if (fp16) variant += "_f16";
@@ -303,8 +306,9 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
       t.micro_m, t.micro_n, t.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
       t.stages};
   d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
-  SplitK split =
-      fp16 ? SplitK{} : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2], p.k);
+  SplitK split = fp16 ? SplitK{}
+                      : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],
+                                       t.threads_x * t.threads_y, p.k);
   d.push = push_constants(p, e, split.k_chunk);
   if (split.splits == 1) {
     d.shader = fp16 ? variant : variant + "_f32";

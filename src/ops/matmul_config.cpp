@@ -26,7 +26,8 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
     check(ok, ErrorKind::Unsupported, "matmul config: " + what);
   };
   require(c.gemv_rows, "sizes must be positive");
-  for (const GemmTile* t : {&c.tile, c.large ? &*c.large : nullptr}) {
+  for (const GemmTile* t :
+       {&c.tile, c.large ? &*c.large : nullptr, c.small ? &*c.small : nullptr}) {
     if (!t) continue;
     require(t->threads_x && t->threads_y && t->micro_m && t->micro_n && t->bk,
             "sizes must be positive");
@@ -75,6 +76,30 @@ std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
   return t;
 }
 
+SplitKPolicy tuned_split_k_policy() {
+  SplitKPolicy p;
+  p.target_threads = tuned("sk.threads", static_cast<uint32_t>(p.target_threads));
+  p.min_k = tuned("sk.min_k", static_cast<uint32_t>(p.min_k));
+  p.min_slice = std::max<int64_t>(1, tuned("sk.min_slice", static_cast<uint32_t>(p.min_slice)));
+  p.max_splits = tuned("sk.max", p.max_splits);
+  return p;
+}
+
+// 32 x 32 tiles of 64 threads, so that a GEMM with few default tiles still spreads over many
+// workgroups (paired with split-K for its K walk).
+std::optional<GemmTile> choose_small_tile(const VkPhysicalDeviceLimits& lim) {
+  GemmTile t;
+  t.threads_x = tuned("mm.sx", 8);
+  t.threads_y = tuned("mm.sy", 8);
+  t.micro_m = tuned("mm.sm", 4);
+  t.micro_n = tuned("mm.sn", 4);
+  t.bk = tuned("mm.sbk", 16);
+  if (t.micro_m == 0 || t.threads_x * t.threads_y > lim.maxComputeWorkGroupInvocations ||
+      t.shared_bytes() > lim.maxComputeSharedMemorySize)
+    return std::nullopt;
+  return t;
+}
+
 }  // namespace
 
 uint32_t GemmTile::shared_bytes() const {
@@ -98,6 +123,8 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   c.coopmat.bk = tuned("mm16.bk", c.coopmat.bk);
   c.coopmat.stages = tuned("mm16.stages", c.coopmat.stages);
   c.large_min_tiles = tuned("mm.large_min", 128);
+  c.small = choose_small_tile(lim);
+  c.small_max_tiles = tuned("mm.small_max", 0);
   // The subgroup GEMV lays its threads out in x alone.
   while (c.gemv_threads() >
          std::min(lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0]))
@@ -120,11 +147,11 @@ MatmulConfig matmul_config(const vk::Context& context) {
   return c;
 }
 
-SplitK choose_split_k(uint64_t tiles, int64_t k) {
-  const SplitKPolicy policy = g_split_k_override.value_or(SplitKPolicy{});
+SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k) {
+  const SplitKPolicy policy = g_split_k_override.value_or(tuned_split_k_policy());
   SplitK s;
   if (k < policy.min_k || tiles == 0) return s;
-  uint64_t by_groups = policy.target_groups / tiles;
+  uint64_t by_groups = policy.target_threads / (tiles * group_threads);
   uint64_t by_depth = static_cast<uint64_t>(k / policy.min_slice);
   uint64_t splits = std::min({by_groups, by_depth, uint64_t{policy.max_splits}});
   if (splits < 2) return s;

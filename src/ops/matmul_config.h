@@ -58,6 +58,10 @@ struct MatmulConfig {
   // tiles would leave some idle.
   std::optional<GemmTile> large;
   uint64_t large_min_tiles = 128;
+  // Smaller tiles for GEMMs with fewer than small_max_tiles tiles of `tile`: more workgroups
+  // where the default tile would leave most compute units idle.
+  std::optional<GemmTile> small;
+  uint64_t small_max_tiles = 0;
   // GEMV, used when M <= gemv_rows: a workgroup computes all gemv_rows rows for a strip of
   // columns, so B is read once. gemv_contig threads walk B's contiguous dimension, gemv_other
   // the other one; whichever of them walks K must be a power of two (tree reduction).
@@ -73,7 +77,8 @@ struct MatmulConfig {
 
 // The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
 // where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
-// mm.bk (the large tile; mm.tm=0 drops it), mm.large_min and mm16.sgm, mm16.sgn, mm16.fm,
+// mm.bk (the large tile; mm.tm=0 drops it), mm.large_min, mm.sx, mm.sy, mm.sm, mm.sn, mm.sbk,
+// mm.small_max (the small tile and when it is used) and mm16.sgm, mm16.sgn, mm16.fm,
 // mm16.fn, mm16.bk, mm16.stages (the cooperative-matrix tile; mm16.coopmat=0 turns it off),
 // mm.stages, mm.blocked override it for tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context);
@@ -89,25 +94,31 @@ MatmulConfig matmul_config(const vk::Context& context);
 // tiles to occupy the GPU and K is deep, K is cut into slices that run as separate workgroups,
 // each writing a partial tile, and a second pass sums them and applies the epilogue.
 struct SplitKPolicy {
-  // Workgroups to aim for. Vulkan reports no compute-unit count, so this is fixed: 256 covers
-  // ~2 workgroups per SM on the largest current GPUs (132 SMs on an H200) and costs little on
-  // small ones, where the extra partial traffic stays far below the K loop's.
-  uint64_t target_groups = 256;
-  int64_t min_k = 1024;     // below this the serial K walk is short enough
-  int64_t min_slice = 256;  // each slice's depth, so the partial writes stay amortized
+  // Threads to aim for. Vulkan reports no compute-unit count, so this is fixed: 65536 is ~16
+  // warps per SM on the largest current GPUs (132 SMs on an H200), enough to hide the K loop's
+  // load latency, and costs little on small ones, where the extra partial traffic stays far
+  // below the K loop's.
+  // min_k and min_slice were swept on the H200 (docs/bench/2026-11-29-h200-conv.md): slices of
+  // 64 from K = 256 up cut ResNet-18 from 1.22 to 0.81 ms against slices of 256 from K = 1024;
+  // 32 or 128, or twice or half the threads, were no better.
+  uint64_t target_threads = 65536;
+  int64_t min_k = 256;     // below this the serial K walk is short enough
+  int64_t min_slice = 64;  // each slice's depth, so the partial writes stay amortized
   uint32_t max_splits = 32;
 };
 
-// How a GEMM of `tiles` output tiles and depth `k` is split: `splits` slices of `k_chunk`
-// (the last one possibly shorter, none empty); splits == 1 runs unsplit.
+// How a GEMM of `tiles` output tiles of `group_threads` threads each and depth `k` is split:
+// `splits` slices of `k_chunk` (the last one possibly shorter, none empty); splits == 1 runs
+// unsplit.
 struct SplitK {
   uint32_t splits = 1;
   int64_t k_chunk = 0;
 };
-SplitK choose_split_k(uint64_t tiles, int64_t k);
+SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k);
 
 // Replaces the split-K policy for GEMMs built on this thread (tests force splitting of small
-// shapes with it); std::nullopt restores the default.
+// shapes with it); std::nullopt restores the default, whose fields VKGRAPH_TUNE keys
+// sk.threads, sk.min_k, sk.min_slice and sk.max override for tuning sweeps.
 void override_split_k_policy(std::optional<SplitKPolicy> policy);
 
 }  // namespace vkgraph::ops

@@ -238,7 +238,7 @@ TEST_F(OpsConv, WeightFromGraphInput) {
 // Every activation, on the depthwise kernel: the epilogue is shared code, and this kernel is
 // the cheapest to compile on lavapipe.
 // Split-K with thresholds lowered so that layers small enough for lavapipe split (the default
-// policy only splits K >= 1024). Each case leaves a short last slice.
+// policy only splits K >= 256). Each case leaves a short last slice.
 class OpsConvSplitK : public OpsConv {
  protected:
   void SetUp() override {
@@ -255,7 +255,7 @@ class OpsConvSplitK : public OpsConv {
 };
 
 TEST_F(OpsConvSplitK, DeepChannelsFewPixelsRelu) {
-  // M = 64, N = 16, K = 576: 2 tiles, cut into 9 slices of 64.
+  // M = 64, N = 16, K = 576: 2 tiles, cut into 18 slices of 32.
   ConvCase c{{1, 64, 4, 4}, {64, 64, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
   c.act = UnaryOp::Relu;
   c.nodes = 2;

@@ -478,6 +478,22 @@ TEST_F(MatmulConfigs, SmallVec4TilesBlockedLanes) {
   check_gemm(40, 31, 70, false, true, Shape{70}, 1.f, 1.f);
 }
 
+// The device's small tile, chosen for GEMMs with few default tiles, alone and under split-K.
+TEST_F(MatmulConfigs, SmallTileForFewTiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  ASSERT_TRUE(c.small.has_value());
+  c.large.reset();
+  c.small_max_tiles = 1000;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(70, 45, 100, false, true, Shape{100}, 1.f, 1.f);
+  ops::SplitKPolicy policy;
+  policy.min_k = 16;
+  policy.min_slice = 16;
+  ops::override_split_k_policy(policy);
+  check_gemm(70, 45, 100, true, false, Shape{70, 1}, 0.5f, 2.f);
+}
+
 TEST_F(MatmulConfigs, GemvSharedMemoryReduction) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   c.gemv_subgroup = false;
@@ -511,21 +527,25 @@ TEST_F(MatmulConfigs, RejectsConfigBeyondDeviceLimits) {
 
 // --- split-K -------------------------------------------------------------------------------
 
-// The default policy on the shapes it is meant for (batch-1 ResNet-18 layer4 / layer3 3x3 convs
-// with 32x32 tiles, a transformer FFN down-projection with 64x64 tiles) and on a large GEMM.
+// The default policy on the shapes it is meant for (batch-1 ResNet-18 3x3 convs with 32x32
+// tiles of 64 threads, transformer projections with 64x64 tiles of 256 threads) and on a large
+// GEMM: slices of >= 64 until ~65536 threads run.
 TEST(SplitKHeuristic, DefaultPolicy) {
   ops::override_split_k_policy(std::nullopt);
-  ops::SplitK conv4 = ops::choose_split_k(16 * 2, 4608);
-  EXPECT_EQ(conv4.splits, 8u);
-  EXPECT_EQ(conv4.k_chunk, 576);
-  ops::SplitK conv3 = ops::choose_split_k(8 * 7, 2304);
-  EXPECT_EQ(conv3.splits, 4u);
-  EXPECT_EQ(conv3.k_chunk, 576);
-  ops::SplitK ff2 = ops::choose_split_k(8 * 2, 2048);
-  EXPECT_EQ(ff2.splits, 8u);
-  EXPECT_EQ(ff2.k_chunk, 256);
-  EXPECT_EQ(ops::choose_split_k(64 * 64, 4096).splits, 1u);  // enough tiles already
-  EXPECT_EQ(ops::choose_split_k(4, 512).splits, 1u);         // K too shallow
+  ops::SplitK conv4 = ops::choose_split_k(16 * 2, 64, 4608);
+  EXPECT_EQ(conv4.splits, 32u);  // capped by max_splits
+  EXPECT_EQ(conv4.k_chunk, 144);
+  ops::SplitK conv3 = ops::choose_split_k(8 * 7, 64, 2304);
+  EXPECT_EQ(conv3.splits, 18u);
+  EXPECT_EQ(conv3.k_chunk, 128);
+  ops::SplitK conv1 = ops::choose_split_k(2 * 98, 64, 576);
+  EXPECT_EQ(conv1.splits, 5u);  // the last slice shorter
+  EXPECT_EQ(conv1.k_chunk, 128);
+  ops::SplitK attn = ops::choose_split_k(8 * 2, 256, 512);
+  EXPECT_EQ(attn.splits, 8u);
+  EXPECT_EQ(attn.k_chunk, 64);
+  EXPECT_EQ(ops::choose_split_k(64 * 64, 256, 4096).splits, 1u);  // enough tiles already
+  EXPECT_EQ(ops::choose_split_k(4, 256, 128).splits, 1u);         // K too shallow
 }
 
 // Split-K forced onto small shapes: K >= 16 is cut into slices of 16 (the last shorter).
