@@ -261,6 +261,9 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   if (fp16 && cfg.use_coopmat && coopmat_fits(g, p, e, cfg.coopmat)) {
     const CoopmatTile& t = cfg.coopmat;
     d.shader = "matmul_coopmat_" + t.name() + "_f16";
+    // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
+    // H200 as a SYNC-HAZARD after a transfer write); ordering it as read-write costs nothing.
+    d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
     d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), 1};
     d.push = push_constants(p, e, 0);

@@ -27,28 +27,28 @@ layout(push_constant) uniform Params {
   float scale_w;
 } p;
 
-// a / b correctly rounded. Vulkan lets '/' be off by 2.5 ulp (NVIDIA is), which moves exact
-// ties such as 3 / 6 = 0.5 off the tie that nearest rounding must see; one residual step,
-// exact inside a precise fma, puts the quotient back.
-float div_rounded(float a, float b) {
-  precise float q = a / b;
-  precise float r = fma(-q, b, a);
-  return q + r / b;
-}
-
 float source_coord(int o, int in_len, int out_len, float scale) {
   float c = float(o);
-  if (COORD == 1) return div_rounded(c, scale);
+  if (COORD == 1) return c / scale;
   // ONNX takes the resized length as in * scale, which a given scale makes fractional.
   float resized_len = float(in_len) * scale;
   if (COORD == 2)
-    return resized_len > 1.0 ? div_rounded(c * float(in_len - 1), resized_len - 1.0) : 0.0;
+    return resized_len > 1.0 ? c * float(in_len - 1) / (resized_len - 1.0) : 0.0;
   if (COORD == 3 && out_len <= 1) return 0.0;
-  return div_rounded(c + 0.5, scale) - 0.5;
+  return (c + 0.5) / scale - 0.5;
 }
 
 #ifdef MODE_NEAREST
-int nearest(float c, int in_len) {
+// ONNX's coordinates are often exact half-integers (align_corners 4 -> 7: 3 / 6 = 0.5), where
+// nearest_mode decides. Vulkan lets '/' be off by 2.5 ulp and NVIDIA's is, landing beside the
+// tie and flipping the rounding; so what is within float error of a half-integer is one.
+float snap_to_half(float c) {
+  float t = round(c * 2.0);
+  return abs(c * 2.0 - t) <= 1e-5 * max(1.0, abs(t)) ? t * 0.5 : c;
+}
+
+int nearest(float c_in, int in_len) {
+  float c = snap_to_half(c_in);
   float r = NEAREST == 0 ? ceil(c - 0.5) : NEAREST == 1 ? floor(c + 0.5)
           : NEAREST == 2 ? floor(c) : ceil(c);
   return clamp(int(r), 0, in_len - 1);
