@@ -15,7 +15,8 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
   int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= std::max<int64_t>(r, 1))
+  // A scalar has no axis; callers that index the shape by the result rely on that.
+  if (axis < -r || axis >= r)
     throw Error(ErrorKind::InvalidArgument, op + ": axis " + std::to_string(axis) +
                                                 " out of range for rank " + std::to_string(rank));
   return static_cast<int>(axis < 0 ? axis + r : axis);

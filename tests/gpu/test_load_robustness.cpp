@@ -603,6 +603,63 @@ onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
   throw std::runtime_error("no initializer " + name);
 }
 
+// A model of one node: float input X of shape `x` -> op_type (opset `opset`) -> Y.
+onnx::ModelProto one_node_model(const std::string& op_type, const Shape& x, int opset) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(opset);
+  onnx::GraphProto& g = *m.mutable_graph();
+  onnx::ValueInfoProto& in = *g.add_input();
+  in.set_name("X");
+  in.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto& shape = *in.mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (int64_t d : x) shape.add_dim()->set_dim_value(d);
+  g.add_output()->set_name("Y");
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  onnx::NodeProto& node = *g.add_node();
+  node.set_op_type(op_type);
+  node.set_name("n");
+  node.add_input("X");
+  node.add_output("Y");
+  return m;
+}
+
+void add_ints(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto& a = *node.add_attribute();
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+}
+
+// fuzz_load: axis 0 was accepted for a rank-0 input, and slice indexed its per-axis flags
+// with it (out of bounds).
+TEST_F(LoadRobustness, SliceOfAScalar) {
+  onnx::ModelProto m = one_node_model("Slice", {}, 9);
+  onnx::NodeProto& node = *m.mutable_graph()->mutable_node(0);
+  add_ints(node, "starts", {0});
+  add_ints(node, "ends", {1});
+  add_ints(node, "axes", {0});
+  expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument,
+               "axis 0 out of range for rank 0");
+}
+
+onnx::TensorProto& add_int64_initializer(onnx::ModelProto& m, const std::string& name,
+                                         const std::vector<int64_t>& v) {
+  onnx::TensorProto& t = *m.mutable_graph()->add_initializer();
+  t = onnx_io::tensor_to_proto(HostTensor::from(DType::Int64, {static_cast<int64_t>(v.size())}, v),
+                               name);
+  return t;
+}
+
+// fuzz_load: the product of Reshape's known dims overflowed int64 before -1 was inferred.
+TEST_F(LoadRobustness, ReshapeWithOverflowingDims) {
+  onnx::ModelProto m = one_node_model("Reshape", {2, 3}, 13);
+  m.mutable_graph()->mutable_node(0)->add_input("shape");
+  add_int64_initializer(m, "shape", {int64_t{1} << 40, -1, int64_t{1} << 40});
+  expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "overflows int64");
+}
+
 // Fusion looked at the outputs of a consumer node with none (protobuf CHECK failure).
 TEST_F(LoadRobustness, NodeWithoutOutputs) {
   onnx::ModelProto m = seed_proto("models/digits.onnx");
