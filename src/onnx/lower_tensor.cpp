@@ -34,7 +34,6 @@ std::vector<Value> lower_reshape(Importer& im, const onnx::NodeProto& node,
   bool allowzero = attrs.get_int("allowzero", 0) != 0;
   Shape out(spec.size());
   int infer = -1;
-  int64_t known = 1;
   for (size_t i = 0; i < spec.size(); ++i) {
     if (spec[i] == -1) {
       if (infer >= 0) im.fail(node, "more than one -1 in shape");
@@ -43,9 +42,11 @@ std::vector<Value> lower_reshape(Importer& im, const onnx::NodeProto& node,
     }
     out[i] = spec[i] == 0 && !allowzero ? (i < in.size() ? in[i] : -2) : spec[i];
     if (out[i] < 0) im.fail(node, "invalid dimension in shape " + shape_str(spec));
-    known *= out[i];
   }
   if (infer >= 0) {
+    Shape rest = out;
+    rest.erase(rest.begin() + infer);
+    const int64_t known = numel(rest);  // throws on overflow
     if (known == 0 || numel(in) % known != 0)
       im.fail(node, "cannot infer -1 reshaping " + shape_str(in) + " to " + shape_str(spec));
     out[infer] = numel(in) / known;
