@@ -22,6 +22,22 @@ int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
   return static_cast<int>(axis < 0 ? axis + r : axis);
 }
 
+int64_t checked_mul(int64_t a, int64_t b, const std::string& op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const std::string& op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

@@ -660,6 +660,18 @@ TEST_F(LoadRobustness, ReshapeWithOverflowingDims) {
   expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "overflows int64");
 }
 
+// fuzz_load: Tile's output dims and Pad's padded dims overflowed int64.
+TEST_F(LoadRobustness, TileAndPadWithOverflowingSizes) {
+  onnx::ModelProto tile = one_node_model("Tile", {2, 3}, 13);
+  tile.mutable_graph()->mutable_node(0)->add_input("repeats");
+  add_int64_initializer(tile, "repeats", {int64_t{1} << 62, 1});
+  expect_error([&] { import_on_host(tile); }, ErrorKind::InvalidArgument, "overflows int64");
+  onnx::ModelProto pad = one_node_model("Pad", {2, 3}, 13);
+  pad.mutable_graph()->mutable_node(0)->add_input("pads");
+  add_int64_initializer(pad, "pads", {INT64_MAX, 0, INT64_MAX, 0});
+  expect_error([&] { import_on_host(pad); }, ErrorKind::InvalidArgument, "overflows int64");
+}
+
 // Fusion looked at the outputs of a consumer node with none (protobuf CHECK failure).
 TEST_F(LoadRobustness, NodeWithoutOutputs) {
   onnx::ModelProto m = seed_proto("models/digits.onnx");
