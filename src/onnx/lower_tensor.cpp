@@ -1,8 +1,10 @@
 // Shape and data-movement ONNX ops. Reshape-like ops are free views of the same bytes.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "onnx/importer.h"
+#include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::onnx_import {
@@ -334,8 +336,18 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   } else if (scales && scales->numel() > 0) {
     if (scales->numel() != static_cast<int64_t>(x.size()))
       im.fail(node, "scales rank differs from input");
-    for (size_t i = 0; i < x.size(); ++i)
-      out_shape[i] = static_cast<int64_t>(std::floor(x[i] * scales->as_double(i)));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double scale = scales->as_double(i);
+      const double dim = std::floor(static_cast<double>(x[i]) * scale);
+      // Written to reject NaN too: converting an out-of-range double to an int64 dim or a
+      // float scale is undefined behaviour.
+      if (!(scale > 0 && scale <= std::numeric_limits<float>::max() &&
+            dim <= static_cast<double>(int64_t{1} << 62)))
+        throw Error(ErrorKind::InvalidArgument, im.where(node) + ": scale " +
+                                                    std::to_string(scale) + " for axis " +
+                                                    std::to_string(i) + " of " + shape_str(x));
+      out_shape[i] = static_cast<int64_t>(dim);
+    }
     if (x.size() == 4)
       o.scale_h = static_cast<float>(scales->as_double(2)),
       o.scale_w = static_cast<float>(scales->as_double(3));

@@ -672,6 +672,18 @@ TEST_F(LoadRobustness, TileAndPadWithOverflowingSizes) {
   expect_error([&] { import_on_host(pad); }, ErrorKind::InvalidArgument, "overflows int64");
 }
 
+// Corrupted-bytes test under UBSan: a huge Resize scale was converted to an int64 dim.
+TEST_F(LoadRobustness, ResizeWithHugeOrInvalidScales) {
+  for (float scale : {1e30f, -2.f, NAN}) {
+    onnx::ModelProto m = one_node_model("Resize", {1, 1, 2, 2}, 13);
+    m.mutable_graph()->mutable_node(0)->add_input("");
+    m.mutable_graph()->mutable_node(0)->add_input("scales");
+    *m.mutable_graph()->add_initializer() = onnx_io::tensor_to_proto(
+        HostTensor::from(DType::Float32, {4}, std::vector<float>{1, 1, scale, 1}), "scales");
+    expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "scale");
+  }
+}
+
 // Fusion looked at the outputs of a consumer node with none (protobuf CHECK failure).
 TEST_F(LoadRobustness, NodeWithoutOutputs) {
   onnx::ModelProto m = seed_proto("models/digits.onnx");
