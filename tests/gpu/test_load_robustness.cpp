@@ -684,6 +684,26 @@ TEST_F(LoadRobustness, ResizeWithHugeOrInvalidScales) {
   }
 }
 
+// Corrupted-bytes test under UBSan: strides of an empty Expand output with huge dims
+// overflowed. Such a model may load (nothing to compute) or be rejected.
+TEST_F(LoadRobustness, ExpandToEmptyShapeWithHugeDims) {
+  onnx::ModelProto m = one_node_model("Expand", {2}, 13);
+  m.mutable_graph()->mutable_node(0)->add_input("shape");
+  add_int64_initializer(m, "shape", {0, int64_t{1} << 62, 2});
+  try {
+    import_on_host(m);
+  } catch (const Error& e) {
+    EXPECT_FALSE(e.message().empty());
+  }
+}
+
+// Broken-structure test under UBSan: the sum of Split's sizes overflowed int64.
+TEST_F(LoadRobustness, SplitWithOverflowingSizes) {
+  onnx::ModelProto m = one_node_model("Split", {100}, 11);
+  add_ints(*m.mutable_graph()->mutable_node(0), "split", {100, INT64_MAX});
+  expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "do not split axis");
+}
+
 // Fusion looked at the outputs of a consumer node with none (protobuf CHECK failure).
 TEST_F(LoadRobustness, NodeWithoutOutputs) {
   onnx::ModelProto m = seed_proto("models/digits.onnx");
