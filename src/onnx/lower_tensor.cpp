@@ -137,8 +137,10 @@ std::vector<Value> lower_split(Importer& im, const onnx::NodeProto& node, const 
   std::vector<int64_t> sizes = int_list(im, node, 1, a, "split");
   int64_t parts = sizes.empty() ? a.get_int("num_outputs", node.output_size()) : 0;
   if (sizes.empty()) {
-    if (parts <= 0) im.fail(node, "cannot tell how many parts to split into");
-    int64_t each = (x[axis] + parts - 1) / parts;
+    if (parts <= 0 || parts != node.output_size())
+      im.fail(node, "cannot split into " + std::to_string(parts) + " parts for " +
+                        std::to_string(node.output_size()) + " outputs");
+    int64_t each = x[axis] / parts + (x[axis] % parts != 0);
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, x[axis] - i * each));
   }
   std::vector<Value> values;

@@ -321,13 +321,19 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   const auto& pads = params.pads;
   const auto& dil = params.dilations;
   ConvGeometry c = geometry(xs, ws, out_c, groups, s, pads, dil);
-  c.out_h =
-      (c.in_h - 1) * s[0] - pads[0] - pads[2] + dil[0] * (c.k_h - 1) + params.output_padding[0] + 1;
-  c.out_w =
-      (c.in_w - 1) * s[1] - pads[1] - pads[3] + dil[1] * (c.k_w - 1) + params.output_padding[1] + 1;
-  check(c.out_h > 0 && c.out_w > 0, ErrorKind::InvalidArgument,
-        op + ": pads leave an empty output (" + std::to_string(c.out_h) + " x " +
-            std::to_string(c.out_w) + ")");
+  // In 128 bits: strides, pads and dilations come from the model and may be huge.
+  const __int128 out_h = __int128{c.in_h - 1} * s[0] - pads[0] - pads[2] +
+                         __int128{dil[0]} * (c.k_h - 1) + params.output_padding[0] + 1;
+  const __int128 out_w = __int128{c.in_w - 1} * s[1] - pads[1] - pads[3] +
+                         __int128{dil[1]} * (c.k_w - 1) + params.output_padding[1] + 1;
+  check(out_h > 0 && out_w > 0, ErrorKind::InvalidArgument,
+        op + ": pads leave an empty output (" + std::to_string(static_cast<double>(out_h)) + " x " +
+            std::to_string(static_cast<double>(out_w)) + ")");
+  check(
+      out_h <= std::numeric_limits<int64_t>::max() && out_w <= std::numeric_limits<int64_t>::max(),
+      ErrorKind::InvalidArgument, op + ": strides, pads or dilations overflow the output size");
+  c.out_h = static_cast<int64_t>(out_h);
+  c.out_w = static_cast<int64_t>(out_w);
   Shape ys{c.batch, out_c, c.out_h, c.out_w};
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, DType::Float32);

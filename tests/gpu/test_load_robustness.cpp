@@ -704,6 +704,27 @@ TEST_F(LoadRobustness, SplitWithOverflowingSizes) {
   expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "do not split axis");
 }
 
+// Broken-structure test under UBSan: a huge num_outputs overflowed Split's part size (and
+// would have made that many parts).
+TEST_F(LoadRobustness, SplitIntoHugeNumberOfParts) {
+  onnx::ModelProto m = one_node_model("Split", {6}, 18);
+  onnx::AttributeProto& a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+  a.set_name("num_outputs");
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(INT64_MAX);
+  expect_error([&] { import_on_host(m); }, ErrorKind::Unsupported, "cannot split into");
+}
+
+// Broken-structure test under UBSan: ConvTranspose's output size overflowed with huge strides.
+TEST_F(LoadRobustness, ConvTransposeWithHugeStrides) {
+  onnx::ModelProto m = one_node_model("ConvTranspose", {1, 1, 3, 3}, 13);
+  m.mutable_graph()->mutable_node(0)->add_input("W");
+  *m.mutable_graph()->add_initializer() = onnx_io::tensor_to_proto(
+      HostTensor::from(DType::Float32, {1, 1, 2, 2}, std::vector<float>{1, 2, 3, 4}), "W");
+  add_ints(*m.mutable_graph()->mutable_node(0), "strides", {INT64_MAX, 1});
+  expect_error([&] { import_on_host(m); }, ErrorKind::InvalidArgument, "overflow");
+}
+
 // Fusion looked at the outputs of a consumer node with none (protobuf CHECK failure).
 TEST_F(LoadRobustness, NodeWithoutOutputs) {
   onnx::ModelProto m = seed_proto("models/digits.onnx");
