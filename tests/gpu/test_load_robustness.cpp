@@ -6,9 +6,13 @@
 #include <onnx/onnx_pb.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <typeinfo>
 
 #include "gpu_test.h"
@@ -218,46 +222,21 @@ int64_t bad_int(Rng& rng) {
   return kBadInts[rng() % std::size(kBadInts)];
 }
 
-const char* const kOpTypes[] = {"Conv",
-                                "Gemm",
-                                "MatMul",
-                                "Reshape",
-                                "Slice",
-                                "Gather",
-                                "Softmax",
-                                "Resize",
-                                "Concat",
-                                "Transpose",
-                                "Split",
-                                "Expand",
-                                "Where",
-                                "ReduceMean",
-                                "Tile",
-                                "Unsqueeze",
-                                "Squeeze",
-                                "Pad",
-                                "Clip",
-                                "Add",
-                                "Relu",
-                                "MaxPool",
-                                "AveragePool",
-                                "Flatten",
-                                "Constant",
-                                "Shape",
-                                "Cast",
-                                "TopK",
-                                "ArgMax",
-                                "ConstantOfShape",
-                                "Range",
-                                "BatchNormalization",
-                                "LayerNormalization",
-                                "GatherElements",
-                                "ScatterElements",
-                                "DepthToSpace",
-                                "CumSum",
-                                "Trilu",
-                                "Identity",
-                                "NoSuchOp"};
+// Op types a node may become: supported ones (whose inputs and attributes then mismatch) and
+// one that does not exist.
+const std::vector<std::string>& op_types() {
+  static const std::vector<std::string> types = [] {
+    std::istringstream words(
+        "Conv Gemm MatMul Reshape Slice Gather Softmax Resize Concat Transpose Split Expand "
+        "Where ReduceMean Tile Unsqueeze Squeeze Pad Clip Add Relu MaxPool AveragePool "
+        "Flatten Constant Shape Cast TopK ArgMax ConstantOfShape Range BatchNormalization "
+        "LayerNormalization GatherElements ScatterElements DepthToSpace CumSum Trilu "
+        "Identity ConvTranspose GlobalAveragePool InstanceNormalization GroupNormalization "
+        "Upsample SpaceToDepth ReduceSum Mod Pow Dropout Scatter NoSuchOp");
+    return std::vector<std::string>(std::istream_iterator<std::string>(words), {});
+  }();
+  return types;
+}
 
 onnx::TensorShapeProto* some_shape(onnx::GraphProto& g, Rng& rng) {
   std::vector<onnx::ValueInfoProto*> infos;
@@ -408,9 +387,9 @@ std::string mutate_structure(onnx::ModelProto& m, Rng& rng) {
     }
     case 12: {
       if (!node) return "";
-      const char* op = kOpTypes[rng() % std::size(kOpTypes)];
+      const std::string& op = op_types()[rng() % op_types().size()];
       node->set_op_type(op);
-      return std::string("op_type := ") + op;
+      return "op_type := " + op;
     }
     case 13: {
       const int64_t versions[] = {0, 1, 6, 7, 11, 13, 17, 21, 22, 1000, -1};
