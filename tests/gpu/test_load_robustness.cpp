@@ -438,34 +438,45 @@ struct Tally {
 
 constexpr double kHangMs = 5000;
 
-// Loads `bytes` on the host only or, with `on_gpu`, through a Session that prepares and runs
-// once. Returns whether it loaded; records anything other than success or a vkgraph::Error.
+// The host-only stage: parse and import into a graph that is never prepared.
+void load_on_host(const std::string& bytes, const std::string& label,
+                  std::shared_ptr<vk::Context> ctx) {
+  onnx_import::ParsedModel m = onnx_import::parse_model(bytes.data(), bytes.size(), label);
+  ComputeGraph graph(std::move(ctx));
+  onnx_import::Importer(m.proto, graph, concrete_shapes(m.inputs), true).build();
+}
+
+// The whole path: a Session prepares the graph, then runs it once with random inputs unless
+// they would be large. Returns whether it ran.
+bool load_and_run(const std::string& bytes, const std::string& label,
+                  std::shared_ptr<vk::Context> ctx, Rng& rng) {
+  SessionOptions options;
+  options.context = std::move(ctx);
+  options.input_shapes =
+      concrete_shapes(onnx_import::parse_model(bytes.data(), bytes.size(), label).inputs);
+  Session session(bytes.data(), bytes.size(), options);
+  constexpr int64_t kMaxElements = 1 << 20;
+  for (auto& [name, shape] : options.input_shapes)
+    if (numel(shape) > kMaxElements) return false;
+  std::map<std::string, HostTensor> feeds;
+  for (auto& in : session.inputs())
+    feeds[in.name] = random_input(in, options.input_shapes.at(in.name), rng);
+  session.run(feeds);
+  return true;
+}
+
+// Loads `bytes` on the host only or, with `on_gpu`, through load_and_run. Returns whether it
+// loaded; records anything other than success or a vkgraph::Error, and slow variants.
 bool try_variant(const std::string& bytes, const std::string& label, bool on_gpu,
                  std::shared_ptr<vk::Context> ctx, Rng& rng, Tally& tally) {
   ++tally.variants;
   const auto t0 = std::chrono::steady_clock::now();
   bool loaded = false;
   try {
-    if (!on_gpu) {
-      onnx_import::ParsedModel m = onnx_import::parse_model(bytes.data(), bytes.size(), label);
-      ComputeGraph graph(ctx);
-      onnx_import::Importer(m.proto, graph, concrete_shapes(m.inputs), true).build();
-    } else {
-      onnx_import::ParsedModel m = onnx_import::parse_model(bytes.data(), bytes.size(), label);
-      SessionOptions options;
-      options.context = ctx;
-      options.input_shapes = concrete_shapes(m.inputs);
-      Session session(bytes.data(), bytes.size(), options);
-      std::map<std::string, HostTensor> feeds;
-      int64_t total = 0;
-      for (auto& in : session.inputs()) total += numel(options.input_shapes.at(in.name));
-      if (total <= (1 << 20)) {
-        for (auto& in : session.inputs())
-          feeds[in.name] = random_input(in, options.input_shapes.at(in.name), rng);
-        session.run(feeds);
-        ++tally.ran_on_gpu;
-      }
-    }
+    if (on_gpu)
+      tally.ran_on_gpu += load_and_run(bytes, label, ctx, rng);
+    else
+      load_on_host(bytes, label, ctx);
     loaded = true;
     ++tally.loaded;
   } catch (const Error& e) {
@@ -570,10 +581,7 @@ onnx::ModelProto seed_proto(const std::string& name) {
 }
 
 void import_on_host(const onnx::ModelProto& m) {
-  const std::string bytes = m.SerializeAsString();
-  onnx_import::ParsedModel parsed = onnx_import::parse_model(bytes.data(), bytes.size(), "model");
-  ComputeGraph graph(context());
-  onnx_import::Importer(parsed.proto, graph, concrete_shapes(parsed.inputs), true).build();
+  load_on_host(m.SerializeAsString(), "model", context());
 }
 
 onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
