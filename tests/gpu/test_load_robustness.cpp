@@ -255,7 +255,7 @@ std::string mutate_structure(onnx::ModelProto& m, Rng& rng) {
   const int init_index = static_cast<int>(pick(rng, inits));
   onnx::NodeProto* node = nodes ? g.mutable_node(node_index) : nullptr;
   onnx::TensorProto* init = inits ? g.mutable_initializer(init_index) : nullptr;
-  switch (rng() % 16) {
+  switch (rng() % 18) {
     case 0: {
       onnx::TensorShapeProto* shape = some_shape(g, rng);
       if (!shape) return "";
@@ -415,6 +415,28 @@ std::string mutate_structure(onnx::ModelProto& m, Rng& rng) {
       else
         node->set_output(0, "");
       return "remove a node's outputs";
+    }
+    case 16: {
+      if (!init) return "";
+      if (rng() % 2) {
+        // The loader must refuse external data, not open a path named by the model.
+        init->set_data_location(onnx::TensorProto::EXTERNAL);
+        auto* entry = init->add_external_data();
+        entry->set_key("location");
+        entry->set_value("/etc/passwd");
+        return "initializer in an external file";
+      }
+      init->add_float_data(1.f);
+      init->add_int64_data(7);
+      init->add_int32_data(-1);
+      return "initializer gets typed data too";
+    }
+    case 17: {
+      if (g.input_size() == 0) return "";
+      g.mutable_input(static_cast<int>(pick(rng, g.input_size())))
+          ->mutable_type()
+          ->mutable_sequence_type();
+      return "input becomes a sequence";
     }
     default: {
       if (!node) return "";
