@@ -326,14 +326,15 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
                          __int128{dil[0]} * (c.k_h - 1) + params.output_padding[0] + 1;
   const __int128 out_w = __int128{c.in_w - 1} * s[1] - pads[1] - pads[3] +
                          __int128{dil[1]} * (c.k_w - 1) + params.output_padding[1] + 1;
-  check(out_h > 0 && out_w > 0, ErrorKind::InvalidArgument,
-        op + ": pads leave an empty output (" + std::to_string(static_cast<double>(out_h)) + " x " +
-            std::to_string(static_cast<double>(out_w)) + ")");
-  check(
-      out_h <= std::numeric_limits<int64_t>::max() && out_w <= std::numeric_limits<int64_t>::max(),
-      ErrorKind::InvalidArgument, op + ": strides, pads or dilations overflow the output size");
+  constexpr auto kMin = std::numeric_limits<int64_t>::min();
+  constexpr auto kMax = std::numeric_limits<int64_t>::max();
+  check(out_h >= kMin && out_h <= kMax && out_w >= kMin && out_w <= kMax,
+        ErrorKind::InvalidArgument, op + ": strides, pads or dilations overflow the output size");
   c.out_h = static_cast<int64_t>(out_h);
   c.out_w = static_cast<int64_t>(out_w);
+  check(c.out_h > 0 && c.out_w > 0, ErrorKind::InvalidArgument,
+        op + ": pads leave an empty output (" + std::to_string(c.out_h) + " x " +
+            std::to_string(c.out_w) + ")");
   Shape ys{c.batch, out_c, c.out_h, c.out_w};
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, DType::Float32);
