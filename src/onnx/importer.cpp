@@ -66,9 +66,13 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     values_[in.name()] = std::move(v);
   }
   for (auto& out : g.output()) graph_outputs_.insert(out.name());
-  for (auto& node : g.node())
+  for (auto& node : g.node()) {
+    // Checked up front: fusion reads the outputs of nodes it has not visited yet.
+    if (node.output_size() == 0)
+      throw Error(ErrorKind::ModelFormat, where(node) + ": has no output");
     for (auto& name : node.input())
       if (!name.empty()) consumers_[name].push_back(&node);
+  }
 }
 
 namespace {

@@ -105,6 +105,9 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
   if (x.size() < 3 || x.size() > 5)
     im.fail(node, "only 1-D, 2-D and 3-D convolutions are supported; input is " + shape_str(x));
   size_t n = x.size() - 2;
+  if (w.size() != x.size())
+    throw Error(ErrorKind::InvalidArgument, im.where(node) + ": weight " + shape_str(w) +
+                                                " does not match input " + shape_str(x));
   std::vector<int64_t> kernel = ints_or(a, "kernel_shape", Shape(w.begin() + 2, w.end()));
   std::vector<int64_t> strides = ints_or(a, "strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> dil = ints_or(a, "dilations", std::vector<int64_t>(n, 1));

@@ -1,8 +1,10 @@
 // Shape and data-movement ONNX ops. Reshape-like ops are free views of the same bytes.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "onnx/importer.h"
+#include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::onnx_import {
@@ -33,7 +35,6 @@ std::vector<Value> lower_reshape(Importer& im, const onnx::NodeProto& node,
   bool allowzero = attrs.get_int("allowzero", 0) != 0;
   Shape out(spec.size());
   int infer = -1;
-  int64_t known = 1;
   for (size_t i = 0; i < spec.size(); ++i) {
     if (spec[i] == -1) {
       if (infer >= 0) im.fail(node, "more than one -1 in shape");
@@ -42,9 +43,11 @@ std::vector<Value> lower_reshape(Importer& im, const onnx::NodeProto& node,
     }
     out[i] = spec[i] == 0 && !allowzero ? (i < in.size() ? in[i] : -2) : spec[i];
     if (out[i] < 0) im.fail(node, "invalid dimension in shape " + shape_str(spec));
-    known *= out[i];
   }
   if (infer >= 0) {
+    Shape rest = out;
+    rest.erase(rest.begin() + infer);
+    const int64_t known = numel(rest);  // throws on overflow
     if (known == 0 || numel(in) % known != 0)
       im.fail(node, "cannot infer -1 reshaping " + shape_str(in) + " to " + shape_str(spec));
     out[infer] = numel(in) / known;
@@ -133,8 +136,10 @@ std::vector<Value> lower_split(Importer& im, const onnx::NodeProto& node, const 
   std::vector<int64_t> sizes = int_list(im, node, 1, a, "split");
   int64_t parts = sizes.empty() ? a.get_int("num_outputs", node.output_size()) : 0;
   if (sizes.empty()) {
-    if (parts <= 0) im.fail(node, "cannot tell how many parts to split into");
-    int64_t each = (x[axis] + parts - 1) / parts;
+    if (parts <= 0 || parts != node.output_size())
+      im.fail(node, "cannot split into " + std::to_string(parts) + " parts for " +
+                        std::to_string(node.output_size()) + " outputs");
+    int64_t each = x[axis] / parts + (x[axis] % parts != 0);
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, x[axis] - i * each));
   }
   std::vector<Value> values;
@@ -335,8 +340,18 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   } else if (scales && scales->numel() > 0) {
     if (scales->numel() != static_cast<int64_t>(x.size()))
       im.fail(node, "scales rank differs from input");
-    for (size_t i = 0; i < x.size(); ++i)
-      out_shape[i] = static_cast<int64_t>(std::floor(x[i] * scales->as_double(i)));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double scale = scales->as_double(i);
+      const double dim = std::floor(static_cast<double>(x[i]) * scale);
+      // Written to reject NaN too: converting an out-of-range double to an int64 dim or a
+      // float scale is undefined behaviour.
+      if (!(scale > 0 && scale <= std::numeric_limits<float>::max() &&
+            dim <= static_cast<double>(int64_t{1} << 62)))
+        throw Error(ErrorKind::InvalidArgument, im.where(node) + ": scale " +
+                                                    std::to_string(scale) + " for axis " +
+                                                    std::to_string(i) + " of " + shape_str(x));
+      out_shape[i] = static_cast<int64_t>(dim);
+    }
     if (x.size() == 4)
       o.scale_h = static_cast<float>(scales->as_double(2)),
       o.scale_w = static_cast<float>(scales->as_double(3));

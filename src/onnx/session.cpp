@@ -5,6 +5,7 @@
 #include <set>
 
 #include "onnx/importer.h"
+#include "onnx/load.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/tensor_io.h"
@@ -20,9 +21,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct Session::Impl {
   SessionOptions options;
   std::shared_ptr<vk::Context> context;
-  onnx::ModelProto model;
-  int opset = 0;
-  std::vector<ValueInfo> inputs, outputs;
+  onnx_import::ParsedModel model;
   std::unique_ptr<ComputeGraph> graph;
   std::map<std::string, Shape> built_for;          // input shapes the current graph was built with
   std::map<std::string, HostTensor> built_values;  // values of the needs_value inputs
@@ -30,41 +29,21 @@ struct Session::Impl {
 
   void load(const void* bytes, size_t size, const std::string& what) {
     auto t0 = std::chrono::steady_clock::now();
-    if (size > static_cast<size_t>(INT32_MAX))
-      throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
-    if (!model.ParseFromArray(bytes, static_cast<int>(size)))
-      throw Error(ErrorKind::ModelFormat,
-                  what + ": not a valid ONNX model (protobuf parse failed)");
-    if (!model.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
-    std::set<std::string> initializers;
-    for (auto& init : model.graph().initializer()) initializers.insert(init.name());
-    for (auto& in : model.graph().input()) {
-      if (initializers.count(in.name())) continue;
-      inputs.push_back(describe(in, what));
-    }
-    for (auto& out : model.graph().output()) outputs.push_back(describe(out, what));
-    if (outputs.empty()) throw Error(ErrorKind::ModelFormat, what + ": model has no outputs");
+    model = onnx_import::parse_model(bytes, size, what);
     context = options.context ? options.context : vk::Context::create(options.context_options);
     times.parse_ms = ms_since(t0);
     // Build now when every input shape is known, so load errors surface at load time.
-    std::map<std::string, Shape> shapes;
-    bool all_static = true;
-    for (auto& in : inputs) {
-      auto it = options.input_shapes.find(in.name);
-      Shape s = it != options.input_shapes.end() ? it->second : in.shape;
-      for (int64_t d : s) all_static &= d >= 0;
-      shapes[in.name] = s;
-    }
-    if (!all_static) return;
+    auto shapes = onnx_import::static_input_shapes(model, options.input_shapes);
+    if (!shapes) return;
     try {
-      build(shapes, {});
+      build(*shapes, {});
     } catch (const onnx_import::NeedsInputValues& e) {
       mark_needs_value(e.inputs());  // built by the first run, which gives the values
     }
   }
 
   void mark_needs_value(const std::set<std::string>& names) {
-    for (auto& in : inputs)
+    for (auto& in : model.inputs)
       if (names.count(in.name)) in.needs_value = true;
   }
 
@@ -74,7 +53,7 @@ struct Session::Impl {
   void plan(const std::map<std::string, Shape>& shapes,
             const std::map<std::string, HostTensor>& feeds) {
     std::map<std::string, HostTensor> values;
-    for (auto& in : inputs)
+    for (auto& in : model.inputs)
       if (in.needs_value) values[in.name] = feeds.at(in.name);
     for (;;) {
       try {
@@ -100,23 +79,12 @@ struct Session::Impl {
     return false;
   }
 
-  static ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
-    if (!v.type().has_tensor_type())
-      throw Error(ErrorKind::Unsupported, what + ": value '" + v.name() + "' is not a tensor");
-    const auto& tt = v.type().tensor_type();
-    ValueInfo info{v.name(), {}, DType::Float32};
-    if (tt.elem_type() != 0) info.dtype = onnx_io::dtype_from_onnx(tt.elem_type());
-    for (auto& d : tt.shape().dim())
-      info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
-    return info;
-  }
-
   void build(const std::map<std::string, Shape>& shapes,
              const std::map<std::string, HostTensor>& values) {
     auto t0 = std::chrono::steady_clock::now();
     graph.reset();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
-    onnx_import::Importer importer(model, *g, shapes, values, options.fuse);
+    onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse);
     importer.build();
     times.build_ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();
@@ -124,7 +92,7 @@ struct Session::Impl {
     times.prepare_ms = ms_since(t0);
     for (size_t i = 0; i < g->num_outputs(); ++i) {
       TensorInfo ti = g->info(g->output(i));
-      outputs[i].dtype = ti.dtype;
+      model.outputs[i].dtype = ti.dtype;
     }
     graph = std::move(g);
     built_for = shapes;
@@ -150,13 +118,13 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 const std::vector<ValueInfo>& Session::inputs() const {
-  return impl_->inputs;
+  return impl_->model.inputs;
 }
 const std::vector<ValueInfo>& Session::outputs() const {
-  return impl_->outputs;
+  return impl_->model.outputs;
 }
 int Session::opset() const {
-  for (auto& op : impl_->model.opset_import())
+  for (auto& op : impl_->model.proto.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") return static_cast<int>(op.version());
   return 0;
 }
@@ -175,16 +143,16 @@ std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& fe
   Impl& s = *impl_;
   for (auto& [name, t] : feeds) {
     bool known = false;
-    for (auto& in : s.inputs) known |= in.name == name;
+    for (auto& in : s.model.inputs) known |= in.name == name;
     if (!known) {
       std::string names;
-      for (auto& in : s.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      for (auto& in : s.model.inputs) names += (names.empty() ? "" : ", ") + in.name;
       throw Error(ErrorKind::InvalidArgument,
                   "unknown input '" + name + "'; the model's inputs are: " + names);
     }
   }
   std::map<std::string, Shape> shapes;
-  for (auto& in : s.inputs) {
+  for (auto& in : s.model.inputs) {
     auto it = feeds.find(in.name);
     if (it == feeds.end())
       throw Error(ErrorKind::InvalidArgument,

@@ -376,10 +376,17 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   const auto& dil = params.dilations;
   ConvGeometry c = geometry(lift_shape(xs), lift_shape(ws), out_c, window);
   c.out_d = 1;
-  c.out_h =
-      (c.in_h - 1) * s[0] - pads[0] - pads[2] + dil[0] * (c.k_h - 1) + params.output_padding[0] + 1;
-  c.out_w =
-      (c.in_w - 1) * s[1] - pads[1] - pads[3] + dil[1] * (c.k_w - 1) + params.output_padding[1] + 1;
+  // In 128 bits: strides, pads and dilations come from the model and may be huge.
+  const __int128 out_h = __int128{c.in_h - 1} * s[0] - pads[0] - pads[2] +
+                         __int128{dil[0]} * (c.k_h - 1) + params.output_padding[0] + 1;
+  const __int128 out_w = __int128{c.in_w - 1} * s[1] - pads[1] - pads[3] +
+                         __int128{dil[1]} * (c.k_w - 1) + params.output_padding[1] + 1;
+  constexpr auto kMin = std::numeric_limits<int64_t>::min();
+  constexpr auto kMax = std::numeric_limits<int64_t>::max();
+  check(out_h >= kMin && out_h <= kMax && out_w >= kMin && out_w <= kMax,
+        ErrorKind::InvalidArgument, op + ": strides, pads or dilations overflow the output size");
+  c.out_h = static_cast<int64_t>(out_h);
+  c.out_w = static_cast<int64_t>(out_w);
   check(c.out_h > 0 && c.out_w > 0, ErrorKind::InvalidArgument,
         op + ": pads leave an empty output (" + std::to_string(c.out_h) + " x " +
             std::to_string(c.out_w) + ")");

@@ -32,10 +32,27 @@ uint32_t tuned(const std::string& key, uint32_t fallback) {
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
   int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= std::max<int64_t>(r, 1))
+  // A scalar has no axis; callers that index the shape by the result rely on that.
+  if (axis < -r || axis >= r)
     throw Error(ErrorKind::InvalidArgument, op + ": axis " + std::to_string(axis) +
                                                 " out of range for rank " + std::to_string(rank));
   return static_cast<int>(axis < 0 ? axis + r : axis);
+}
+
+int64_t checked_mul(int64_t a, int64_t b, const std::string& op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const std::string& op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

@@ -41,6 +41,11 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local = kLocal);
 // Normalizes a possibly negative axis; throws naming `op`.
 int normalize_axis(int64_t axis, size_t rank, const std::string& op);
 
+// a * b and a + b of dims or offsets that may come from a corrupt model; throw
+// InvalidArgument naming `op` where int64 overflows.
+int64_t checked_mul(int64_t a, int64_t b, const std::string& op);
+int64_t checked_add(int64_t a, int64_t b, const std::string& op);
+
 // Row-major strides of `shape`, with broadcast dims (size 1 against a larger output) set to 0,
 // right-aligned to `out` and padded to kMaxRank.
 std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out);

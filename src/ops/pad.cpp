@@ -92,7 +92,7 @@ TensorRef pad(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& pads, Pa
       throw Error(ErrorKind::InvalidArgument, "pad: axis " + std::to_string(a) + " repeated");
     seen[a] = true;
     begin[a] = pads[i];
-    out[a] += pads[i] + pads[i + ax.size()];
+    out[a] = checked_add(out[a], checked_add(pads[i], pads[i + ax.size()], "pad"), "pad");
     if (out[a] < 0)
       throw Error(ErrorKind::InvalidArgument, "pad: pads " + shape_str(pads) + " crop axis " +
                                                   std::to_string(a) + " of " + shape_str(xi.shape) +
@@ -111,7 +111,7 @@ TensorRef tile(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& repeats
   Shape out = xi.shape;
   for (size_t d = 0; valid && d < out.size(); ++d) {
     valid = repeats[d] >= 0;
-    out[d] *= repeats[d];
+    if (valid) out[d] = checked_mul(out[d], repeats[d], "tile");
   }
   if (!valid)
     throw Error(ErrorKind::InvalidArgument,

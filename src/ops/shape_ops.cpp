@@ -71,7 +71,9 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   int64_t stride = 1;
   for (size_t k = shape.size(); k-- > 0;) {
     strides[k] = stride;
-    stride *= shape[k];
+    // Without a zero dim the product fits in int64 (numel checks every tensor's shape); with
+    // one there are no elements to address, so an overflowing stride is never used.
+    if (__builtin_mul_overflow(stride, shape[k], &stride)) stride = 0;
   }
   return strides;
 }
@@ -280,8 +282,8 @@ std::vector<TensorRef> split(ComputeGraph& g, TensorRef x, int64_t axis,
   bool valid = !sizes.empty() && !xi.shape.empty();
   int64_t total = 0;
   for (int64_t s : sizes) {
-    valid = valid && s >= 0;
-    total += s;
+    valid = valid && s >= 0 && s <= std::numeric_limits<int64_t>::max() - total;
+    if (valid) total += s;
   }
   if (!valid || total != xi.shape[a])
     throw Error(ErrorKind::InvalidArgument, "split: sizes " + shape_str(sizes) +

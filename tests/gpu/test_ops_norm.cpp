@@ -164,11 +164,11 @@ TEST_F(OpsNorm, GroupNorm) {
     TensorRef x = g.add_input(xs, DType::Float32, "x");
     TensorRef y = ops::group_norm(g, x, constant({C}, sv), constant({C}, bv), groups, 1e-5f);
     g.add_output(y, "y");
-    auto want =
-        normalize_rows(xv, xs[0] * groups, cpg * spatial, 1e-5, [&](int64_t row, int64_t col) {
-          int64_t c = row % groups * cpg + col / spatial;
-          return std::pair<double, double>{sv[c], bv[c]};
-        });
+    auto want = normalize_rows(xv, xs[0] * groups, cpg * spatial, 1e-5,
+                               [&, groups = groups](int64_t row, int64_t col) {
+                                 int64_t c = row % groups * cpg + col / spatial;
+                                 return std::pair<double, double>{sv[c], bv[c]};
+                               });
     expect_close(run_graph(g, xv), want, 1e-4);
   }
 }

@@ -113,7 +113,8 @@ TEST_F(OpsResize, BilinearModes) {
       o.mode = ops::ResizeMode::Linear;
       o.coordinates = coord;
       auto x = random_tensor(rng, DType::Float32, in);
-      auto y = run_one({x}, [&](ComputeGraph& g, auto i) { return ops::resize(g, i[0], out, o); });
+      auto y = run_one(
+          {x}, [&, out = out](ComputeGraph& g, auto i) { return ops::resize(g, i[0], out, o); });
       expect_near(y, ref_resize(x, out, o));
     }
   }

@@ -1,0 +1,31 @@
+// libFuzzer target for the ONNX loader's host-only stage: parse, describe the inputs and
+// outputs, import into a ComputeGraph that is never prepared, so no GPU work runs per input.
+// Building a graph still needs a Context (it reads device limits); one is made at start-up on
+// whatever Vulkan device is there. Any outcome but success or a vkgraph::Error with a message
+// is a finding: other exceptions reach std::terminate and libFuzzer reports the crash.
+// See fuzz/README.md for how to build and run it.
+#include <cstdint>
+#include <cstdlib>
+
+#include "onnx/importer.h"
+#include "onnx/load.h"
+#include "vkgraph/error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace vkgraph;
+  static const std::shared_ptr<vk::Context> context = vk::Context::create({});
+  try {
+    onnx_import::ParsedModel model = onnx_import::parse_model(data, size, "fuzz input");
+    std::map<std::string, Shape> shapes;  // dynamic dims fixed at 1, as a caller would
+    for (const ValueInfo& in : model.inputs) {
+      Shape s = in.shape;
+      for (int64_t& d : s) d = d < 0 ? 1 : d;
+      shapes[in.name] = s;
+    }
+    ComputeGraph graph(context);
+    onnx_import::Importer(model.proto, graph, shapes, {}, true).build();
+  } catch (const Error& e) {
+    if (e.message().empty()) std::abort();
+  }
+  return 0;
+}

@@ -1,0 +1,55 @@
+#include "onnx/load.h"
+
+#include <climits>
+#include <set>
+
+#include "vkgraph/error.h"
+#include "vkgraph/onnx_tensor.h"
+
+namespace vkgraph::onnx_import {
+
+namespace {
+ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
+  if (!v.type().has_tensor_type())
+    throw Error(ErrorKind::Unsupported, what + ": value '" + v.name() + "' is not a tensor");
+  const auto& tt = v.type().tensor_type();
+  ValueInfo info{v.name(), {}, DType::Float32};
+  if (tt.elem_type() != 0) info.dtype = onnx_io::dtype_from_onnx(tt.elem_type());
+  for (auto& d : tt.shape().dim())
+    info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+  return info;
+}
+}  // namespace
+
+ParsedModel parse_model(const void* bytes, size_t size, const std::string& what) {
+  if (size > static_cast<size_t>(INT32_MAX))
+    throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
+  ParsedModel m;
+  if (!m.proto.ParseFromArray(bytes, static_cast<int>(size)))
+    throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.proto.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
+  std::set<std::string> initializers;
+  for (auto& init : m.proto.graph().initializer()) initializers.insert(init.name());
+  for (auto& in : m.proto.graph().input()) {
+    if (initializers.count(in.name())) continue;
+    m.inputs.push_back(describe(in, what));
+  }
+  for (auto& out : m.proto.graph().output()) m.outputs.push_back(describe(out, what));
+  if (m.outputs.empty()) throw Error(ErrorKind::ModelFormat, what + ": model has no outputs");
+  return m;
+}
+
+std::optional<std::map<std::string, Shape>> static_input_shapes(
+    const ParsedModel& model, const std::map<std::string, Shape>& overrides) {
+  std::map<std::string, Shape> shapes;
+  for (auto& in : model.inputs) {
+    auto it = overrides.find(in.name);
+    const Shape& s = it != overrides.end() ? it->second : in.shape;
+    for (int64_t d : s)
+      if (d < 0) return std::nullopt;
+    shapes[in.name] = s;
+  }
+  return shapes;
+}
+
+}  // namespace vkgraph::onnx_import
