@@ -312,8 +312,18 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
     return bench_io(ctx, std::stoll(args[1]), runs);
   }
-  if (args[0] == "overhead")
-    return bench_overhead(ctx, args.size() > 1 ? std::stoll(args[1]) : 100, 1000);
+  if (args[0] == "overhead") {
+    // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
+    const int64_t nodes = args.size() > 1 ? std::stoll(args[1]) : 100;
+    std::printf("fence wait polls for up to %u us first\n", ctx->spin_wait_us());
+    int rc = bench_overhead(ctx, nodes, 1000);
+    if (ctx->spin_wait_us() == 0) return rc;
+    vk::ContextOptions sleeping = options;
+    sleeping.spin_wait_us = 0;
+    ctx.reset();
+    std::printf("fence wait sleeps at once\n");
+    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000);
+  }
   GraphOptions go;
   go.profile = true;
   ComputeGraph g(ctx, go);

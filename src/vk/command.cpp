@@ -1,5 +1,7 @@
 #include "vkgraph/vk/command.h"
 
+#include <chrono>
+
 #include "vkgraph/error.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/context.h"
@@ -17,6 +19,13 @@ Fence::~Fence() {
 }
 
 void Fence::wait(uint64_t timeout_ns) {
+  // Poll first (Context::spin_wait_us); the blocking wait then returns at once, and is what
+  // the validation layer and the trace see either way.
+  if (uint32_t spin = context_.spin_wait_us()) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin);
+    while (!signaled() && std::chrono::steady_clock::now() < until) {
+    }
+  }
   VkResult r = vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, timeout_ns);
   if (r == VK_TIMEOUT) throw Error(ErrorKind::Vulkan, "fence wait timed out");
   check_vk(r, "vkWaitForFences");

@@ -442,6 +442,8 @@ void Context::create_device() {
 }
 
 void Context::finish(const ContextOptions& options) {
+  spin_wait_us_ = options.spin_wait_us.value_or(
+      properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0u : 200u);
   MemoryAllocator::Options mo;
   mo.budget = options.memory_budget;
   mo.force_non_coherent = force_non_coherent_;

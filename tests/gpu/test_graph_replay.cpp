@@ -251,6 +251,24 @@ TEST_F(GraphReplay, ExecuteReplaysWithoutRecordingAgain) {
   for (auto& s : submits) EXPECT_EQ(s.command_buffers.size(), chunks);
 }
 
+// A fence wait that polls before it blocks (the GPU default) still ends every execution with
+// the blocking wait the trace audit and the validation layer rely on.
+TEST_F(GraphReplay, PollingFenceWaitKeepsTheHostVisibilityContract) {
+  vk::ContextOptions options;
+  options.sync_trace = true;
+  options.spin_wait_us = 5000;
+  auto ctx = own_context(options);
+  EXPECT_EQ(ctx->spin_wait_us(), 5000u);
+  ComputeGraph g(ctx);
+  DagGraph dag(g, 30);
+  for (int i = 0; i < 3; ++i) dag.run_and_check(g, rng);
+  auto all = ctx->trace()->timeline();
+  EXPECT_EQ(of_type(all, SyncEvent::Type::FenceWait).size(),
+            of_type(all, SyncEvent::Type::Submit).size());
+  auto problems = ctx->trace()->audit();
+  EXPECT_TRUE(problems.empty()) << problems[0];
+}
+
 // Synchronization validation sees a chunk boundary (the Context enables the layer's
 // queue-submit checks): a barrier dropped before the first node of the second chunk is a
 // hazard between two submissions. True whether or not the app set layer enables of its own.

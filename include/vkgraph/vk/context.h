@@ -32,6 +32,10 @@ struct ContextOptions {
   // folder or "off"), else $XDG_CACHE_HOME/vkgraph, else ~/.cache/vkgraph. One file per
   // device and driver; saved when it grew, at Context destruction or pipelines().save().
   std::optional<std::string> pipeline_cache;
+  // How long a fence wait polls before it sleeps in vkWaitForFences. Waking from the sleep
+  // costs tens of microseconds on a GPU, a large share of a short inference. Default: 200 us
+  // on GPUs, 0 on CPU devices (lavapipe), where polling takes a core from the work itself.
+  std::optional<uint32_t> spin_wait_us;
   uint64_t memory_budget = 0;  // bytes of device memory vkgraph may hold; 0 = no limit
   bool sync_trace = false;     // record synchronization events (see SyncTrace)
 };
@@ -136,6 +140,7 @@ class Context {
   uint32_t device_index() const { return device_index_; }
   bool validation_enabled() const { return validation_; }
   bool force_non_coherent() const { return force_non_coherent_; }
+  uint32_t spin_wait_us() const { return spin_wait_us_; }
 
   MemoryAllocator& allocator() { return *allocator_; }
   PipelineCache& pipelines() { return *pipelines_; }
@@ -168,6 +173,7 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   uint32_t queue_family_count_ = 0;
+  uint32_t spin_wait_us_ = 0;
   uint32_t device_index_ = 0;
   VkPhysicalDeviceProperties properties_{};
   DeviceFeatures features_;
