@@ -276,13 +276,14 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
     ok &= std::abs(out[i] - (in[i] + nodes * step.data<float>()[i])) <= 1e-3f * nodes;
   GraphStats st = g.stats();
   std::printf(
-      "bench-op overhead %lld nodes (%zu command buffers), x%d: execute() host p50 %.1f us, "
+      "bench-op overhead %lld nodes (%zu command buffers, fence wait polls %u us), x%d: "
+      "execute() host p50 %.1f us, "
       "p90 %.1f us; GPU p50 %.1f us; host - GPU p50 %.1f us, p90 %.1f us (submit p50 %.1f us, "
       "wait p50 %.1f us); readback p50 %.1f us; recorded %zu time(s)%s\n",
-      static_cast<long long>(nodes), st.command_buffers, runs, percentile(host, 0.5),
-      percentile(host, 0.9), percentile(gpu, 0.5), percentile(over, 0.5), percentile(over, 0.9),
-      percentile(submit, 0.5), percentile(wait, 0.5), percentile(readback, 0.5), st.recordings,
-      ok ? "" : "  WRONG RESULT");
+      static_cast<long long>(nodes), st.command_buffers, ctx->spin_wait_us(), runs,
+      percentile(host, 0.5), percentile(host, 0.9), percentile(gpu, 0.5), percentile(over, 0.5),
+      percentile(over, 0.9), percentile(submit, 0.5), percentile(wait, 0.5),
+      percentile(readback, 0.5), st.recordings, ok ? "" : "  WRONG RESULT");
   return report_validation(*ctx);
 }
 
@@ -315,13 +316,11 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   if (args[0] == "overhead") {
     // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
     const int64_t nodes = args.size() > 1 ? std::stoll(args[1]) : 100;
-    std::printf("fence wait polls for up to %u us first\n", ctx->spin_wait_us());
     int rc = bench_overhead(ctx, nodes, 1000);
     if (ctx->spin_wait_us() == 0) return rc;
     vk::ContextOptions sleeping = options;
     sleeping.spin_wait_us = 0;
     ctx.reset();
-    std::printf("fence wait sleeps at once\n");
     return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000);
   }
   GraphOptions go;

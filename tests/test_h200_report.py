@@ -53,11 +53,14 @@ class ReportTest(unittest.TestCase):
 
     def test_microbenchmarks_against_pytorch(self):
         self.assertIn("| GEMM 1024³ fp32 | 17.1 TFLOP/s | 27.6 TFLOP/s | 0.62x |", self.section)
+        # The newer bench-op format, "(min ..., N runs)" after the time, against torch fp16.
+        self.assertIn("| GEMM 1024³ fp16 | 93.4 TFLOP/s | 57.5 TFLOP/s | 1.62x |", self.section)
         self.assertIn("| add 268435456 fp32 | 1589 GB/s | 4307 GB/s | 0.37x |", self.section)
         self.assertIn("staged 62.341 ms, host memory imported (zero-copy) 6.573 ms |  | 9.48x |",
                       self.section)
-        self.assertIn("| execute() host overhead, 100 nodes (target < 50 us) | 28.7 us "
-                      "(host 60.2 us - GPU 31.5 us) |", self.section)
+        self.assertIn("| execute() host overhead, 100 nodes, 2 command buffers, fence wait polls "
+                      "200 us (target < 50 us) | 28.7 us (host 60.2 us - GPU 31.5 us) |",
+                      self.section)
         self.assertIn("messages: mlp 0.", self.section)
 
     def test_driver_falls_back_on_nvidia_smi(self):

@@ -41,11 +41,11 @@ RUN_ID_PREFIX = "<!-- vkgraph-bench-run: "
 SECTION_END = "<!-- end of BENCHMARKS.md section -->"
 # Row names in BENCHMARKS.md, for the models as models/export_zoo.py builds them.
 DISPLAY_NAMES = {"transformer": "transformer L4 d512 S128", "mlp": "MLP 4x Linear(1024)"}
-GEMM_RE = re.compile(r"^bench-op gemm (\d+)x(\d+)x(\d+) (\w+): GPU p50 ([\d.]+) ms, ([\d.]+) TFLOP/s",
+GEMM_RE = re.compile(r"^bench-op gemm (\d+)x(\d+)x(\d+) (\w+): GPU p50 ([\d.]+) ms(?: \([^)]*\))?, ([\d.]+) TFLOP/s",
                      re.M)
-ADD_RE = re.compile(r"^bench-op add (\d+) (\w+): GPU p50 ([\d.]+) ms, ([\d.]+) GB/s", re.M)
+ADD_RE = re.compile(r"^bench-op add (\d+) (\w+): GPU p50 ([\d.]+) ms(?: \([^)]*\))?, ([\d.]+) GB/s", re.M)
 IO_RE = re.compile(r"^bench-op io (\d+) floats, (.*?): wall p50 ([\d.]+) ms", re.M)
-OVERHEAD_RE = re.compile(r"^bench-op overhead (\d+) nodes .*?execute\(\) host p50 ([\d.]+) us, "
+OVERHEAD_RE = re.compile(r"^bench-op overhead (\d+) nodes \((.*?)\).*?execute\(\) host p50 ([\d.]+) us, "
                          r"p90 ([\d.]+) us; GPU p50 ([\d.]+) us; host - GPU p50 ([\d.]+) us", re.M)
 
 
@@ -152,7 +152,8 @@ def micro_rows(bench, micro):
     for m in GEMM_RE.finditer(bench or ""):
         mm, n, k, dtype, _, tflops = m.groups()
         square = mm == n == k
-        peer = torch_gemm.get(("float32" if dtype == "fp32" else dtype, int(n))) if square else None
+        dtype_name = {"fp32": "float32", "fp16": "float16"}.get(dtype, dtype)
+        peer = torch_gemm.get((dtype_name, int(n))) if square else None
         size = f"{n}³" if square else f"{mm}x{n}x{k}"
         rows.append((f"GEMM {size} {dtype}", rate(float(tflops), "TFLOP/s", 1),
                      rate(peer, "TFLOP/s", 1), ratio(float(tflops), peer)))
@@ -172,8 +173,8 @@ def micro_rows(bench, micro):
         rows.append((f"graph I/O y = 2x, {n} floats, host to host", cell, "",
                      ratio(staged, fast) if fast else "-"))
     for m in OVERHEAD_RE.finditer(bench or ""):
-        nodes, host, _, gpu, over = m.groups()
-        rows.append((f"execute() host overhead, {nodes} nodes (target < 50 us)",
+        nodes, how, host, _, gpu, over = m.groups()
+        rows.append((f"execute() host overhead, {nodes} nodes, {how} (target < 50 us)",
                      f"{over} us (host {host} us - GPU {gpu} us)", "", ""))
     return rows
 
