@@ -265,6 +265,7 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     // H200 as a SYNC-HAZARD after a transfer write); ordering it as read-write costs nothing.
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
+    d.spec = {t.group_m};
     d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), 1};
     d.push = push_constants(p, e, 0);
     check_groups(g, d.groups, op);
@@ -301,13 +302,13 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     t = *cfg.large;
   else if (cfg.small && tiles_of(cfg.tile) < cfg.small_max_tiles)
     t = *cfg.small;
-  bool blocked_lanes = t.threads_x % 8 == 0 && t.threads_y % 4 == 0 && tuned("mm.blocked", 1) != 0;
+  bool blocked_lanes = t.blocked_lanes && t.threads_x % 8 == 0 && t.threads_y % 4 == 0;
   std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
   if (fp16) variant += "_f16";
   d.local = {t.threads_x, t.threads_y, 1};
-  d.spec = {
-      t.micro_m, t.micro_n, t.bk, a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
-      t.stages};
+  d.spec = {t.micro_m,          t.micro_n,          t.bk,
+            a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
+            t.stages,           cfg.group_m};
   d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
   SplitK split = fp16 ? SplitK{}
                       : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],

@@ -59,6 +59,20 @@ Offsets batch_offsets(uint z) {
   return o;
 }
 
+// The (column, row) tile of C this workgroup computes, from a 2-D grid of tiles. Workgroups
+// are taken in bands of group_m tile rows, column by column within a band, so the workgroups
+// resident at once share A's rows and B's columns in L2; group_m = 1 is the plain row-major
+// order of the grid.
+uvec2 tile_of_workgroup(uint group_m) {
+  const uint cols = gl_NumWorkGroups.x, rows = gl_NumWorkGroups.y;
+  const uint id = gl_WorkGroupID.y * cols + gl_WorkGroupID.x;
+  const uint band = id / (group_m * cols);
+  const uint first = band * group_m;
+  const uint height = min(rows - first, group_m);
+  const uint in_band = id - band * group_m * cols;
+  return uvec2(in_band / height, first + in_band % height);
+}
+
 #ifndef MATMUL_OWN_BUFFERS
 void store_output(Offsets o, int m, int n, float acc) {
   float y = p.alpha * acc;

@@ -25,7 +25,7 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
   auto require = [](bool ok, const std::string& what) {
     check(ok, ErrorKind::Unsupported, "matmul config: " + what);
   };
-  require(c.gemv_rows, "sizes must be positive");
+  require(c.gemv_rows && c.group_m && c.coopmat.group_m, "sizes must be positive");
   for (const GemmTile* t :
        {&c.tile, c.large ? &*c.large : nullptr, c.small ? &*c.small : nullptr}) {
     if (!t) continue;
@@ -59,7 +59,8 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
 
 // The 8x8-per-thread tile, measured on the H200 (docs/bench/2026-11-29-h200-kernels.md): 512
 // threads on a 128 x 256 tile stepping K by 16 through one shared buffer (25 KB) ran 4096^3 at
-// 33.9 TFLOP/s, against 31.0 for 256 threads on 128 x 128 (bk 32) and 27.4 double-buffered;
+// 33.9 TFLOP/s, against 31.0 for 256 threads on 128 x 128 (bk 32) and 27.4 double-buffered,
+// and 34.5 with plain lanes instead of 8 x 4 blocks (34.0);
 // devices with less shared memory or fewer invocations get shallower slices or no large tile.
 std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
   GemmTile t;
@@ -68,6 +69,7 @@ std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
   t.micro_m = tuned("mm.tm", 8);
   t.micro_n = tuned("mm.tn", 8);
   t.stages = tuned("mm.stages", 1);
+  t.blocked_lanes = tuned("mm.blocked", 0) != 0;
   if (t.micro_m == 0 || t.threads_x * t.threads_y > lim.maxComputeWorkGroupInvocations)
     return std::nullopt;
   for (t.bk = tuned("mm.bk", 16); t.bk > 8 && t.shared_bytes() > lim.maxComputeSharedMemorySize;)
@@ -122,6 +124,8 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   c.coopmat.frag_n = tuned("mm16.fn", c.coopmat.frag_n);
   c.coopmat.bk = tuned("mm16.bk", c.coopmat.bk);
   c.coopmat.stages = tuned("mm16.stages", c.coopmat.stages);
+  c.coopmat.group_m = tuned("mm16.group", c.coopmat.group_m);
+  c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);
   c.small = choose_small_tile(lim);
   c.small_max_tiles = tuned("mm.small_max", 0);

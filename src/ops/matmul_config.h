@@ -18,6 +18,8 @@ struct GemmTile {
   uint32_t micro_m = 4, micro_n = 4;
   uint32_t bk = 16;
   uint32_t stages = 2;  // shared-memory buffers (STAGES in matmul_tiled.comp)
+  // Lanes as 8 x 4 blocks (BLOCKED_LANES in matmul_tiled.comp) where the workgroup allows it.
+  bool blocked_lanes = true;
 
   uint32_t tile_m() const { return threads_y * micro_m; }
   uint32_t tile_n() const { return threads_x * micro_n; }
@@ -34,6 +36,7 @@ struct GemmTile {
 struct CoopmatTile {
   uint32_t sg_m = 2, sg_n = 2, frag_m = 4, frag_n = 4;
   uint32_t bk = 32, stages = 2;
+  uint32_t group_m = 1;  // tile rows per band of the workgroup order (GROUP_M)
 
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
@@ -58,6 +61,8 @@ struct MatmulConfig {
   // tiles would leave some idle.
   std::optional<GemmTile> large;
   uint64_t large_min_tiles = 128;
+  // Tile rows per band of the tiled kernel's workgroup order (GROUP_M in matmul_tiled.comp).
+  uint32_t group_m = 1;
   // Smaller tiles for GEMMs with fewer than small_max_tiles tiles of `tile`: more workgroups
   // where the default tile would leave most compute units idle.
   std::optional<GemmTile> small;
@@ -79,8 +84,9 @@ struct MatmulConfig {
 // where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
 // mm.bk (the large tile; mm.tm=0 drops it), mm.large_min, mm.sx, mm.sy, mm.sm, mm.sn, mm.sbk,
 // mm.small_max (the small tile and when it is used) and mm16.sgm, mm16.sgn, mm16.fm,
-// mm16.fn, mm16.bk, mm16.stages (the cooperative-matrix tile; mm16.coopmat=0 turns it off),
-// mm.stages, mm.blocked override it for tuning sweeps.
+// mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
+// order; mm16.coopmat=0 turns it off), mm.stages, mm.blocked (the large tile's), mm.group override
+// it for tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context);
 
 // Replaces the default for matmuls built on this thread; tests use it to run other tile shapes

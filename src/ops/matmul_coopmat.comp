@@ -16,6 +16,9 @@
 #define MATMUL_OWN_BUFFERS 1
 #include "matmul_common.glsl"
 
+// Tile rows per band of the workgroup order (tile_of_workgroup in matmul_common.glsl).
+layout(constant_id = 3) const uint GROUP_M = 1;
+
 const uint BM = SG_M * 16 * FM;
 const uint BN = SG_N * 16 * FN;
 // BK-deep slices; STAGES = 2 double-buffers them (one barrier a slice), 1 lets a 64-deep slice
@@ -65,8 +68,9 @@ void stash(uint buf) {
 }
 
 void main() {
-  const int m0 = int(gl_WorkGroupID.y * BM);
-  const int n0 = int(gl_WorkGroupID.x * BN);
+  const uvec2 tile = tile_of_workgroup(GROUP_M);
+  const int m0 = int(tile.y * BM);
+  const int n0 = int(tile.x * BN);
   const uint sg = gl_SubgroupID;
   const uint sm = (sg / SG_N) * 16 * FM;  // the subgroup's block within the tile
   const uint sn = (sg % SG_N) * 16 * FN;

@@ -33,6 +33,8 @@ layout(constant_id = 8) const bool BLOCKED_LANES = false;
 // Shared-memory buffers: 2 overlaps storing the next slice with multiplying the current one
 // (one barrier per slice); 1 halves the memory, so deeper slices fit, at two barriers a slice.
 layout(constant_id = 9) const uint STAGES = 2;
+// Tile rows per band of the workgroup order (tile_of_workgroup in matmul_common.glsl).
+layout(constant_id = 10) const uint GROUP_M = 1;
 
 #if VEC4_TILE
 #define VW 4
@@ -119,8 +121,9 @@ void main() {
   const int k_begin = 0;
   const int k_end = p.K;
 #endif
-  int m0 = int(gl_WorkGroupID.y * BM);
-  int n0 = int(gl_WorkGroupID.x * BN);
+  const uvec2 tile = tile_of_workgroup(GROUP_M);
+  int m0 = int(tile.y * BM);
+  int n0 = int(tile.x * BN);
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   if (BLOCKED_LANES) {
     uint lane = gl_LocalInvocationIndex % 32, run = gl_LocalInvocationIndex / 32;

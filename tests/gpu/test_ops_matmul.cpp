@@ -478,6 +478,24 @@ TEST_F(MatmulConfigs, SmallVec4TilesBlockedLanes) {
   check_gemm(40, 31, 70, false, true, Shape{70}, 1.f, 1.f);
 }
 
+// Workgroups walking bands of 3 tile rows: row counts that leave a short last band, with a
+// batch and under split-K (both in gl_WorkGroupID.z).
+TEST_F(MatmulConfigs, BandedWorkgroupOrder) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 2, 2, 4};
+  c.large.reset();
+  c.group_m = 3;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(60, 45, 20, false, true, Shape{20}, 1.f, 1.f);
+  check_matmul({2, 37, 23}, {23, 41});
+  ops::SplitKPolicy policy;
+  policy.min_k = 16;
+  policy.min_slice = 16;
+  ops::override_split_k_policy(policy);
+  check_gemm(60, 45, 100, true, false, Shape{60, 1}, 0.5f, 2.f);
+}
+
 // The device's small tile, chosen for GEMMs with few default tiles, alone and under split-K.
 TEST_F(MatmulConfigs, SmallTileForFewTiles) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
