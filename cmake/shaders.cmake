@@ -14,7 +14,7 @@ function(vkgraph_shader name source)
     list(APPEND defines "-D${d}")
   endforeach()
   set(out ${VKGRAPH_SHADER_DIR}/${name}.spv.inc)
-  file(GLOB headers ${dir}/*.glsl)
+  file(GLOB headers CONFIGURE_DEPENDS ${dir}/*.glsl)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${GLSLC} --target-env=vulkan1.1 -O -mfmt=c -fshader-stage=compute

@@ -12,32 +12,11 @@
 namespace vkgraph::ops {
 namespace {
 
-// conv_common.glsl's ACT_* codes; nullopt for activations the epilogue does not implement.
+// activation.glsl's ACT_* code, the conv shaders' specialization constant.
 std::optional<uint32_t> activation_code(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Identity:
-      return 0;
-    case UnaryOp::Relu:
-      return 1;
-    case UnaryOp::LeakyRelu:
-      return 2;
-    case UnaryOp::Clip:
-      return 3;
-    case UnaryOp::Sigmoid:
-      return 4;
-    case UnaryOp::HardSwish:
-      return 5;
-    case UnaryOp::Gelu:
-      return 6;
-    case UnaryOp::GeluTanh:
-      return 7;
-    case UnaryOp::Tanh:
-      return 8;
-    case UnaryOp::HardSigmoid:
-      return 9;
-    default:
-      return std::nullopt;
-  }
+  auto a = epilogue_activation(op);
+  if (!a) return std::nullopt;
+  return static_cast<uint32_t>(*a);
 }
 
 // Everything conv_common.glsl's push constants describe, in their order. 1-D and 2-D

@@ -16,47 +16,6 @@ constexpr size_t kMaxBatchRank = 4;  // MAX_BATCH in matmul_common.glsl
 // Operands of rank <= kMaxRank leave at most this many batch dims.
 static_assert(kMaxBatchRank == kMaxRank - 2);
 
-// Activation codes of matmul_epilogue.glsl.
-enum class EpilogueActivation : int32_t {
-  None = 0,
-  Relu,
-  LeakyRelu,
-  Sigmoid,
-  Tanh,
-  Gelu,
-  GeluTanh,
-  Clip,
-  HardSigmoid,
-  HardSwish,
-};
-
-std::optional<EpilogueActivation> epilogue_code(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Identity:
-      return EpilogueActivation::None;
-    case UnaryOp::Relu:
-      return EpilogueActivation::Relu;
-    case UnaryOp::LeakyRelu:
-      return EpilogueActivation::LeakyRelu;
-    case UnaryOp::Sigmoid:
-      return EpilogueActivation::Sigmoid;
-    case UnaryOp::Tanh:
-      return EpilogueActivation::Tanh;
-    case UnaryOp::Gelu:
-      return EpilogueActivation::Gelu;
-    case UnaryOp::GeluTanh:
-      return EpilogueActivation::GeluTanh;
-    case UnaryOp::Clip:
-      return EpilogueActivation::Clip;
-    case UnaryOp::HardSigmoid:
-      return EpilogueActivation::HardSigmoid;
-    case UnaryOp::HardSwish:
-      return EpilogueActivation::HardSwish;
-    default:
-      return std::nullopt;
-  }
-}
-
 // What runs after the dot products: alpha * acc + beta * bias, then the activation.
 struct Epilogue {
   std::optional<TensorRef> bias;
@@ -72,7 +31,7 @@ Epilogue make_epilogue(const std::string& op, std::optional<TensorRef> bias,
   e.bias = bias;
   e.params = params;
   if (activation) {
-    auto code = epilogue_code(*activation);
+    auto code = epilogue_activation(*activation);
     check(code.has_value(), ErrorKind::Unsupported,
           op + ": activation UnaryOp #" + std::to_string(static_cast<int>(*activation)) +
               " cannot be fused (see ops::matmul_can_fuse)");
@@ -424,7 +383,7 @@ TensorRef matmul_views(ComputeGraph& g, Operand a, Operand b, const Epilogue& e,
 }  // namespace
 
 bool matmul_can_fuse(UnaryOp activation) {
-  return epilogue_code(activation).has_value();
+  return epilogue_activation(activation).has_value();
 }
 
 TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<TensorRef> bias,

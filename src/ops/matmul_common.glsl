@@ -3,7 +3,7 @@
 // with every input addressed through element strides from push constants, so transposed and
 // broadcast operands (stride 0) need no copies. C is contiguous [batch, M, N].
 #include "common.glsl"
-#include "matmul_epilogue.glsl"
+#include "activation.glsl"
 
 #define MAX_BATCH 4
 
@@ -26,7 +26,7 @@ layout(push_constant) uniform Params {
   int M, N, K;
   int a_sm, a_sk, b_sk, b_sn, bias_sm, bias_sn;
   int has_bias;
-  int activation;  // ACT_* of matmul_epilogue.glsl
+  int activation;  // ACT_* of activation.glsl
   float alpha, beta;
   float act_alpha, act_beta;
   int k_chunk;  // split-K slice depth (see matmul_tiled.comp's SPLIT_K); unused otherwise

@@ -112,4 +112,31 @@ std::string dtype_suffix(DType dtype) {
   }
 }
 
+std::optional<EpilogueActivation> epilogue_activation(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Identity:
+      return EpilogueActivation::None;
+    case UnaryOp::Relu:
+      return EpilogueActivation::Relu;
+    case UnaryOp::LeakyRelu:
+      return EpilogueActivation::LeakyRelu;
+    case UnaryOp::Sigmoid:
+      return EpilogueActivation::Sigmoid;
+    case UnaryOp::Tanh:
+      return EpilogueActivation::Tanh;
+    case UnaryOp::Gelu:
+      return EpilogueActivation::Gelu;
+    case UnaryOp::GeluTanh:
+      return EpilogueActivation::GeluTanh;
+    case UnaryOp::Clip:
+      return EpilogueActivation::Clip;
+    case UnaryOp::HardSigmoid:
+      return EpilogueActivation::HardSigmoid;
+    case UnaryOp::HardSwish:
+      return EpilogueActivation::HardSwish;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace vkgraph::ops

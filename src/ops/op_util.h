@@ -1,11 +1,13 @@
 #pragma once
 // Helpers shared by the op files: push-constant packing, workgroup counts, axis handling.
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
+#include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
 
@@ -58,5 +60,21 @@ uint32_t tuned(const std::string& key, uint32_t fallback);
 
 void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
 std::string dtype_suffix(DType dtype);  // "f32", "i32", "i64"
+
+// Activations the conv and matmul epilogues fuse (activation.glsl's ACT_* codes).
+enum class EpilogueActivation : int32_t {
+  None = 0,
+  Relu,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  Gelu,
+  GeluTanh,
+  Clip,
+  HardSigmoid,
+  HardSwish,
+};
+// nullopt for activations no epilogue implements.
+std::optional<EpilogueActivation> epilogue_activation(UnaryOp op);
 
 }  // namespace vkgraph::ops

@@ -1,6 +1,8 @@
-// Activations fused into the matmul epilogue. The code comes from a push constant: the branch is
-// uniform and runs once per output, far from the K loop, so one pipeline serves every
-// activation (fewer pipelines to compile per model). Codes match EpilogueActivation in matmul.cpp.
+// Activations fused into the epilogues of matmul (code from a push constant: one pipeline for
+// every activation, the branch uniform and far from the K loop) and conv (code from a
+// specialization constant, folded away). Codes match EpilogueActivation in op_util.h.
+#ifndef ACTIVATION_GLSL
+#define ACTIVATION_GLSL
 #define ACT_NONE 0
 #define ACT_RELU 1
 #define ACT_LEAKY_RELU 2
@@ -49,3 +51,4 @@ float activate(int code, float x, float alpha, float beta) {
   if (code == ACT_HARD_SWISH) return x * clamp(x / 6.0 + 0.5, 0.0, 1.0);
   return x;
 }
+#endif  // ACTIVATION_GLSL
