@@ -280,6 +280,10 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
       "'" + name + "': queue family " + std::to_string(b.queue_family) +
           " does not exist (the device has " + std::to_string(context_->queue_family_count()) +
           ")");
+  check(b.size > 0 || b.queue_family == VK_QUEUE_FAMILY_IGNORED ||
+            b.queue_family == context_->queue_family(),
+        ErrorKind::InvalidArgument,
+        "'" + name + "': an empty range has no ownership to transfer between queue families");
   Storage& s = storages_[ti.storage];
   s.external = b;
   if (s.external.queue_family == context_->queue_family())
@@ -615,9 +619,15 @@ void ComputeGraph::add_ownership_transfers(vk::PipelineBarrier& entry,
   const uint32_t graph = context_->queue_family();
   const VkPipelineStageFlags used =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  std::vector<const ExternalBuffer*> done;  // two IOs bound to one range transfer it once
   for (const Storage& s : storages_) {
     const ExternalBuffer& b = s.external;
     if (s.kind != StorageKind::External || b.queue_family == VK_QUEUE_FAMILY_IGNORED) continue;
+    auto same = [&](const ExternalBuffer* o) {
+      return o->buffer == b.buffer && o->offset == b.offset && o->size == b.size;
+    };
+    if (std::any_of(done.begin(), done.end(), same)) continue;
+    done.push_back(&b);
     entry.add_ownership_transfer(b.buffer, b.offset, b.size, b.queue_family, graph,
                                  options_.external.before_stage, 0, used,
                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |

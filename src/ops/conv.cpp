@@ -7,6 +7,7 @@
 
 #include "matmul_config.h"
 #include "op_util.h"
+#include "shape_ops.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
@@ -77,13 +78,15 @@ ConvGeometry geometry(const Shape& xs, const Shape& ws, int64_t out_c, const Con
   return c;
 }
 
-std::vector<uint8_t> conv_push(const ConvGeometry& c, UnaryParams act, int64_t k_chunk) {
+// Sizes, strides, pads and dilations come from the model: each must fit the shaders' int.
+std::vector<uint8_t> conv_push(const ConvGeometry& c, UnaryParams act, int64_t k_chunk,
+                               const std::string& op) {
   PushConstants pc;
   for (int64_t v : {c.batch, c.in_c,  c.in_d,  c.in_h,  c.in_w,     c.out_c,    c.out_d,    c.out_h,
                     c.out_w, c.k_d,   c.k_h,   c.k_w,   c.stride_d, c.stride_h, c.stride_w, c.pad_f,
                     c.pad_t, c.pad_l, c.dil_d, c.dil_h, c.dil_w,    c.in_c_g,   c.out_c_g})
-    pc.add(static_cast<int32_t>(v));
-  pc.add(act.alpha).add(act.beta).add(static_cast<int32_t>(k_chunk));
+    pc.add(checked_i32(v, op, "size, stride, pad or dilation"));
+  pc.add(act.alpha).add(act.beta).add(checked_i32(k_chunk, op, "split-K slice"));
   return pc.take();
 }
 
@@ -142,10 +145,13 @@ void check_index_range(const Shape& s, const std::string& op) {
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, int64_t pad_end,
                       int64_t dilation, const std::string& op, const char* dim) {
-  int64_t span = in + pad_begin + pad_end - dilation * (k - 1) - 1;
+  // Model-given pads and dilations may be huge: overflow is an error, not undefined behaviour.
+  const int64_t padded = checked_add(checked_add(in, pad_begin, op), pad_end, op);
+  const int64_t reach = checked_mul(dilation, k - 1, op);
+  const int64_t span = padded - reach - 1;
   check(span >= 0, ErrorKind::InvalidArgument,
-        op + ": dilated kernel " + std::to_string(dilation * (k - 1) + 1) + " exceeds padded " +
-            dim + " " + std::to_string(in + pad_begin + pad_end));
+        op + ": dilated kernel " + std::to_string(reach + 1) + " exceeds padded " + dim + " " +
+            std::to_string(padded));
   return span / stride + 1;
 }
 
@@ -224,7 +230,7 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
                 {bias.value_or(weight), Access::Read},
                 {y, Access::Write}};
   d.spec = {act_code, bias ? 1u : 0u};
-  d.push = conv_push(c, act_params, k_chunk);
+  d.push = conv_push(c, act_params, k_chunk, label);
   d.label = label;
   g.add_dispatch(std::move(d));
 }

@@ -25,6 +25,7 @@ layout(push_constant) uniform Params {
   int out_w;
   float scale_h;  // output / input, or the model's explicit scale
   float scale_w;
+  int exact;  // bit 0 (H), bit 1 (W): the scale is exactly out / in, nearest rounds exactly
 } p;
 
 float source_coord(int o, int in_len, int out_len, float scale) {
@@ -39,16 +40,36 @@ float source_coord(int o, int in_len, int out_len, float scale) {
 }
 
 #ifdef MODE_NEAREST
-// ONNX's coordinates are often exact half-integers (align_corners 4 -> 7: 3 / 6 = 0.5), where
-// nearest_mode decides. Vulkan lets '/' be off by 2.5 ulp and NVIDIA's is, landing beside the
-// tie and flipping the rounding; so what is within float error of a half-integer is one.
-float snap_to_half(float c) {
-  float t = round(c * 2.0);
-  return abs(c * 2.0 - t) <= 1e-5 * max(1.0, abs(t)) ? t * 0.5 : c;
+// floor(a / b) for b > 0 with non-negative operands only: GLSL leaves / and % of negative
+// numbers undefined.
+int floor_div(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
+
+// The source index when the scale is exactly out / in. ONNX's coordinate is then num / den in
+// integers, often a tie (align_corners 4 -> 7: 3 / 6), and float division (2.5 ulp on NVIDIA)
+// lands beside ties and near-ties alike; integers decide both exactly. The host guarantees
+// that 2 num + den fits an int.
+int nearest_exact(int o, int in_len, int out_len) {
+  int num = 0, den = 1;
+  if (COORD == 1) {
+    num = o * in_len;
+    den = out_len;
+  } else if (COORD == 2) {
+    if (out_len > 1) num = o * (in_len - 1), den = out_len - 1;
+  } else if (COORD == 0 || out_len > 1) {
+    num = (2 * o + 1) * in_len - out_len;
+    den = 2 * out_len;
+  }
+  int r = NEAREST == 0 ? -floor_div(den - 2 * num, 2 * den)
+        : NEAREST == 1 ? floor_div(2 * num + den, 2 * den)
+        : NEAREST == 2 ? floor_div(num, den) : -floor_div(-num, den);
+  return clamp(r, 0, in_len - 1);
 }
 
+// With a scale the model gave, ONNX's arithmetic is float too; a coordinate within a few ulps
+// of a half-integer is taken as the tie float division missed.
 int nearest(float c_in, int in_len) {
-  float c = snap_to_half(c_in);
+  float t = round(c_in * 2.0);
+  float c = abs(c_in * 2.0 - t) <= 1e-6 * max(1.0, abs(t)) ? t * 0.5 : c_in;
   float r = NEAREST == 0 ? ceil(c - 0.5) : NEAREST == 1 ? floor(c + 0.5)
           : NEAREST == 2 ? floor(c) : ceil(c);
   return clamp(int(r), 0, in_len - 1);
@@ -64,7 +85,9 @@ void main() {
   float cy = source_coord(oy, p.in_h, p.out_h, p.scale_h);
   float cx = source_coord(ox, p.in_w, p.out_w, p.scale_w);
 #ifdef MODE_NEAREST
-  y[i] = x[plane + nearest(cy, p.in_h) * p.in_w + nearest(cx, p.in_w)];
+  int sy = (p.exact & 1) != 0 ? nearest_exact(oy, p.in_h, p.out_h) : nearest(cy, p.in_h);
+  int sx = (p.exact & 2) != 0 ? nearest_exact(ox, p.in_w, p.out_w) : nearest(cx, p.in_w);
+  y[i] = x[plane + sy * p.in_w + sx];
 #else
   cy = clamp(cy, 0.0, float(p.in_h - 1));
   cx = clamp(cx, 0.0, float(p.in_w - 1));

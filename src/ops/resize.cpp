@@ -1,4 +1,6 @@
 // Resize of NCHW images: nearest (any dtype) or bilinear (f32), ONNX coordinate modes.
+#include <limits>
+
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
@@ -28,6 +30,15 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
   auto scale = [](float given, int64_t out, int64_t in) {
     return given > 0.f ? given : static_cast<float>(static_cast<double>(out) / in);
   };
+  // The scale is exactly out / in when derived from the sizes or when the given float times in
+  // is out (exact in double); then the shader rounds nearest in integers, as long as its
+  // largest intermediate, about 4 in out, fits an int.
+  auto exact = [&](float given, int64_t out, int64_t in) {
+    bool ratio = given == 0.f || static_cast<double>(given) * in == static_cast<double>(out);
+    return ratio && 4 * out * in + 4 * out + 4 * in < std::numeric_limits<int32_t>::max();
+  };
+  const int32_t exact_bits = (exact(options.scale_h, out_shape[2], xi.shape[2]) ? 1 : 0) |
+                             (exact(options.scale_w, out_shape[3], xi.shape[3]) ? 2 : 0);
   TensorRef y = g.add_tensor(out_shape, xi.dtype);
   PushConstants pc;
   pc.add(checked_i32(n, "resize", "element count"))
@@ -36,7 +47,8 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
       .add(checked_i32(out_shape[2], "resize", "dim"))
       .add(checked_i32(out_shape[3], "resize", "dim"))
       .add(scale(options.scale_h, out_shape[2], xi.shape[2]))
-      .add(scale(options.scale_w, out_shape[3], xi.shape[3]));
+      .add(scale(options.scale_w, out_shape[3], xi.shape[3]))
+      .add(exact_bits);
   add_elementwise(
       g, shader, {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), "resize",
       {static_cast<uint32_t>(options.coordinates), static_cast<uint32_t>(options.nearest)});

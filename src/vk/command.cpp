@@ -1,5 +1,6 @@
 #include "vkgraph/vk/command.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "vkgraph/error.h"
@@ -21,8 +22,8 @@ Fence::~Fence() {
 void Fence::wait(uint64_t timeout_ns) {
   // Poll first (Context::spin_wait_us); the blocking wait then returns at once, and is what
   // the validation layer and the trace see either way.
-  if (uint32_t spin = context_.spin_wait_us()) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin);
+  if (uint64_t spin_ns = std::min<uint64_t>(context_.spin_wait_us() * 1000ull, timeout_ns)) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
     while (!signaled() && std::chrono::steady_clock::now() < until) {
     }
   }

@@ -466,7 +466,13 @@ std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,
       options.force_non_coherent.value_or(env_flag("VKGRAPH_FORCE_NONCOHERENT"));
   if (options.sync_trace) ctx->trace_ = std::make_unique<SyncTrace>();
   ctx->query_device(external.queue_family);
-  if (external.features) ctx->features_ = *external.features;
+  if (external.features) {
+    ctx->features_ = *external.features;
+  } else {
+    DeviceFeatures& f = ctx->features_;
+    f.cooperative_matrix_nv = f.cooperative_matrix_khr = f.coopmat_f16_16x16x16 = false;
+    f.vulkan_memory_model = false;
+  }
   ctx->finish(options);
   return ctx;
 }

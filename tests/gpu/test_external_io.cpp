@@ -1114,6 +1114,8 @@ TEST_F(AdoptedDevice, RunsOnTheAppsDeviceAndLeavesItAlive) {
   {
     auto ctx = vk::Context::adopt(own.external());
     EXPECT_FALSE(ctx->owns_device());
+    // Cooperative matrix needs an extension the app would have had to enable and say so.
+    EXPECT_FALSE(ctx->features().coopmat_f16_16x16x16);
     EXPECT_EQ(ctx->device(), own.device);
     EXPECT_EQ(ctx->queue(), own.queue);
     auto chain = make_chain(ctx, {}, Producer::Compute);

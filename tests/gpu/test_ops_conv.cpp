@@ -492,6 +492,14 @@ TEST_F(OpsConvErrors, Conv2d) {
   expect_error(ErrorKind::Unsupported, "conv2d", "expected float32", [&] {
     ops::conv2d(g, xi, input({6, 4, 3, 3}));
   });
+  // Model-given windows too large for the shaders' ints, or for int64 itself.
+  const int64_t big = int64_t{1} << 32;
+  expect_error(ErrorKind::Unsupported, "conv2d", "does not fit in 32 bits", [&] {
+    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{2 * big, 1}, {big, 0, big, 0}});
+  });
+  expect_error(ErrorKind::InvalidArgument, "conv2d", "overflows int64", [&] {
+    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{1, 1}, {}, {int64_t{1} << 62, 1}});
+  });
 }
 
 TEST_F(OpsConvErrors, Conv3d) {

@@ -1,5 +1,6 @@
-// Resize (NCHW) against a CPU reference that follows ONNX's formulas in the same float
-// arithmetic, so exact .5 ties (align_corners 4 -> 7) check the nearest rounding modes.
+// Resize (NCHW) against a CPU reference that follows ONNX's formulas: in exact fractions for
+// nearest when the scale is out / in (exact .5 ties such as align_corners 4 -> 7, and near-ties
+// such as 513 -> 512, check the rounding modes), else in the same float arithmetic.
 #include <cmath>
 
 #include "shape_test_util.h"
@@ -47,14 +48,58 @@ int64_t ref_nearest(float c, int64_t in, Nearest mode) {
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
 }
 
+// The coordinate as the fraction num / den (den > 0), for a scale of exactly out / in.
+std::pair<int64_t, int64_t> exact_coord(int64_t o, int64_t in, int64_t out, Coord mode) {
+  switch (mode) {
+    case Coord::Asymmetric:
+      return {o * in, out};
+    case Coord::AlignCorners:
+      return out > 1 ? std::pair{o * (in - 1), out - 1} : std::pair<int64_t, int64_t>{0, 1};
+    case Coord::PytorchHalfPixel:
+      if (out <= 1) return {0, 1};
+      [[fallthrough]];
+    case Coord::HalfPixel:
+      return {(2 * o + 1) * in - out, 2 * out};
+  }
+  return {0, 1};
+}
+
+int64_t floor_frac(int64_t num, int64_t den) {
+  return num >= 0 ? num / den : -((den - 1 - num) / den);
+}
+
+int64_t ref_nearest_exact(int64_t o, int64_t in, int64_t out, Coord coord, Nearest mode) {
+  auto [num, den] = exact_coord(o, in, out, coord);
+  int64_t r;
+  switch (mode) {
+    case Nearest::RoundPreferFloor:
+      r = -floor_frac(den - 2 * num, 2 * den);  // ceil(x - 1/2)
+      break;
+    case Nearest::RoundPreferCeil:
+      r = floor_frac(2 * num + den, 2 * den);  // floor(x + 1/2)
+      break;
+    case Nearest::Floor:
+      r = floor_frac(num, den);
+      break;
+    default:
+      r = -floor_frac(-num, den);
+      break;
+  }
+  return std::clamp<int64_t>(r, 0, in - 1);
+}
+
 HostTensor ref_resize(const HostTensor& x, const Shape& out, const ops::ResizeOptions& o) {
   int64_t ih = x.shape[2], iw = x.shape[3], oh = out[2], ow = out[3];
   float sh = o.scale_h > 0 ? o.scale_h : static_cast<float>(static_cast<double>(oh) / ih);
   float sw = o.scale_w > 0 ? o.scale_w : static_cast<float>(static_cast<double>(ow) / iw);
   if (o.mode == ops::ResizeMode::Nearest)
     return map_elements(x, out, [&](const std::vector<int64_t>& c) {
-      int64_t y = ref_nearest(ref_coord(c[2], ih, oh, sh, o.coordinates), ih, o.nearest);
-      int64_t xx = ref_nearest(ref_coord(c[3], iw, ow, sw, o.coordinates), iw, o.nearest);
+      int64_t y = o.scale_h > 0
+                      ? ref_nearest(ref_coord(c[2], ih, oh, sh, o.coordinates), ih, o.nearest)
+                      : ref_nearest_exact(c[2], ih, oh, o.coordinates, o.nearest);
+      int64_t xx = o.scale_w > 0
+                       ? ref_nearest(ref_coord(c[3], iw, ow, sw, o.coordinates), iw, o.nearest)
+                       : ref_nearest_exact(c[3], iw, ow, o.coordinates, o.nearest);
       return ravel({c[0], c[1], y, xx}, x.shape);
     });
   HostTensor y(DType::Float32, out);
@@ -89,6 +134,11 @@ TEST_F(OpsResize, NearestModes) {
       {{1, 3, 6, 5}, {1, 3, 3, 2}, Coord::HalfPixel, Nearest::RoundPreferFloor, DType::Bool},
       {{1, 1, 5, 3}, {1, 1, 3, 7}, Coord::PytorchHalfPixel, Nearest::Ceil, DType::Float32},
       {{1, 2, 3, 3}, {1, 2, 1, 5}, Coord::PytorchHalfPixel, Nearest::RoundPreferCeil, DType::Int32},
+      // Near-ties float arithmetic gets wrong: 256.50098 must round up, 400.5006 too.
+      {{1, 1, 2, 513}, {1, 1, 2, 512}, Coord::HalfPixel, Nearest::RoundPreferFloor, DType::Int32},
+      {{1, 1, 801, 2}, {1, 1, 800, 3}, Coord::HalfPixel, Nearest::RoundPreferFloor, DType::Int32},
+      {{1, 1, 3, 1001}, {1, 1, 2, 2000}, Coord::HalfPixel, Nearest::RoundPreferCeil, DType::Int32},
+      {{1, 1, 401, 2}, {1, 1, 400, 2}, Coord::Asymmetric, Nearest::Floor, DType::Int32},
   };
   int k = 0;
   for (const Case& c : cases) {

@@ -64,7 +64,8 @@ struct DeviceFeatures {
 // The device must have been created with the features vkgraph uses where the physical device
 // offers them (shaderInt64, storageBuffer8BitAccess/16BitAccess, timelineSemaphore, and the
 // VK_EXT_external_memory_host extension for host imports); `features` overrides what vkgraph
-// assumes was enabled.
+// assumes was enabled. Cooperative matrix is assumed off unless `features` says it is on:
+// it needs an extension and the Vulkan memory model that apps rarely enable.
 // Queue sharing rule: vkgraph locks its own mutex around vkQueueSubmit; an app that also
 // submits to this queue must hold Context::queue_mutex() while it does.
 struct ExternalDevice {
