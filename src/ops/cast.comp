@@ -1,8 +1,12 @@
 #version 450
-// dst = DST(src) between f32, i32, i64 and Bool (one byte per element). Floats convert to
-// integers by truncation toward zero; anything converts to Bool as (x != 0), so NaN is true.
+// dst = DST(src) between f32, i32, i64 and Bool (one byte per element), and between f32 and
+// f16 (16-bit storage; the conversion rounds to nearest even). Floats convert to integers by
+// truncation toward zero; anything converts to Bool as (x != 0), so NaN is true.
 #if defined(FROM_BOOL) || defined(TO_BOOL)
 #extension GL_EXT_shader_8bit_storage : require
+#endif
+#if defined(FROM_F16) || defined(TO_F16)
+#extension GL_EXT_shader_16bit_storage : require
 #endif
 #if defined(FROM_I64) || defined(TO_I64)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -11,6 +15,9 @@
 
 #if defined(FROM_F32)
 #define SRC float
+#define SRC_VAL float
+#elif defined(FROM_F16)
+#define SRC float16_t
 #define SRC_VAL float
 #elif defined(FROM_I32)
 #define SRC int
@@ -25,6 +32,8 @@
 
 #if defined(TO_F32)
 #define DST float
+#elif defined(TO_F16)
+#define DST float16_t
 #elif defined(TO_I32)
 #define DST int
 #elif defined(TO_I64)

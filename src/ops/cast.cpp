@@ -1,14 +1,29 @@
-// Cast between f32, i32, i64 and Bool; one shader per (from, to) pair.
+// Cast between f32, i32, i64 and Bool, one shader per (from, to) pair, and between f32 and f16;
+// f16 to or from the other types goes through f32.
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
+namespace {
+
+std::string cast_suffix(ComputeGraph& g, DType dtype) {
+  if (dtype != DType::Float16) return typed_suffix(g, dtype, "cast", true);
+  check(g.context().features().storage_buffer_16bit, ErrorKind::Unsupported,
+        "cast: float16 tensors need storageBuffer16BitAccess, which " +
+            std::string(g.context().properties().deviceName) + " lacks");
+  return "f16";
+}
+
+}  // namespace
 
 TensorRef cast(ComputeGraph& g, TensorRef x, DType to) {
   const TensorInfo xi = g.info(x);
-  std::string from_name = typed_suffix(g, xi.dtype, "cast", true);
-  std::string to_name = typed_suffix(g, to, "cast", true);
+  std::string from_name = cast_suffix(g, xi.dtype);
+  std::string to_name = cast_suffix(g, to);
   if (to == xi.dtype) return g.add_view(x, xi.shape);
+  const bool half = xi.dtype == DType::Float16 || to == DType::Float16;
+  if (half && xi.dtype != DType::Float32 && to != DType::Float32)
+    return cast(g, cast(g, x, DType::Float32), to);
   TensorRef y = g.add_tensor(xi.shape, to);
   int64_t n = numel(xi.shape);
   PushConstants pc;
