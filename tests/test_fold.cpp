@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "onnx/fold.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
@@ -22,6 +23,7 @@ namespace vkgraph::fold {
 namespace {
 
 namespace fs = std::filesystem;
+using vkgraph::testing::expect_error;
 
 const std::string kTestData = VKGRAPH_ONNX_TESTDATA_DIR;
 constexpr int kOpset = 17;
@@ -61,17 +63,6 @@ std::vector<int64_t> ints(const HostTensor& t) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_int(i));
   return v;
-}
-
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected " << to_string(kind) << " containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 // ---- hand-written cases -----------------------------------------------------------------------

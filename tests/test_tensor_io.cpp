@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/tensor_io.h"
@@ -18,6 +19,7 @@ namespace vkgraph {
 namespace {
 
 namespace fs = std::filesystem;
+using vkgraph::testing::expect_error;
 
 const std::string kTestData = VKGRAPH_ONNX_TESTDATA_DIR;
 
@@ -58,18 +60,6 @@ void expect_same(const HostTensor& a, const HostTensor& b) {
   EXPECT_EQ(a.dtype, b.dtype);
   EXPECT_EQ(a.shape, b.shape);
   EXPECT_EQ(a.bytes, b.bytes);
-}
-
-// Runs fn, which must throw vkgraph::Error of `kind` whose message contains `fragment`.
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected " << to_string(kind) << " containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 std::vector<uint8_t> to_bytes(const std::string& s) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "../expect_error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/vk/context.h"
 
@@ -25,6 +26,23 @@ class GpuTest : public ::testing::Test {
   static void expect_no_validation_messages(vk::Context& ctx);
   std::mt19937 rng{1234};
   std::vector<float> random_floats(size_t n, float lo = -1.f, float hi = 1.f);
+};
+
+// Fixture for ops' argument checks: a graph to build in, fresh float32 inputs, and errors that
+// must name the op ("conv2d: ...") and say what is wrong.
+class OpErrorTest : public GpuTest {
+ protected:
+  template <typename F>
+  void expect_error(ErrorKind kind, const std::string& op, const std::string& text, F build) {
+    testing::expect_error(build, kind, {op + ":", text});
+  }
+  TensorRef input(Shape s) {
+    return g.add_input(std::move(s), DType::Float32, "x" + std::to_string(n_++));
+  }
+  ComputeGraph g{context()};
+
+ private:
+  int n_ = 0;
 };
 
 }  // namespace vkgraph::testing

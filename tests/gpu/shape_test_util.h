@@ -145,16 +145,4 @@ inline void expect_near(const HostTensor& got, const HostTensor& want, float tol
   }
 }
 
-// Runs `fn` and checks it throws vkgraph::Error of `kind` whose message contains `needle`.
-inline void expect_error(const std::function<void()>& fn, ErrorKind kind,
-                         const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace vkgraph::testing

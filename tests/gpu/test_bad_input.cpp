@@ -9,19 +9,6 @@
 namespace vkgraph::testing {
 namespace {
 
-void expect_error(const std::function<void()>& call, ErrorKind kind,
-                  const std::vector<std::string>& needles) {
-  try {
-    call();
-    ADD_FAILURE() << "no error; expected " << to_string(kind);
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(e.kind(), kind) << msg;
-    for (const std::string& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' missing from: " << msg;
-  }
-}
-
 class BadInput : public OwnContextTest {
  protected:
   // x [2, 3] + y [3] -> "sum"; small enough to run in a blink.

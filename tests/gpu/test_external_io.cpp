@@ -67,18 +67,6 @@ std::string hex_handle(Handle h) {
   return hex(reinterpret_cast<uint64_t>(h));
 }
 
-// Runs `f` and checks it throws vkgraph::Error of `kind` whose message contains `needle`.
-template <typename F>
-void expect_error(F&& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected " << to_string(kind) << " containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
 // Counts elements that differ beyond float rounding, reporting the first.
 size_t mismatches(const float* got, const std::vector<float>& want, const std::string& what) {
   size_t bad = 0;

@@ -144,16 +144,6 @@ HostTensor random_input(const ValueInfo& in, const Shape& shape, Rng& rng) {
   return t;
 }
 
-void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
 // ---- mutations ----
 
 // Offsets and lengths inside `bytes` (non-empty).

@@ -436,27 +436,7 @@ TEST_F(OpsConvTranspose, GroupsDilationAsymmetric) {
   check({2, 4, 4, 5}, {4, 2, 3, 2}, p, {2, 4, 10, 5});
 }
 
-class OpsConvErrors : public GpuTest {
- protected:
-  // Expects `build` to throw `kind` with a message that names the op and contains `text`.
-  template <typename F>
-  void expect_error(ErrorKind kind, const std::string& op, const std::string& text, F build) {
-    try {
-      build();
-      ADD_FAILURE() << "no error; expected " << text;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), kind) << e.what();
-      std::string m = e.what();
-      EXPECT_NE(m.find(op + ":"), std::string::npos) << m;
-      EXPECT_NE(m.find(text), std::string::npos) << m;
-    }
-  }
-  ComputeGraph g{context()};
-  TensorRef input(Shape s) {
-    return g.add_input(std::move(s), DType::Float32, "x" + std::to_string(n_++));
-  }
-  int n_ = 0;
-};
+class OpsConvErrors : public OpErrorTest {};
 
 TEST_F(OpsConvErrors, Conv2d) {
   auto x = input({1, 4, 8, 8});

@@ -173,26 +173,7 @@ TEST_F(OpsNorm, GroupNorm) {
   }
 }
 
-class OpsNormErrors : public GpuTest {
- protected:
-  template <typename F>
-  void expect_error(ErrorKind kind, const std::string& op, const std::string& text, F build) {
-    try {
-      build();
-      ADD_FAILURE() << "no error; expected " << text;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), kind) << e.what();
-      std::string m = e.what();
-      EXPECT_NE(m.find(op + ":"), std::string::npos) << m;
-      EXPECT_NE(m.find(text), std::string::npos) << m;
-    }
-  }
-  ComputeGraph g{context()};
-  TensorRef input(Shape s) {
-    return g.add_input(std::move(s), DType::Float32, "x" + std::to_string(n_++));
-  }
-  int n_ = 0;
-};
+class OpsNormErrors : public OpErrorTest {};
 
 TEST_F(OpsNormErrors, BadShapesAndParams) {
   auto x = input({2, 4, 3, 3});

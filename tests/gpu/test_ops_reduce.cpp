@@ -288,17 +288,6 @@ TEST_F(ReduceTest, LogSumExpOfMinusInfinity) {
   EXPECT_EQ(y.data<float>()[1], 0.f);
 }
 
-template <typename Fn>
-void expect_error(Fn fn, ErrorKind kind, const std::string& message) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error for " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind);
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
-}
-
 TEST_F(ReduceTest, RejectsBadInput) {
   ComputeGraph g(context());
   auto x = g.add_input({2, 3, 4, 5}, DType::Float32, "x");
