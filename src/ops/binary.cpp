@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "op_util.h"
+#include "shape_ops.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
@@ -56,7 +57,7 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
     pc = std::move(flat);
   }
   DispatchDesc d;
-  d.shader = "binary_" + name + "_" + dtype_suffix(ia.dtype) + (vec4 ? "_vec4" : "");
+  d.shader = "binary_" + name + "_" + typed_suffix(g, ia.dtype, name) + (vec4 ? "_vec4" : "");
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
   if (vec4) {
     // Tuned on the H200 (docs/bench/2026-11-29-h200-kernels.md): 1-D grid-stride dispatch.

@@ -99,19 +99,6 @@ void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string&
                                             dtype_name(dtype));
 }
 
-std::string dtype_suffix(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return "f32";
-    case DType::Int32:
-      return "i32";
-    case DType::Int64:
-      return "i64";
-    default:
-      throw Error(ErrorKind::Unsupported, std::string("no shaders for dtype ") + dtype_name(dtype));
-  }
-}
-
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op) {
   switch (op) {
     case UnaryOp::Identity:

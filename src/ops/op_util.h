@@ -59,7 +59,6 @@ std::vector<int32_t> to_i32(const Shape& shape, const std::string& op);
 uint32_t tuned(const std::string& key, uint32_t fallback);
 
 void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
-std::string dtype_suffix(DType dtype);  // "f32", "i32", "i64"
 
 // Activations the conv and matmul epilogues fuse (activation.glsl's ACT_* codes).
 enum class EpilogueActivation : int32_t {

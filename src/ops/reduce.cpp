@@ -1,6 +1,7 @@
 #include <limits>
 
 #include "op_util.h"
+#include "shape_ops.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
@@ -44,9 +45,7 @@ std::string int_capable_suffix(ComputeGraph& g, DType dtype, bool ints_allowed,
     throw Error(ErrorKind::Unsupported,
                 name + ": dtype " + dtype_name(dtype) + " not supported (accepts " +
                     (ints_allowed ? "float32, int32, int64" : "float32") + ")");
-  check(dtype != DType::Int64 || g.context().features().shader_int64, ErrorKind::Unsupported,
-        name + ": int64 tensors need shaderInt64, which this device lacks");
-  return dtype_suffix(dtype);
+  return typed_suffix(g, dtype, name);
 }
 
 // One invocation per output when each output reduces few elements, or when the reduced elements

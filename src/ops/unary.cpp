@@ -1,6 +1,7 @@
 #include <limits>
 
 #include "op_util.h"
+#include "shape_ops.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
@@ -101,17 +102,13 @@ std::string unary_suffix(ComputeGraph& g, UnaryOp op, DType dtype, const std::st
   };
   if (op == UnaryOp::Not) {
     if (dtype != DType::Bool) throw unsupported("bool");
-    check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
-          name + ": bool tensors need storageBuffer8BitAccess, which this device lacks");
-    return "bool";
+    return typed_suffix(g, dtype, name, /*allow_bool=*/true);
   }
   if (dtype == DType::Float32) return "f32";
   bool integer_op = op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign;
   if (!integer_op) throw unsupported("float32");
   if (dtype != DType::Int32 && dtype != DType::Int64) throw unsupported("float32, int32, int64");
-  check(dtype != DType::Int64 || g.context().features().shader_int64, ErrorKind::Unsupported,
-        name + ": int64 tensors need shaderInt64, which this device lacks");
-  return dtype_suffix(dtype);
+  return typed_suffix(g, dtype, name);
 }
 
 }  // namespace
