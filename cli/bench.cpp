@@ -288,16 +288,14 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
 }
 
 // Microbenchmarks of single ops on device-resident data (no host copies in the timing).
-// Flags after the sizes: --fp16 (gemm: fp16 inputs and output), --check (gemm: compare sampled
-// entries with a host reference), --runs N.
+// Flags after the sizes: --check (gemm: compare sampled entries with a host reference),
+// --runs N. `fp16` (the common --fp16): gemm with fp16 inputs and output.
 int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOptions& options,
-                 int runs) {
+                 int runs, bool fp16) {
   std::vector<std::string> args;
-  bool fp16 = false, check = false;
+  bool check = false;
   for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] == "--fp16")
-      fp16 = true;
-    else if (all_args[i] == "--check")
+    if (all_args[i] == "--check")
       check = true;
     else if (all_args[i] == "--runs" && i + 1 < all_args.size())
       runs = std::max(1, std::atoi(all_args[++i].c_str()));

@@ -18,7 +18,8 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
 void print_pipeline_cache(vk::Context& context);
 // `vkgraph bench-op gemm M N K | add N | io N | overhead [N]`: one op on device-resident
 // data, GPU time; or host cost per execute() of an N-node graph.
-int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs);
+int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs,
+                 bool fp16);
 
 // `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.
 int run_demo(const vk::ContextOptions& options);
@@ -32,9 +33,14 @@ struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-4;
 };
+// What float16 mode (SessionOptions::fp16) is checked to: a float16 value alone is within
+// 2^-11 relative, and a few ops of such values within a few times that.
+constexpr Tolerance kFp16Tolerance{1e-2, 1e-2};
 
-// Runs one ONNX test-layout folder (model.onnx + test_data_set_*/{input,output}_N.pb).
-CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol);
+// Runs one ONNX test-layout folder (model.onnx + test_data_set_*/{input,output}_N.pb), in
+// float16 mode with `fp16`.
+CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol,
+                    bool fp16 = false);
 const char* status_name(CaseResult::Status s);
 
 // `vkgraph conformance DIR...`: every case folder under each DIR; prints a summary per DIR.
@@ -42,6 +48,6 @@ const char* status_name(CaseResult::Status s);
 // `write_passes`, writes the passing cases there.
 int run_conformance(const std::vector<std::string>& roots, const std::string& expect_file,
                     const std::string& write_passes, const std::string& filter,
-                    const vk::ContextOptions& options, bool verbose);
+                    const vk::ContextOptions& options, bool verbose, bool fp16);
 
 }  // namespace vkgraph::cli

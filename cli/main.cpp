@@ -35,7 +35,7 @@ commands:
       --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
       --trace FILE.json        Chrome trace with one slice per node (Perfetto)
   bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
-      [--fp16] [--runs N]      gemm in fp16 (fp32 accumulation); timed runs (default 20);
+      [--check] [--runs N]     compare with a host reference; timed runs (default 20);
                                VKGRAPH_TUNE=key=value,... overrides kernel tuning knobs
   bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
   bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
@@ -47,6 +47,8 @@ commands:
 common options:
   --device N|NAME              pick a Vulkan device (default: VKGRAPH_DEVICE or the best)
   --validation                 enable Khronos validation + synchronization validation
+  --fp16                       float16 mode: models hold tensors in float16 and compute in
+                               float32 (SessionOptions::fp16); bench-op gemm in fp16
   --pipeline-cache DIR|off     on-disk pipeline cache folder (default: VKGRAPH_PIPELINE_CACHE,
                                else $XDG_CACHE_HOME/vkgraph or ~/.cache/vkgraph)
 )";
@@ -222,7 +224,8 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
-int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool bench) {
+int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16,
+            bool bench) {
   if (args.empty()) throw Error(ErrorKind::InvalidArgument, "run: missing MODEL");
   int warmup = 10, runs = 100;
   size_t top = 15;
@@ -231,6 +234,7 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
   std::map<std::string, std::string> input_files;
   SessionOptions so;
   so.context_options = options;
+  so.fp16 = fp16;
   int repeat = 1;
   for (size_t i = 1; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
@@ -349,7 +353,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   vk::ContextOptions options;
   std::vector<std::string> rest;
-  bool verbose = false;
+  bool verbose = false, fp16 = false;
   std::string expect, write_passes, filter;
   try {
     for (size_t i = 0; i < args.size(); ++i) {
@@ -362,6 +366,8 @@ int main(int argc, char** argv) {
         options.device = value();
       else if (args[i] == "--validation")
         options.validation = true;
+      else if (args[i] == "--fp16")
+        fp16 = true;
       else if (args[i] == "--pipeline-cache")
         options.pipeline_cache = value();
       else if (args[i] == "--expect")
@@ -386,13 +392,14 @@ int main(int argc, char** argv) {
     std::vector<std::string> cmd_args(rest.begin() + 1, rest.end());
     if (cmd == "info") return cmd_info(options);
     if (cmd == "demo") return cli::run_demo(options);
-    if (cmd == "run") return cmd_run(cmd_args, options, false);
-    if (cmd == "bench") return cmd_run(cmd_args, options, true);
-    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20);
+    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false);
+    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true);
+    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16);
     if (cmd == "check") {
       if (cmd_args.size() != 1)
         throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
-      auto r = cli::run_case(cmd_args[0], vk::Context::create(options), {});
+      auto r = cli::run_case(cmd_args[0], vk::Context::create(options),
+                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16);
       std::printf("%s: %s%s%s\n", cmd_args[0].c_str(), cli::status_name(r.status),
                   r.detail.empty() ? "" : ": ", r.detail.c_str());
       return r.status == cli::CaseResult::Status::Pass ? 0 : 1;
@@ -400,7 +407,7 @@ int main(int argc, char** argv) {
     if (cmd == "conformance") {
       if (cmd_args.empty())
         throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
-      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose);
+      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16);
     }
     throw Error(ErrorKind::InvalidArgument, "unknown command '" + cmd + "' (see vkgraph --help)");
   } catch (const std::exception& e) {

@@ -1,6 +1,11 @@
 #pragma once
 // Operators: each adds one or more nodes to a ComputeGraph and returns the output tensor.
 // Shape rules are checked here, at build time, with errors that name the op and the shapes.
+//
+// Float ops take float32 or float16 tensors, all operands of one dtype, and return that dtype.
+// Float16 tensors are stored in 16 bits (storageBuffer16BitAccess) and computed in float32;
+// sums and split-K partials stay float32. Exceptions say so: cumsum, topk, compare and the
+// scatter reductions take float32 only.
 #include <optional>
 #include <vector>
 
@@ -218,8 +223,8 @@ TensorRef group_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bi
 
 // --- data movement ---
 // Shape, indexing, selection and conversion ops with ONNX semantics (src/ops/shape_ops, pad,
-// gather, where, compare, cast, cumsum, topk, resize). Unless noted they take f32, i32, i64 and
-// Bool (one byte per element; needs 8-bit storage on the device), count negative axes from the
+// gather, where, compare, cast, cumsum, topk, resize). Unless noted they take f32, f16, i32,
+// i64 and Bool (one byte per element; needs 8-bit storage on the device), count negative axes from the
 // end, and handle rank up to 6. Errors name the op and the offending shape, axis or dtype.
 #include <cstdint>
 #include <vector>
@@ -291,7 +296,8 @@ TensorRef cumsum(ComputeGraph& g, TensorRef x, int64_t axis, bool exclusive = fa
 // f32, i32, i64; 0 <= k <= axis length. Output is always sorted (which ONNX sorted=0 also
 // allows); ties keep the lower index first; NaN ranks above every number.
 TopKResult topk(ComputeGraph& g, TensorRef x, int64_t k, int64_t axis = -1, bool largest = true);
-// x: NCHW; out_shape: [N, C, H', W'] (only H and W change). Nearest: any dtype; Linear: f32.
+// x: NCHW; out_shape: [N, C, H', W'] (only H and W change). Nearest: any dtype; Linear: f32,
+// f16.
 TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options = {});
 

@@ -34,6 +34,11 @@ struct SessionOptions {
   std::map<std::string, Shape> input_shapes;
   GraphOptions graph;
   bool fuse = true;  // load-time fusions (BN into Conv, bias/activation epilogues)
+  // Float16 mode: float32 tensors live on the device in float16 (weights and activations),
+  // halving memory and bandwidth; arithmetic and accumulation stay float32. Inputs and
+  // outputs are float32 as the model declares. Ops without float16 kernels compute in float32
+  // behind casts. Needs storageBuffer16BitAccess. Accuracy: see the README.
+  bool fp16 = false;
 };
 
 struct ValueInfo {
@@ -47,7 +52,7 @@ struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
   double prepare_ms = 0;  // memory plan, allocation, prepack upload, pipeline creation
-  int builds = 0;  // graphs built so far: one per change of input shapes or needed values
+  int builds = 0;         // graphs built so far: one per change of input shapes or needed values
 };
 
 class Session {

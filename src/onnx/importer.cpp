@@ -5,10 +5,42 @@
 
 namespace vkgraph::onnx_import {
 
+namespace {
+// The op types whose lowerings compute float32 values in float16 in float16 mode: every op
+// they emit has float16 variants (float16 storage, float32 arithmetic), and every float
+// constant they make goes through Importer::constant_tensor. Other ops get float32 tensors,
+// cast on the device where a value lives in float16.
+bool computes_in_half(const std::string& op_type) {
+  static const std::set<std::string> ops = {
+      // elementwise
+      "Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "PRelu", "Relu", "Sigmoid", "Tanh",
+      "Exp", "Log", "Neg", "Sqrt", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
+      "Cos", "Erf", "Softplus", "Mish", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
+      "Gelu", "Clip", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+      "Softsign", "ThresholdedRelu", "Celu",
+      // networks
+      "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
+      "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
+      "GroupNormalization", "Softmax", "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax",
+      "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare",
+      "ReduceLogSum", "ArgMax", "ArgMin", "DepthToSpace", "SpaceToDepth",
+      // data movement
+      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
+      "Gather", "GatherElements", "Expand", "Tile", "Pad", "Where", "Resize", "Upsample"};
+  return ops.count(op_type) > 0;
+}
+
+HostTensor half_of(const HostTensor& t) {
+  HostTensor r(DType::Float16, t.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) r.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
+  return r;
+}
+}  // namespace
+
 Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
-                   const std::map<std::string, HostTensor>& input_values, bool fuse)
-    : model_(model), graph_(graph), fuse_(fuse) {
+                   const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16)
+    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16) {
   for (auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = static_cast<int>(op.version());
   if (opset_ == 0 && model.opset_import_size() == 0) opset_ = 1;
@@ -92,6 +124,7 @@ void Importer::build() {
       visit(node);
   for (auto& node : g.node())
     if (node.op_type() != "Constant") visit(node);
+  node_half_ = false;  // outputs are float32 whatever precision computed them
   if (!needed_.empty())
     throw NeedsInputValues(
         first_need_ + "; the model needs the values of inputs " + quoted_list(needed_), needed_);
@@ -213,9 +246,16 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs) {
   }
   pending_absorbed_.clear();
   graph_.set_label_scope(node.op_type() + " '" + node.name() + "'");
+  node_half_ = fp16_ && computes_in_half(node.op_type());
+  node_demoted_ = false;
   std::vector<Value> outs = it->second(*this, node, attrs);
   graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
+  // Float16 results of float32 operands are float32 values held in float16.
+  if (node_demoted_)
+    for (Value& v : outs)
+      if (v.dtype == DType::Float16 && !v.constant) v.dtype = DType::Float32;
+  node_half_ = false;
   for (Value& v : outs) v.sources = v.constant ? std::set<std::string>{} : sources;
   for (const onnx::NodeProto* c : pending_absorbed_) {
     Value& fused = values_[c->output(0)] = outs[0];
@@ -242,8 +282,24 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 }
 
 TensorRef Importer::tensor(Value& v, const std::string& name) {
-  if (!v.tensor.valid()) v.tensor = graph_.add_constant(*v.constant, name);
-  return v.tensor;
+  const bool demote = node_half_ && v.dtype == DType::Float32;
+  const DType want = demote ? DType::Float16 : v.dtype;
+  node_demoted_ |= demote;
+  for (TensorRef t : {v.tensor, v.other})
+    if (t.valid() && graph_.info(t).dtype == want) return t;
+  TensorRef made = v.constant
+                       ? graph_.add_constant(demote ? half_of(*v.constant) : *v.constant, name)
+                       : ops::cast(graph_, v.tensor, want);
+  (v.tensor.valid() ? v.other : v.tensor) = made;
+  return made;
+}
+
+TensorRef Importer::constant_tensor(HostTensor value, const std::string& name) {
+  if (node_half_ && value.dtype == DType::Float32) {
+    value = half_of(value);
+    node_demoted_ = true;
+  }
+  return graph_.add_constant(std::move(value), name);
 }
 
 TensorRef Importer::tensor(const onnx::NodeProto& node, size_t i) {

@@ -22,8 +22,11 @@ namespace vkgraph::onnx_import {
 struct Value {
   std::optional<HostTensor> constant;
   TensorRef tensor;  // valid once on the device
+  // In float16 mode a float32 value may live on the device in float16 (`tensor` is then a
+  // Float16 tensor); `other` caches it in the other precision once a consumer needed that.
+  TensorRef other;
   Shape shape;
-  DType dtype = DType::Float32;
+  DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
   // Model inputs whose values would make this value known on the host through folding; empty
   // when it is known already or no input's value could make it so.
   std::set<std::string> sources;
@@ -60,7 +63,7 @@ class Importer {
   // for the ops that read them on the device.
   Importer(const onnx::ModelProto& model, ComputeGraph& graph,
            const std::map<std::string, Shape>& input_shapes,
-           const std::map<std::string, HostTensor>& input_values, bool fuse);
+           const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false);
   void build();
 
   // --- for lowerings ---
@@ -70,9 +73,14 @@ class Importer {
   size_t num_inputs(const onnx::NodeProto& node) const;  // counts trailing omitted as absent
   bool has_input(const onnx::NodeProto& node, size_t i) const;
   const Value& input(const onnx::NodeProto& node, size_t i) const;
-  // The input as a device tensor, uploading a constant on first use.
+  // The input as a device tensor, uploading a constant on first use. In float16 mode a
+  // float32 value comes in float16 to the ops that compute in it (see half_ops) and in float32
+  // to the others, cast on the device where it lives in the other precision.
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
+  // A constant the lowering made (folded weights, a scalar operand), in the precision that
+  // tensor() gives the node's float32 inputs.
+  TensorRef constant_tensor(HostTensor value, const std::string& name = "");
   // The input's host value, or null when it is only known on the device.
   const HostTensor* constant(const onnx::NodeProto& node, size_t i) const;
   // The host value of input `i`, which the lowering cannot do without (`what` names it for
@@ -114,6 +122,9 @@ class Importer {
   const onnx::ModelProto& model_;
   ComputeGraph& graph_;
   bool fuse_;
+  bool fp16_;                  // SessionOptions::fp16
+  bool node_half_ = false;     // the node being lowered computes float32 values in float16
+  bool node_demoted_ = false;  // ... and tensor() gave it a float32 value in float16
   int opset_ = 0;
   LoweringTable lowerings_;
   std::map<std::string, Value> values_;

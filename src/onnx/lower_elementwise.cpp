@@ -51,7 +51,7 @@ Lowering variadic_lowering(BinaryOp op, bool mean) {
     for (size_t i = 1; i < n; ++i) acc = ops::binary(im.graph(), op, acc, im.tensor(node, i));
     if (mean && n > 1) {
       HostTensor scale = HostTensor::from(DType::Float32, {}, std::vector<float>{1.0f / n});
-      acc = ops::binary(im.graph(), BinaryOp::Mul, acc, im.graph().add_constant(scale));
+      acc = ops::binary(im.graph(), BinaryOp::Mul, acc, im.constant_tensor(scale));
     }
     return std::vector<Value>{Importer::device_value(im.graph(), acc)};
   };
@@ -122,7 +122,7 @@ std::vector<Value> lower_prelu(Importer& im, const onnx::NodeProto& node, const 
     per_channel[0] = ss[0];
     slope = g.add_view(slope, per_channel);
   }
-  TensorRef zero = g.add_constant(scalar_of(im.input(node, 0).dtype, 0));
+  TensorRef zero = im.constant_tensor(scalar_of(im.input(node, 0).dtype, 0));
   TensorRef pos = ops::binary(g, BinaryOp::Max, x, zero);
   TensorRef neg = ops::binary(g, BinaryOp::Mul, ops::binary(g, BinaryOp::Min, x, zero), slope);
   return {Importer::device_value(g, ops::binary(g, BinaryOp::Add, pos, neg))};
@@ -146,8 +146,8 @@ std::vector<Value> lower_trilu(Importer& im, const onnx::NodeProto& node, const 
     for (int64_t j = 0; j < cols; ++j)
       mask.data<uint8_t>()[i * cols + j] = upper ? (j - i >= k) : (j - i <= k);
   ComputeGraph& g = im.graph();
-  TensorRef zero = g.add_constant(scalar_of(im.input(node, 0).dtype, 0));
-  TensorRef y = ops::where(g, g.add_constant(std::move(mask)), im.tensor(node, 0), zero);
+  TensorRef zero = im.constant_tensor(scalar_of(im.input(node, 0).dtype, 0));
+  TensorRef y = ops::where(g, im.constant_tensor(std::move(mask)), im.tensor(node, 0), zero);
   return {Importer::device_value(g, y)};
 }
 

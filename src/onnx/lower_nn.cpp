@@ -126,8 +126,8 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
     std::optional<HostTensor> bf;
     if (has_bias) bf = *im.constant(node, 2);
     if (fold_batch_norm(im, node, wf, bf, tail)) {
-      weight = im.graph().add_constant(std::move(wf), node.input(1) + "/bn_folded");
-      if (bf) bias_t = im.graph().add_constant(std::move(*bf), node.name() + "/bn_bias");
+      weight = im.constant_tensor(std::move(wf), node.input(1) + "/bn_folded");
+      if (bf) bias_t = im.constant_tensor(std::move(*bf), node.name() + "/bn_bias");
     }
   }
   if (!weight.valid()) {
@@ -310,7 +310,8 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   TensorRef centered = ops::binary(g, ops::BinaryOp::Sub, x, mean);
   TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
                               ops::binary(g, ops::BinaryOp::Mul, centered, centered), axes, true);
-  TensorRef eps_t = g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
+  TensorRef eps_t =
+      im.constant_tensor(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
   TensorRef inv =
       ops::unary(g, UnaryOp::Reciprocal,
                  ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));
@@ -367,7 +368,7 @@ std::vector<Value> lower_group_norm(Importer& im, const onnx::NodeProto& node,
       HostTensor e(DType::Float32, {channels});
       for (int64_t ch = 0; ch < channels; ++ch)
         e.data<float>()[ch] = c->data<float>()[ch / (channels / groups)];
-      return im.graph().add_constant(std::move(e));
+      return im.constant_tensor(std::move(e));
     }
     return im.tensor(node, i);
   };

@@ -84,7 +84,7 @@ struct Session::Impl {
     auto t0 = std::chrono::steady_clock::now();
     graph.reset();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
-    onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse);
+    onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse, options.fp16);
     importer.build();
     times.build_ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();

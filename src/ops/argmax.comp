@@ -6,7 +6,7 @@
 // (OUTPUT_PER_THREAD) one invocation per output.
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { T x[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) writeonly buffer Y { uvec2 y[]; };
 layout(push_constant) uniform Params {
   uint n_out;
@@ -27,7 +27,7 @@ bool better(T va, uint ia, T vb, uint ib) {
   if (ib == NONE) return false;
   if (ia == NONE) return true;
   bool tie = SELECT_LAST ? ib > ia : ib < ia;
-#ifdef DTYPE_F32
+#ifdef DTYPE_FLOAT
   if (isnan(va) || isnan(vb)) return isnan(va) == isnan(vb) ? tie : isnan(vb);
 #endif
   if (va == vb) return tie;
@@ -51,7 +51,7 @@ void main() {
   T best = T(0);
   uint best_index = NONE;
   for (uint k = first; k < p.len; k += step) {
-    T v = x[base + k * p.inner];
+    T v = T(x[base + k * p.inner]);
     if (better(best, best_index, v, k)) {
       best = v;
       best_index = k;

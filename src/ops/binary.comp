@@ -10,13 +10,13 @@
 #else
 #define T4 vec4
 #endif
-layout(std430, binding = 0) readonly buffer A { T4 a[]; };
-layout(std430, binding = 1) readonly buffer B { T4 b[]; };
-layout(std430, binding = 2) writeonly buffer C { T4 c[]; };
+layout(std430, binding = 0) readonly buffer A { ELEM4 a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM4 b[]; };
+layout(std430, binding = 2) writeonly buffer C { ELEM4 c[]; };
 #else
-layout(std430, binding = 0) readonly buffer A { T a[]; };
-layout(std430, binding = 1) readonly buffer B { T b[]; };
-layout(std430, binding = 2) writeonly buffer C { T c[]; };
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
+layout(std430, binding = 2) writeonly buffer C { ELEM c[]; };
 #endif
 layout(push_constant) uniform Params {
   int n;
@@ -40,7 +40,7 @@ T apply(T x, T y) {
 #elif OP_MIN
   return min(x, y);
 #elif OP_POW
-  #ifdef DTYPE_F32
+  #ifdef DTYPE_FLOAT
   // GLSL pow() is undefined for x < 0; ONNX expects real results for integral exponents.
   if (x < 0.0 && y == floor(y)) {
     float r = pow(-x, y);
@@ -57,7 +57,7 @@ T apply(T x, T y) {
   T r = x - (x / y) * y;
   return (r != T(0) && ((r < T(0)) != (y < T(0)))) ? r + y : r;
 #elif OP_FMOD
-  #ifdef DTYPE_F32
+  #ifdef DTYPE_FLOAT
   return x - y * trunc(x / y);
   #else
   return x - (x / y) * y;
@@ -79,15 +79,15 @@ void main() {
     [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
       uint i = base + u * stride;
       if (i < n) {
-        x[u] = a[i];
-        y[u] = b[i];
+        x[u] = T4(a[i]);
+        y[u] = T4(b[i]);
       }
     }
     [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
       uint i = base + u * stride;
       if (i < n)
-        c[i] = T4(apply(x[u].x, y[u].x), apply(x[u].y, y[u].y), apply(x[u].z, y[u].z),
-                  apply(x[u].w, y[u].w));
+        c[i] = ELEM4(T4(apply(x[u].x, y[u].x), apply(x[u].y, y[u].y), apply(x[u].z, y[u].z),
+                        apply(x[u].w, y[u].w)));
     }
   }
 }
@@ -102,6 +102,6 @@ void main() {
     ia += idx * p.stride_a[d];
     ib += idx * p.stride_b[d];
   }
-  c[i] = apply(a[ia], b[ib]);
+  c[i] = ELEM(apply(T(a[ia]), T(b[ib])));
 }
 #endif

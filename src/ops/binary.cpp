@@ -48,8 +48,7 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
   pc.add_array(broadcast_strides(ia.shape, out), kMaxRank);
   pc.add_array(broadcast_strides(ib.shape, out), kMaxRank);
   // Same shapes (no broadcast) in 4-element groups take the index-free vec4 variant.
-  bool vec4 = ia.shape == out && ib.shape == out && n % 4 == 0 &&
-              (ia.dtype == DType::Float32 || ia.dtype == DType::Int32);
+  bool vec4 = ia.shape == out && ib.shape == out && n % 4 == 0 && ia.dtype != DType::Int64;
   if (vec4) {
     PushConstants flat;
     flat.add(static_cast<int32_t>(n / 4)).add(int32_t{0});
@@ -57,7 +56,10 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
     pc = std::move(flat);
   }
   DispatchDesc d;
-  d.shader = "binary_" + name + "_" + typed_suffix(g, ia.dtype, name) + (vec4 ? "_vec4" : "");
+  bool is_float = ia.dtype == DType::Float32 || ia.dtype == DType::Float16;
+  d.shader = "binary_" + name + "_" +
+             (is_float ? float_suffix(g, ia.dtype, name) : typed_suffix(g, ia.dtype, name)) +
+             (vec4 ? "_vec4" : "");
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
   if (vec4) {
     // Tuned on the H200 (docs/bench/2026-11-29-h200-kernels.md): 1-D grid-stride dispatch.

@@ -1,13 +1,30 @@
 // Shared by every compute shader: workgroup size from specialization constants 0..2, the
-// element type T chosen by a DTYPE_* define, and a linear invocation index for 2D grids.
+// element types chosen by a DTYPE_* define, and a linear invocation index for 2D grids.
+//
+// T is the type shaders compute in and ELEM (ELEM4 for four) the type their buffers hold. They
+// differ only for DTYPE_F16: float16 storage (storageBuffer16BitAccess) with float32
+// arithmetic, so no shaderFloat16 is needed and sums keep float32 precision. Load with T(x[i]),
+// store with ELEM(v). DTYPE_FLOAT marks float arithmetic, for f32 and f16 alike.
 #if defined(DTYPE_I64)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #define T int64_t
+#define ELEM int64_t
 #elif defined(DTYPE_I32)
 #define T int
+#define ELEM int
+#define ELEM4 ivec4
+#elif defined(DTYPE_F16)
+#extension GL_EXT_shader_16bit_storage : require
+#define T float
+#define ELEM float16_t
+#define ELEM4 f16vec4
+#define DTYPE_FLOAT 1
 #else
 #define T float
+#define ELEM float
+#define ELEM4 vec4
 #define DTYPE_F32 1
+#define DTYPE_FLOAT 1
 #endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;

@@ -52,7 +52,7 @@ void fetch(int k0, int k_end) {
     int e = tid + i * THREADS;
     int r = e / BK;
     int k = k0 + e - r * BK;
-    pa[i] = (e < BM * BK && r < m_rows && k < k_end) ? w[w_base + r * K + k] : 0.0;
+    pa[i] = (e < BM * BK && r < m_rows && k < k_end) ? T(w[w_base + r * K + k]) : 0.0;
   }
   // Consecutive threads read consecutive output pixels of one (channel, tap).
   [[unroll]] for (int i = 0; i < B_LOADS; ++i) {
@@ -60,7 +60,7 @@ void fetch(int k0, int k_end) {
     float v = 0.0;
     if (n_valid && k < k_end) {
 #if POINTWISE
-      v = x[x_col + k * in_vol];
+      v = T(x[x_col + k * in_vol]);
 #else
       int ci = k / taps;
       int tap = k - ci * taps;
@@ -78,7 +78,7 @@ void fetch(int k0, int k_end) {
       int ih = ih0 + kh * p.dil_h;
       int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
       if (depth_in && uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
-        v = x[x_base + (plane * p.in_h + ih) * p.in_w + iw];
+        v = T(x[x_base + (plane * p.in_h + ih) * p.in_w + iw]);
 #endif
     }
     pb[i] = v;
@@ -179,7 +179,7 @@ void main() {
 #if SPLIT_K
       y[at] = acc[i][j];
 #else
-      y[at] = epilogue(acc[i][j], co);
+      y[at] = ELEM(epilogue(acc[i][j], co));
 #endif
     }
   }

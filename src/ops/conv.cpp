@@ -112,9 +112,8 @@ void check_window(const std::string& op, const Conv3dParams& p, size_t spatial) 
         op + ": groups " + std::to_string(p.groups) + " must be positive");
 }
 
-void check_f32_rank(ComputeGraph& g, TensorRef t, size_t rank, const std::string& op,
-                    const char* role, const std::string& layout) {
-  require_dtype(g, t, DType::Float32, op);
+void check_rank(ComputeGraph& g, TensorRef t, size_t rank, const std::string& op, const char* role,
+                const std::string& layout) {
   Shape s = g.info(t).shape;
   check(s.size() == rank, ErrorKind::InvalidArgument,
         op + ": " + role + " must be " + layout + ", got " + shape_str(s));
@@ -122,7 +121,7 @@ void check_f32_rank(ComputeGraph& g, TensorRef t, size_t rank, const std::string
 
 void check_weight(ComputeGraph& g, TensorRef weight, size_t rank, const std::string& op,
                   const std::string& layout) {
-  check_f32_rank(g, weight, rank, op, "weight", layout);
+  check_rank(g, weight, rank, op, "weight", layout);
   Shape s = g.info(weight).shape;
   for (int64_t d : s)
     check(d > 0, ErrorKind::InvalidArgument, op + ": weight " + shape_str(s) + " has an empty dim");
@@ -131,7 +130,6 @@ void check_weight(ComputeGraph& g, TensorRef weight, size_t rank, const std::str
 void check_bias(ComputeGraph& g, std::optional<TensorRef> bias, int64_t out_c,
                 const std::string& op) {
   if (!bias) return;
-  require_dtype(g, *bias, DType::Float32, op);
   Shape s = g.info(*bias).shape;
   check(s == Shape{out_c}, ErrorKind::InvalidArgument,
         op + ": bias must be [" + std::to_string(out_c) + "], got " + shape_str(s));
@@ -191,8 +189,9 @@ SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
 enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
 
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
+// `dtype`: the shader suffix of the tensors' dtype ("f32", "f16").
 DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
-                           GemmKind kind, uint32_t splits) {
+                           GemmKind kind, uint32_t splits, const std::string& dtype) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
   const GemmTile& tile = large ? kLargeTile : kSmallTile;
@@ -204,7 +203,7 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
   const char* family = kind == GemmKind::Pointwise  ? "conv2d_pointwise"
                        : kind == GemmKind::Im2col2d ? "conv2d_gemm"
                                                     : "conv3d_gemm";
-  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk" : "") + "_f32";
+  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk_" : "_") + dtype;
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   return d;
@@ -239,9 +238,9 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
 void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
               std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c, int64_t groups,
-              GemmKind kind, uint32_t act_code, UnaryParams act_params) {
+              GemmKind kind, uint32_t act_code, UnaryParams act_params, const std::string& dtype) {
   SplitK split = conv_split_k(c, groups);
-  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits);
+  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits, dtype);
   if (split.splits == 1) {
     finish_dispatch(g, std::move(d), x, weight, bias, y, c, act_code, act_params, op);
     return;
@@ -249,11 +248,12 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
   Shape partial_shape{split.splits, c.batch, c.out_c, c.out_volume()};
   check_index_range(partial_shape, op);
   // A graph tensor, so the memory planner places it and the hazard tracker orders the passes.
+  // Partials stay float32 whatever the dtype.
   TensorRef partials = g.add_tensor(partial_shape, DType::Float32);
   finish_dispatch(g, std::move(d), x, weight, bias, partials, c, act_code, act_params, op,
                   split.k_chunk);
-  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_f32", c), partials, partials, bias,
-                  y, c, act_code, act_params, op + " (split-K reduce)", split.k_chunk);
+  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_" + dtype, c), partials, partials,
+                  bias, y, c, act_code, act_params, op + " (split-K reduce)", split.k_chunk);
 }
 
 // Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and
@@ -262,8 +262,9 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
                   const char* w_layout, TensorRef x, TensorRef weight,
                   std::optional<TensorRef> bias, const Conv3dParams& params,
                   std::optional<UnaryOp> activation, UnaryParams activation_params) {
-  check_f32_rank(g, x, spatial + 2, op, "input", x_layout);
+  check_rank(g, x, spatial + 2, op, "input", x_layout);
   check_weight(g, weight, spatial + 2, op, w_layout);
+  const std::string dtype = float_suffix(g, x, {weight, bias.value_or(weight)}, op);
   check_window(op, params, spatial);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[0];
@@ -291,11 +292,11 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
   Shape ys{c.batch, out_c, c.out_d, c.out_h, c.out_w};
   ys.erase(ys.begin() + 2, ys.begin() + 5 - static_cast<std::ptrdiff_t>(spatial));
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
-  TensorRef y = g.add_tensor(ys, DType::Float32);
+  TensorRef y = g.add_tensor(ys, g.info(x).dtype);
 
   const bool depth = c.in_d > 1 || c.k_d > 1 || pads[0] > 0 || pads[3] > 0;
   if (groups == in_c && groups > 1) {
-    const char* shader = depth ? "conv3d_depthwise_f32" : "conv2d_depthwise_f32";
+    std::string shader = (depth ? "conv3d_depthwise_" : "conv2d_depthwise_") + dtype;
     finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, bias, y, c, *act,
                     activation_params, op);
     return y;
@@ -303,7 +304,7 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
   bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 && s == std::array<int64_t, 3>{1, 1, 1} &&
                    pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
   GemmKind kind = pointwise ? GemmKind::Pointwise : depth ? GemmKind::Im2col3d : GemmKind::Im2col2d;
-  add_gemm(g, op, x, weight, bias, y, c, groups, kind, *act, activation_params);
+  add_gemm(g, op, x, weight, bias, y, c, groups, kind, *act, activation_params, dtype);
   return y;
 }
 
@@ -340,8 +341,9 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
                            std::optional<TensorRef> bias, const ConvTranspose2dParams& params) {
   const std::string op = "conv_transpose2d";
   const Conv3dParams window = lift(params.strides, params.pads, params.dilations, params.groups);
-  check_f32_rank(g, x, 4, op, "input", "[N, C, H, W]");
+  check_rank(g, x, 4, op, "input", "[N, C, H, W]");
   check_weight(g, weight, 4, op, "[Cin, Cout/groups, kH, kW]");
+  const std::string dtype = float_suffix(g, x, {weight, bias.value_or(weight)}, op);
   check_window(op, window, 2);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[1] * groups;
@@ -377,8 +379,8 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
             std::to_string(c.out_w) + ")");
   Shape ys{c.batch, out_c, c.out_h, c.out_w};
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
-  TensorRef y = g.add_tensor(ys, DType::Float32);
-  finish_dispatch(g, elementwise_dispatch("conv_transpose2d_f32", c), x, weight, bias, y, c,
+  TensorRef y = g.add_tensor(ys, g.info(x).dtype);
+  finish_dispatch(g, elementwise_dispatch("conv_transpose2d_" + dtype, c), x, weight, bias, y, c,
                   *activation_code(UnaryOp::Identity), {}, op);
   return y;
 }

@@ -3,10 +3,22 @@
 // constants so that each variant compiles to straight-line code.
 #include "activation.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Wt { float w[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };  // aliases w without bias
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+// Tensors hold ELEM (common.glsl); split-K partials stay float32 whatever the dtype, so the
+// partial pass writes and the reduce pass reads float.
+#if SPLIT_K
+#define Y_ELEM float
+#else
+#define Y_ELEM ELEM
+#endif
+#if SPLIT_K_REDUCE
+#define X_ELEM float
+#else
+#define X_ELEM ELEM
+#endif
+layout(std430, binding = 0) readonly buffer X { X_ELEM x[]; };
+layout(std430, binding = 1) readonly buffer Wt { ELEM w[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases w without bias
+layout(std430, binding = 3) writeonly buffer Y { Y_ELEM y[]; };
 
 layout(push_constant) uniform Params {
   int batch;
@@ -25,5 +37,5 @@ layout(constant_id = 3) const int ACT = ACT_NONE;  // activation.glsl's codes
 layout(constant_id = 4) const bool HAS_BIAS = false;
 
 float epilogue(float acc, int channel) {
-  return activate(ACT, HAS_BIAS ? acc + bias[channel] : acc, p.alpha, p.beta);
+  return activate(ACT, HAS_BIAS ? acc + T(bias[channel]) : acc, p.alpha, p.beta);
 }

@@ -43,9 +43,9 @@ void main() {
       for (int kw = 0; kw < p.k_w; ++kw) {
         int iw = iw0 + kw * p.dil_w;
         if (uint(iw) >= uint(p.in_w)) continue;
-        acc = fma(x[x_plane + ih * p.in_w + iw], w[w_plane + kh * p.k_w + kw], acc);
+        acc = fma(T(x[x_plane + ih * p.in_w + iw]), T(w[w_plane + kh * p.k_w + kw]), acc);
       }
     }
   }
-  y[idx] = epilogue(acc, co);
+  y[idx] = ELEM(epilogue(acc, co));
 }

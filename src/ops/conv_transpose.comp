@@ -33,8 +33,8 @@ void main() {
       int xi = (img * p.in_c + c0) * in_hw + ih * p.in_w + iw;
       int wi = (c0 * p.out_c_g + co_g) * taps + kh * p.k_w + kw;
       for (int c = 0; c < p.in_c_g; ++c)
-        acc = fma(x[xi + c * in_hw], w[wi + c * p.out_c_g * taps], acc);
+        acc = fma(T(x[xi + c * in_hw]), T(w[wi + c * p.out_c_g * taps]), acc);
     }
   }
-  y[idx] = epilogue(acc, co);
+  y[idx] = ELEM(epilogue(acc, co));
 }

@@ -1,7 +1,7 @@
 # Index tensors sit at binding INDEX_BINDING (see shape_ops.glsl). Pure moves are per element
 # size; scatter reductions do arithmetic, so they are per dtype.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
-foreach(bits 8 32 64)
+foreach(bits 8 16 32 64)
   vkgraph_shader(gather_${bits} ${OPS}/gather.comp ELEM_BITS=${bits} INDEX_BINDING=1)
   vkgraph_shader(gather_elements_${bits} ${OPS}/gather_elements.comp ELEM_BITS=${bits}
                  INDEX_BINDING=1)

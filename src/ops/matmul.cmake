@@ -1,18 +1,21 @@
 # Matmul kernels: the tiled GEMM (plus its split-K partial and reduce passes) and the small-M
-# GEMV, the latter with a portable shared-memory reduction and a subgroup one. Tile shapes and operand layouts are specialization constants
+# GEMV, the latter with a portable shared-memory reduction and a subgroup one, each for
+# float32 and float16 tensors (float16 computes in fp32). Tile shapes and operand layouts are
+# specialization constants
 # (see matmul_config.h and matmul.cpp); bias and the fused activation are push constants.
-vkgraph_shader(matmul_tiled_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp)
-vkgraph_shader(matmul_tiled_splitk_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp SPLIT_K=1)
-vkgraph_shader(matmul_tiled_vec4_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp VEC4_TILE=1)
-vkgraph_shader(matmul_tiled_vec4_splitk_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp
-               VEC4_TILE=1 SPLIT_K=1)
-vkgraph_shader(matmul_tiled_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp FP16_IO=1)
-vkgraph_shader(matmul_tiled_vec4_f16 ${CMAKE_CURRENT_LIST_DIR}/matmul_tiled.comp VEC4_TILE=1
-               FP16_IO=1)
-vkgraph_shader(matmul_splitk_reduce_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_splitk_reduce.comp)
-vkgraph_shader(matmul_gemv_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp)
-vkgraph_shader(matmul_gemv_subgroup_f32 ${CMAKE_CURRENT_LIST_DIR}/matmul_gemv.comp
-               SUBGROUP_REDUCE=1)
+set(OPS ${CMAKE_CURRENT_LIST_DIR})
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DT)
+  vkgraph_shader(matmul_tiled_${dtype} ${OPS}/matmul_tiled.comp DTYPE_${DT}=1)
+  vkgraph_shader(matmul_tiled_splitk_${dtype} ${OPS}/matmul_tiled.comp SPLIT_K=1 DTYPE_${DT}=1)
+  vkgraph_shader(matmul_tiled_vec4_${dtype} ${OPS}/matmul_tiled.comp VEC4_TILE=1 DTYPE_${DT}=1)
+  vkgraph_shader(matmul_tiled_vec4_splitk_${dtype} ${OPS}/matmul_tiled.comp VEC4_TILE=1 SPLIT_K=1
+                 DTYPE_${DT}=1)
+  vkgraph_shader(matmul_splitk_reduce_${dtype} ${OPS}/matmul_splitk_reduce.comp DTYPE_${DT}=1)
+  vkgraph_shader(matmul_gemv_${dtype} ${OPS}/matmul_gemv.comp DTYPE_${DT}=1)
+  vkgraph_shader(matmul_gemv_subgroup_${dtype} ${OPS}/matmul_gemv.comp SUBGROUP_REDUCE=1
+                 DTYPE_${DT}=1)
+endforeach()
 # fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile: subgroups along
 # M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages. Only
 # the default is built: the H200 sweeps (docs/bench/2026-11-29-h200-kernels.md) found no other

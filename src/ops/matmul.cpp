@@ -202,12 +202,13 @@ bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, cons
 }
 
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
-// fp16 products take the cooperative-matrix kernel where it fits, else the tiled kernel's fp16
-// variant, never GEMV or split-K (those have fp32 kernels only).
+// fp16 products take the cooperative-matrix kernel where it fits, else the same kernels as
+// fp32 in their fp16 variants (fp32 arithmetic, fp32 split-K partials).
 void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, TensorRef out,
                        const std::string& op) {
   MatmulConfig cfg = matmul_config(g.context());
   const bool fp16 = g.info(out).dtype == DType::Float16;
+  const std::string dtype = fp16 ? "_f16" : "_f32";
   int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));
   check(batch <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
         op + ": batch of " + std::to_string(batch) + " is too large");
@@ -231,18 +232,18 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     g.add_dispatch(std::move(d));
     return;
   }
-  if (p.m() <= cfg.gemv_rows && !fp16) {
+  if (p.m() <= cfg.gemv_rows) {
     bool k_fast = p.b_sk == 1 && (p.b_sn != 1 || p.n == 1);
     d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u};
     uint32_t cols;
     if (cfg.gemv_subgroup && k_fast) {
       cols = cfg.gemv_threads() / cfg.subgroup_size;
-      d.shader = "matmul_gemv_subgroup_f32";
+      d.shader = "matmul_gemv_subgroup" + dtype;
       d.local = {cfg.gemv_threads(), 1, 1};
       d.spec.push_back(cols);
     } else {
       cols = k_fast ? cfg.gemv_other : cfg.gemv_contig;
-      d.shader = "matmul_gemv_f32";
+      d.shader = "matmul_gemv" + dtype;
       d.local = {cfg.gemv_contig, cfg.gemv_other, 1};
     }
     d.groups = {ceil_div(p.n, cols), ceil_div(p.m(), cfg.gemv_rows), static_cast<uint32_t>(batch)};
@@ -263,18 +264,16 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     t = *cfg.small;
   bool blocked_lanes = t.blocked_lanes && t.threads_x % 8 == 0 && t.threads_y % 4 == 0;
   std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
-  if (fp16) variant += "_f16";
   d.local = {t.threads_x, t.threads_y, 1};
   d.spec = {t.micro_m,          t.micro_n,          t.bk,
             a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
             t.stages,           cfg.group_m};
   d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
-  SplitK split = fp16 ? SplitK{}
-                      : choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],
-                                       t.threads_x * t.threads_y, p.k);
+  SplitK split = choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],
+                                t.threads_x * t.threads_y, p.k);
   d.push = push_constants(p, e, split.k_chunk);
   if (split.splits == 1) {
-    d.shader = fp16 ? variant : variant + "_f32";
+    d.shader = variant + dtype;
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
     return;
@@ -282,12 +281,12 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   // Split-K: the partials of every slice go to a scratch graph tensor (so the planner and the
   // hazard tracker see them), which the reduce pass sums into `out` with the epilogue.
   TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
-  d.shader = variant + "_splitk_f32";
+  d.shader = variant + "_splitk" + dtype;
   d.bindings[3] = {partials, Access::Write};
   d.groups[2] *= split.splits;
   check_groups(g, d.groups, op);
   DispatchDesc reduce;
-  reduce.shader = "matmul_splitk_reduce_f32";
+  reduce.shader = "matmul_splitk_reduce" + dtype;
   reduce.bindings = {{partials, Access::Read},
                      {partials, Access::Read},
                      {e.bias.value_or(partials), Access::Read},

@@ -8,7 +8,7 @@
 // fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
 // accumulators): C = A B, A [M, K] and B [K, N] row-major, C [M, N] fp16. The host sends only
 // shapes that fill whole tiles (M % BM, N % BN, K % BK == 0), no batch and no epilogue; others
-// take matmul_tiled.comp's FP16_IO variant.
+// take matmul_tiled.comp's DTYPE_F16 variant.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one

@@ -21,10 +21,10 @@ float acc[ROWS];
 void accumulate(Offsets o, int m0, int n, int lane, int lanes) {
   for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
   for (int k = lane; k < p.K; k += lanes) {
-    float bk = b[o.b + k * p.b_sk + n * p.b_sn];
+    float bk = T(b[o.b + k * p.b_sk + n * p.b_sn]);
     for (uint r = 0; r < ROWS; ++r) {
       int m = min(m0 + int(r), p.M - 1);
-      acc[r] = fma(a[o.a + m * p.a_sm + k * p.a_sk], bk, acc[r]);
+      acc[r] = fma(T(a[o.a + m * p.a_sm + k * p.a_sk]), bk, acc[r]);
     }
   }
 }

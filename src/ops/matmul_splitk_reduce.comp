@@ -2,6 +2,7 @@
 // Second pass of split-K (see matmul_tiled.comp): one invocation per element of C sums the
 // partials of every K slice, read from A (the [slices * batch, M, N] scratch), then applies the
 // usual alpha, bias and activation epilogue.
+#define SPLIT_K_REDUCE 1
 #include "matmul_common.glsl"
 
 void main() {

@@ -1,8 +1,5 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-#if FP16_IO
-#extension GL_EXT_shader_16bit_storage : require
-#endif
 // Tiled GEMM: a workgroup computes a BM x BN tile of C for batch gl_WorkGroupID.z, staging
 // BK-deep slices of A and B in shared memory; each thread accumulates a TM x TN micro-tile in
 // registers.
@@ -12,7 +9,7 @@
 // 16-byte loads: 4 loads feed 64 FMAs in the 8x8 micro-tile; without it VW = 1 and any TM, TN.
 // The next slice is fetched into registers while the current one is multiplied, then stored to
 // shared memory (the other buffer when double-buffered, see STAGES).
-// FP16_IO (see matmul_common.glsl): fp16 operands and output, fp32 tiles and accumulators.
+// DTYPE_F16 (see matmul_common.glsl): fp16 operands and output, fp32 tiles and accumulators.
 // SPLIT_K: gl_WorkGroupID.z enumerates (K slice, batch index), slice outermost; the workgroup
 // sums only its slice's p.k_chunk of K and stores the raw partial at C[z] (a [slices * batch,
 // M, N] scratch), leaving alpha, bias and activation to matmul_splitk_reduce.comp.

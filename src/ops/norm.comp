@@ -9,10 +9,10 @@
 #include "common.glsl"
 #include "row_reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };  // aliases scale without bias
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer Scale { ELEM scale[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases scale without bias
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   int rows, cols, groups;
   int scale_div, scale_mod, bias_div, bias_mod;
@@ -27,18 +27,18 @@ void main() {
   int base = row * p.cols;
   int first = int(gl_LocalInvocationID.x), step = int(gl_WorkGroupSize.x);
   float s = 0.0;
-  for (int i = first; i < p.cols; i += step) s += x[base + i];
+  for (int i = first; i < p.cols; i += step) s += T(x[base + i]);
   float mean = workgroup_reduce(s, false) / float(p.cols);
   float sq = 0.0;
   for (int i = first; i < p.cols; i += step) {
-    float d = x[base + i] - mean;
+    float d = T(x[base + i]) - mean;
     sq = fma(d, d, sq);
   }
   float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
   int affine_base = (row % p.groups) * p.cols;
   for (int i = first; i < p.cols; i += step) {
     int a = affine_base + i;
-    float v = (x[base + i] - mean) * inv_std * scale[a / p.scale_div % p.scale_mod];
-    y[base + i] = HAS_BIAS ? v + bias[a / p.bias_div % p.bias_mod] : v;
+    float v = (T(x[base + i]) - mean) * inv_std * T(scale[a / p.scale_div % p.scale_mod]);
+    y[base + i] = ELEM(HAS_BIAS ? v + T(bias[a / p.bias_div % p.bias_mod]) : v);
   }
 }

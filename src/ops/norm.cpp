@@ -11,10 +11,10 @@
 namespace vkgraph::ops {
 namespace {
 
-// Returns x's shape after checking dtype, minimum rank and that 32-bit indices suffice.
+// Returns x's shape after checking its minimum rank and that 32-bit indices suffice. Dtypes
+// are checked where the shader is chosen (float_suffix): x's and the parameters' must match.
 Shape checked_input(ComputeGraph& g, TensorRef x, size_t min_rank, const std::string& op,
                     const char* layout) {
-  require_dtype(g, x, DType::Float32, op);
   Shape s = g.info(x).shape;
   check(s.size() >= min_rank, ErrorKind::InvalidArgument,
         op + ": input must be " + layout + ", got " + shape_str(s));
@@ -25,7 +25,6 @@ Shape checked_input(ComputeGraph& g, TensorRef x, size_t min_rank, const std::st
 
 void check_per_channel(ComputeGraph& g, TensorRef t, int64_t channels, const std::string& op,
                        const char* role) {
-  require_dtype(g, t, DType::Float32, op);
   Shape s = g.info(t).shape;
   check(s == Shape{channels}, ErrorKind::InvalidArgument,
         op + ": " + role + " must be [" + std::to_string(channels) + "], got " + shape_str(s));
@@ -47,7 +46,6 @@ struct AffineIndex {
 // div/mod when its non-1 dims form one run matching `dims`: [D] or [S, D] for [S, D], [S, 1].
 AffineIndex broadcast_index(ComputeGraph& g, TensorRef param, const Shape& dims,
                             const std::string& op, const char* role) {
-  require_dtype(g, param, DType::Float32, op);
   const Shape ps = g.info(param).shape;
   const std::string fail = op + ": " + role + " " + shape_str(ps) +
                            " does not broadcast to the normalized dims " + shape_str(dims);
@@ -74,14 +72,15 @@ struct RowLayout {
 
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
                     std::optional<TensorRef> bias, const RowLayout& layout, float epsilon) {
-  TensorRef y = g.add_tensor(g.info(x).shape, DType::Float32);
+  const std::string dtype = float_suffix(g, x, {scale, bias.value_or(scale)}, op);
+  TensorRef y = g.add_tensor(g.info(x).shape, g.info(x).dtype);
   PushConstants pc;
   for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
                     layout.bias.div, layout.bias.mod})
     pc.add(static_cast<int32_t>(v));
   pc.add(epsilon);
   DispatchDesc d;
-  d.shader = "norm_rows_f32";
+  d.shader = "norm_rows_" + dtype;
   d.bindings = {{x, Access::Read},
                 {scale, Access::Read},
                 {bias.value_or(scale), Access::Read},
@@ -109,13 +108,14 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
   check_per_channel(g, bias, channels, op, "bias");
   check_per_channel(g, mean, channels, op, "mean");
   check_per_channel(g, var, channels, op, "var");
-  TensorRef y = g.add_tensor(xs, DType::Float32);
+  const std::string dtype = float_suffix(g, x, {scale, bias, mean, var}, op);
+  TensorRef y = g.add_tensor(xs, g.info(x).dtype);
   const int64_t total = numel(xs);
   PushConstants pc;
   pc.add(static_cast<int32_t>(total)).add(static_cast<int32_t>(channels));
   pc.add(static_cast<int32_t>(product(xs.begin() + 2, xs.end()))).add(epsilon);
   DispatchDesc d;
-  d.shader = "batch_norm_f32";
+  d.shader = "batch_norm_" + dtype;
   d.bindings = {{x, Access::Read},    {scale, Access::Read}, {bias, Access::Read},
                 {mean, Access::Read}, {var, Access::Read},   {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(total));

@@ -3,12 +3,12 @@
 // one invocation per element of x viewed as [outer, channels, inner].
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) readonly buffer Mean { float mean[]; };
-layout(std430, binding = 4) readonly buffer Var { float var[]; };
-layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer Scale { ELEM scale[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) readonly buffer Mean { ELEM mean[]; };
+layout(std430, binding = 4) readonly buffer Var { ELEM var[]; };
+layout(std430, binding = 5) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   int total, channels, inner;
   float epsilon;
@@ -18,6 +18,6 @@ void main() {
   int i = int(linear_index());
   if (i >= p.total) return;
   int c = i / p.inner % p.channels;
-  float k = scale[c] / sqrt(var[c] + p.epsilon);
-  y[i] = fma(x[i] - mean[c], k, bias[c]);
+  float k = T(scale[c]) / sqrt(T(var[c]) + p.epsilon);
+  y[i] = ELEM(fma(T(x[i]) - T(mean[c]), k, T(bias[c])));
 }

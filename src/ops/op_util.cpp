@@ -99,6 +99,24 @@ void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string&
                                             dtype_name(dtype));
 }
 
+std::string float_suffix(ComputeGraph& g, DType dtype, const std::string& op) {
+  if (dtype == DType::Float32) return "f32";
+  check(dtype == DType::Float16, ErrorKind::Unsupported,
+        op + ": dtype " + dtype_name(dtype) + " not supported (accepts float32, float16)");
+  check(g.context().features().storage_buffer_16bit, ErrorKind::Unsupported,
+        op + ": float16 tensors need storageBuffer16BitAccess, which " +
+            g.context().properties().deviceName + " lacks");
+  return "f16";
+}
+
+std::string float_suffix(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
+                         const std::string& op) {
+  DType dtype = g.info(t).dtype;
+  std::string suffix = float_suffix(g, dtype, op);
+  for (TensorRef s : same) require_dtype(g, s, dtype, op);
+  return suffix;
+}
+
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op) {
   switch (op) {
     case UnaryOp::Identity:

@@ -60,6 +60,14 @@ uint32_t tuned(const std::string& key, uint32_t fallback);
 
 void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
 
+// The shader-name suffix of a float dtype: "f32", or "f16" (float16 storage, float32
+// arithmetic) where the device has 16-bit storage buffers. Anything else is an Unsupported
+// error naming `op`.
+std::string float_suffix(ComputeGraph& g, DType dtype, const std::string& op);
+// float_suffix of `t`, after checking that every tensor in `same` has t's dtype.
+std::string float_suffix(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
+                         const std::string& op);
+
 // Activations the conv and matmul epilogues fuse (activation.glsl's ACT_* codes).
 enum class EpilogueActivation : int32_t {
   None = 0,

@@ -37,6 +37,8 @@ std::array<uint32_t, 2> value_words(DType dtype, double value) {
     uint32_t w;
     std::memcpy(&w, &f, 4);
     bits = w;
+  } else if (dtype == DType::Float16) {
+    bits = float_to_half(static_cast<float>(value));
   } else if (dtype == DType::Bool) {
     bits = value != 0.0;
   } else {

@@ -1,6 +1,9 @@
 # Pooling shader variants, from one source per kernel.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
-vkgraph_shader(max_pool_f32 ${OPS}/pool.comp POOL_MAX=1)
-vkgraph_shader(avg_pool_f32 ${OPS}/pool.comp POOL_AVG=1)
-vkgraph_shader(global_max_pool_f32 ${OPS}/pool_global.comp GLOBAL_MAX=1)
-vkgraph_shader(global_avg_pool_f32 ${OPS}/pool_global.comp GLOBAL_AVG=1)
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DTYPE)
+  vkgraph_shader(max_pool_${dtype} ${OPS}/pool.comp POOL_MAX=1 DTYPE_${DTYPE}=1)
+  vkgraph_shader(avg_pool_${dtype} ${OPS}/pool.comp POOL_AVG=1 DTYPE_${DTYPE}=1)
+  vkgraph_shader(global_max_pool_${dtype} ${OPS}/pool_global.comp GLOBAL_MAX=1 DTYPE_${DTYPE}=1)
+  vkgraph_shader(global_avg_pool_${dtype} ${OPS}/pool_global.comp GLOBAL_AVG=1 DTYPE_${DTYPE}=1)
+endforeach()

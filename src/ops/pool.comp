@@ -5,8 +5,8 @@
 // the average divides by the taps inside the padded input.
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   int total;
   int in_d, in_h, in_w, out_d, out_h, out_w;
@@ -45,10 +45,10 @@ void main() {
         int iw = iw0 + kw * p.dil_w;
         bool tap_in = row_in && uint(iw) < uint(p.in_w);
 #if POOL_MAX
-        if (tap_in) r = max(r, x[row + iw]);
+        if (tap_in) r = max(r, T(x[row + iw]));
 #else
         if (tap_in) {
-          r += x[row + iw];
+          r += T(x[row + iw]);
           ++n_in;
         }
         // Windows never start before the leading padding, so only the far edges can cut taps.
@@ -61,5 +61,5 @@ void main() {
   int divisor = p.count_include_pad != 0 ? n_padded : n_in;
   r = divisor > 0 ? r / float(divisor) : 0.0;
 #endif
-  y[idx] = r;
+  y[idx] = ELEM(r);
 }

@@ -33,10 +33,11 @@ int64_t pool_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, 
   return out;
 }
 
-// Returns x's shape after checking the dtype, the rank and that 32-bit indices suffice.
+// Returns x's shape after checking the dtype (float_suffix), the rank and that 32-bit indices
+// suffice.
 Shape checked_input(ComputeGraph& g, TensorRef x, bool rank_exact, size_t rank,
                     const std::string& op, const char* layout) {
-  require_dtype(g, x, DType::Float32, op);
+  float_suffix(g, g.info(x).dtype, op);
   Shape s = g.info(x).shape;
   check(rank_exact ? s.size() == rank : s.size() >= rank, ErrorKind::InvalidArgument,
         op + ": input must be " + layout + ", got " + shape_str(s));
@@ -73,7 +74,7 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
                            op, names[i]);
   Shape ys(xs.begin(), xs.begin() + 2);
   ys.insert(ys.end(), out.end() - spatial, out.end());
-  TensorRef y = g.add_tensor(ys, DType::Float32);
+  TensorRef y = g.add_tensor(ys, g.info(x).dtype);
 
   PushConstants pc;
   pc.add(static_cast<int32_t>(numel(ys)));
@@ -82,7 +83,7 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
   for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
   DispatchDesc d;
-  d.shader = is_max ? "max_pool_f32" : "avg_pool_f32";
+  d.shader = (is_max ? "max_pool_" : "avg_pool_") + float_suffix(g, g.info(x).dtype, op);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(numel(ys)));
   d.local = {kLocal, 1, 1};
@@ -112,7 +113,7 @@ TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   ys[0] = xs[0];
   ys[1] = xs[1];
   const int64_t rows = xs[0] * xs[1], cols = numel(xs) / rows;
-  TensorRef y = g.add_tensor(ys, DType::Float32);
+  TensorRef y = g.add_tensor(ys, g.info(x).dtype);
 
   // A power of two (row_reduce.glsl), no wider than a short row needs.
   auto local = static_cast<uint32_t>(
@@ -120,7 +121,7 @@ TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   PushConstants pc;
   pc.add(static_cast<int32_t>(rows)).add(static_cast<int32_t>(cols));
   DispatchDesc d;
-  d.shader = op + "_f32";
+  d.shader = op + "_" + float_suffix(g, g.info(x).dtype, op);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(rows), 1);
   d.local = {local, 1, 1};

@@ -4,8 +4,8 @@
 #include "common.glsl"
 #include "row_reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   int rows;
   int cols;
@@ -18,13 +18,13 @@ void main() {
 #if GLOBAL_MAX
   float v = uintBitsToFloat(0xff800000u);
   for (int i = int(gl_LocalInvocationID.x); i < p.cols; i += int(gl_WorkGroupSize.x))
-    v = max(v, x[base + i]);
+    v = max(v, T(x[base + i]));
   float r = workgroup_reduce(v, true);
 #else
   float v = 0.0;
   for (int i = int(gl_LocalInvocationID.x); i < p.cols; i += int(gl_WorkGroupSize.x))
-    v += x[base + i];
+    v += T(x[base + i]);
   float r = workgroup_reduce(v, false) / float(p.cols);
 #endif
-  if (gl_LocalInvocationID.x == 0) y[row] = r;
+  if (gl_LocalInvocationID.x == 0) y[row] = ELEM(r);
 }

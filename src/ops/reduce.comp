@@ -6,8 +6,8 @@
 // OP_* and DTYPE_* come from defines (see reduce.cmake).
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { T x[]; };
-layout(std430, binding = 1) writeonly buffer Y { T y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   uint n_out;
   uint n_red;
@@ -22,7 +22,7 @@ layout(constant_id = 3) const bool OUTPUT_PER_THREAD = false;
 
 shared T partial[gl_WorkGroupSize.x];
 
-#ifdef DTYPE_F32
+#ifdef DTYPE_FLOAT
 #define LOWEST uintBitsToFloat(0xff800000u)  // -inf
 #define HIGHEST uintBitsToFloat(0x7f800000u)
 #elif defined(DTYPE_I64)
@@ -103,7 +103,7 @@ uint reduced_offset(uint r) {
 T accumulate(uint base, uint first, uint step, bool max_pass, T shift) {
   T acc = max_pass ? LOWEST : IDENTITY;
   for (uint r = first; r < p.n_red; r += step) {
-    T v = x[base + reduced_offset(r)];
+    T v = T(x[base + reduced_offset(r)]);
     acc = max_pass ? max(acc, v) : combine(acc, term(v, shift));
   }
   return acc;
@@ -150,5 +150,5 @@ void main() {
 #endif
   T acc = accumulate(base, first, step, false, shift);
   if (!OUTPUT_PER_THREAD) acc = workgroup_reduce(acc, false);
-  if (OUTPUT_PER_THREAD || gl_LocalInvocationID.x == 0) y[o] = finish(acc, shift);
+  if (OUTPUT_PER_THREAD || gl_LocalInvocationID.x == 0) y[o] = ELEM(finish(acc, shift));
 }

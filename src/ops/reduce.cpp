@@ -40,11 +40,11 @@ void check_index_range(const Shape& shape, const std::string& name) {
 
 std::string int_capable_suffix(ComputeGraph& g, DType dtype, bool ints_allowed,
                                const std::string& name) {
-  if (dtype == DType::Float32) return "f32";
+  if (dtype == DType::Float32 || dtype == DType::Float16) return float_suffix(g, dtype, name);
   if (!ints_allowed || (dtype != DType::Int32 && dtype != DType::Int64))
     throw Error(ErrorKind::Unsupported,
                 name + ": dtype " + dtype_name(dtype) + " not supported (accepts " +
-                    (ints_allowed ? "float32, int32, int64" : "float32") + ")");
+                    (ints_allowed ? "float32, float16, int32, int64" : "float32, float16") + ")");
   return typed_suffix(g, dtype, name);
 }
 

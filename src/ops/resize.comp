@@ -1,22 +1,19 @@
 #version 450
-// Resize of the two spatial dims of NCHW, nearest (any element size) or bilinear (f32).
+// Resize of the two spatial dims of NCHW, nearest (any element size) or bilinear (f32, f16).
 // ONNX maps each output coordinate back to the input through the coordinate transformation
 // mode; nearest then rounds by nearest_mode, linear blends the two neighbours (clamped to the
 // edge, which equals ONNX's edge padding).
 #include "common.glsl"
 #ifdef MODE_NEAREST
 #include "shape_ops.glsl"
-#define STORED ELEM
-#else
-#define STORED T
 #endif
 
 // 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
 layout(constant_id = 3) const int COORD = 0;
 // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
 layout(constant_id = 4) const int NEAREST = 0;
-layout(std430, binding = 0) readonly buffer X { STORED x[]; };
-layout(std430, binding = 1) writeonly buffer Y { STORED y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   int n;
   int in_h;
@@ -94,8 +91,8 @@ void main() {
   int y0 = int(cy), x0 = int(cx);
   int y1 = min(y0 + 1, p.in_h - 1), x1 = min(x0 + 1, p.in_w - 1);
   float ty = cy - float(y0), tx = cx - float(x0);
-  float top = mix(x[plane + y0 * p.in_w + x0], x[plane + y0 * p.in_w + x1], tx);
-  float bottom = mix(x[plane + y1 * p.in_w + x0], x[plane + y1 * p.in_w + x1], tx);
-  y[i] = mix(top, bottom, ty);
+  float top = mix(T(x[plane + y0 * p.in_w + x0]), T(x[plane + y0 * p.in_w + x1]), tx);
+  float bottom = mix(T(x[plane + y1 * p.in_w + x0]), T(x[plane + y1 * p.in_w + x1]), tx);
+  y[i] = ELEM(mix(top, bottom, ty));
 #endif
 }

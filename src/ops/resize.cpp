@@ -1,4 +1,4 @@
-// Resize of NCHW images: nearest (any dtype) or bilinear (f32), ONNX coordinate modes.
+// Resize of NCHW images: nearest (any dtype) or bilinear (f32, f16), ONNX coordinate modes.
 #include <limits>
 
 #include "shape_ops.h"
@@ -10,11 +10,8 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options) {
   const TensorInfo xi = g.info(x);
   bool linear = options.mode == ResizeMode::Linear;
-  if (linear && xi.dtype != DType::Float32)
-    throw Error(ErrorKind::Unsupported,
-                std::string("resize: linear mode needs Float32, not ") + dtype_name(xi.dtype));
-  std::string shader =
-      linear ? "resize_linear_f32" : "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+  std::string shader = linear ? "resize_linear_" + float_suffix(g, xi.dtype, "resize (linear)")
+                              : "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
   bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&
                out_shape[1] == xi.shape[1] && out_shape[2] >= 0 && out_shape[3] >= 0;
   if (!valid)

@@ -17,6 +17,11 @@ std::string elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
       return "32";
     case DType::Int64:
       return "64";
+    case DType::Float16:
+      check(g.context().features().storage_buffer_16bit, ErrorKind::Unsupported,
+            op + ": Float16 tensors need storageBuffer16BitAccess, which " +
+                g.context().properties().deviceName + " lacks");
+      return "16";
     case DType::Bool:
       check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
             op + ": Bool tensors need storageBuffer8BitAccess, which " +

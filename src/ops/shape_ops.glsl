@@ -1,15 +1,24 @@
 // Shared by the data-movement shaders. Include after common.glsl.
 //
-// Shaders that only move elements are generated per element size (ELEM_BITS 8, 32 or 64), not
-// per dtype: f32 and i32 share one pipeline, and 64-bit moves need no shaderInt64. Bool tensors
-// are one byte per element (storageBuffer8BitAccess). Elements are widened to VALUE in registers
-// because any 8-bit arithmetic, even a select, would need the separate shaderInt8 feature.
+// Shaders that only move elements are generated per element size (ELEM_BITS 8, 16, 32 or 64),
+// not per dtype: f32 and i32 share one pipeline, and 64-bit moves need no shaderInt64. Bool
+// tensors are one byte per element (storageBuffer8BitAccess), float16 two
+// (storageBuffer16BitAccess). Elements are widened to VALUE in registers because any 8-bit
+// arithmetic, even a select, would need the separate shaderInt8 feature.
+#undef ELEM  // common.glsl's typed element; these shaders move raw bits
+#undef ELEM4
 #if ELEM_BITS == 8
 #extension GL_EXT_shader_8bit_storage : require
 #define ELEM uint8_t
 #define VALUE uint
 #define TO_VALUE(e) uint(e)
 #define TO_ELEM(v) uint8_t(v)
+#elif ELEM_BITS == 16
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEM uint16_t
+#define VALUE uint
+#define TO_VALUE(e) uint(e)
+#define TO_ELEM(v) uint16_t(v)
 #elif ELEM_BITS == 64
 #define ELEM uvec2
 #define VALUE uvec2

@@ -1,2 +1,6 @@
-vkgraph_shader(softmax_f32 ${CMAKE_CURRENT_LIST_DIR}/softmax.comp LOG=0)
-vkgraph_shader(log_softmax_f32 ${CMAKE_CURRENT_LIST_DIR}/softmax.comp LOG=1)
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DTYPE)
+  vkgraph_shader(softmax_${dtype} ${CMAKE_CURRENT_LIST_DIR}/softmax.comp LOG=0 DTYPE_${DTYPE}=1)
+  vkgraph_shader(log_softmax_${dtype} ${CMAKE_CURRENT_LIST_DIR}/softmax.comp LOG=1
+                 DTYPE_${DTYPE}=1)
+endforeach()

@@ -5,8 +5,8 @@
 // which suits short rows and strided rows whose neighbours in `inner` are read together.
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform Params {
   uint rows;
   uint len;
@@ -46,11 +46,11 @@ void main() {
   uint base = (row / p.inner) * p.len * p.inner + row % p.inner;
 
   float m = uintBitsToFloat(0xff800000u);  // -inf
-  for (uint k = first; k < p.len; k += step) m = max(m, x[base + k * p.inner]);
+  for (uint k = first; k < p.len; k += step) m = max(m, T(x[base + k * p.inner]));
   if (!ROW_PER_THREAD) m = workgroup_reduce(m, true);
 
   float sum = 0.0;
-  for (uint k = first; k < p.len; k += step) sum += exp(x[base + k * p.inner] - m);
+  for (uint k = first; k < p.len; k += step) sum += exp(T(x[base + k * p.inner]) - m);
   if (!ROW_PER_THREAD) sum = workgroup_reduce(sum, false);
 
 #if LOG
@@ -58,12 +58,12 @@ void main() {
   float log_sum = log(sum);
   for (uint k = first; k < p.len; k += step) {
     uint i = base + k * p.inner;
-    y[i] = (x[i] - m) - log_sum;
+    y[i] = ELEM((T(x[i]) - m) - log_sum);
   }
 #else
   for (uint k = first; k < p.len; k += step) {
     uint i = base + k * p.inner;
-    y[i] = exp(x[i] - m) / sum;
+    y[i] = ELEM(exp(T(x[i]) - m) / sum);
   }
 #endif
 }

@@ -8,7 +8,7 @@ namespace vkgraph::ops {
 TensorRef softmax(ComputeGraph& g, TensorRef x, int axis, bool log) {
   std::string name = log ? "log_softmax" : "softmax";
   const TensorInfo xi = g.info(x);
-  require_dtype(g, x, DType::Float32, name);
+  const std::string dtype = float_suffix(g, xi.dtype, name);
   check(!xi.shape.empty(), ErrorKind::InvalidArgument, name + ": input is a scalar; needs an axis");
   int a = normalize_axis(axis, xi.shape.size(), name);
   int64_t n = numel(xi.shape);
@@ -23,12 +23,12 @@ TensorRef softmax(ComputeGraph& g, TensorRef x, int axis, bool log) {
   // rows are short, or strided with many rows, so that neighbouring invocations read
   // neighbouring elements.
   bool row_per_thread = len <= 32 || (inner > 1 && rows >= 4096);
-  TensorRef y = g.add_tensor(xi.shape, DType::Float32);
+  TensorRef y = g.add_tensor(xi.shape, xi.dtype);
   PushConstants pc;
   pc.add(static_cast<uint32_t>(rows)).add(static_cast<uint32_t>(len));
   pc.add(static_cast<uint32_t>(inner));
   DispatchDesc d;
-  d.shader = name + "_f32";
+  d.shader = name + "_" + dtype;
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = row_per_thread ? groups_for(rows) : groups_for(rows, 1);
   d.local = {kLocal, 1, 1};

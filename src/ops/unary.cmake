@@ -5,6 +5,7 @@ foreach(op relu sigmoid tanh gelu gelu_tanh exp log neg sqrt abs reciprocal floo
         tan asin acos atan sinh cosh asinh acosh atanh softsign thresholded_relu celu)
   string(TOUPPER ${op} OP)
   vkgraph_shader(unary_${op}_f32 ${OPS}/unary.comp OP_${OP}=1 DTYPE_F32=1)
+  vkgraph_shader(unary_${op}_f16 ${OPS}/unary.comp OP_${OP}=1 DTYPE_F16=1)
 endforeach()
 foreach(op neg abs sign)
   string(TOUPPER ${op} OP)

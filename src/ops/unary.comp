@@ -13,10 +13,10 @@
 // Bool tensors hold one byte per element (storageBuffer8BitAccess). Elements are widened to
 // VALUE in registers: any arithmetic on uint8_t, even a compare, would need shaderInt8.
 #if DTYPE_BOOL
+#undef ELEM
 #define ELEM uint8_t
 #define VALUE uint
 #else
-#define ELEM T
 #define VALUE T
 #endif
 
@@ -30,7 +30,7 @@ layout(push_constant) uniform Params {
 
 #if DTYPE_BOOL
 VALUE apply(VALUE v) { return v == 0u ? 1u : 0u; }
-#elif defined(DTYPE_F32)
+#elif defined(DTYPE_FLOAT)
 // exp(v) - 1: a Taylor series where the subtraction would cancel, the built-in elsewhere.
 float expm1_(float v) {
   if (abs(v) >= 0.5) return exp(v) - 1.0;

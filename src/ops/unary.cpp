@@ -104,10 +104,11 @@ std::string unary_suffix(ComputeGraph& g, UnaryOp op, DType dtype, const std::st
     if (dtype != DType::Bool) throw unsupported("bool");
     return typed_suffix(g, dtype, name, /*allow_bool=*/true);
   }
-  if (dtype == DType::Float32) return "f32";
+  if (dtype == DType::Float32 || dtype == DType::Float16) return float_suffix(g, dtype, name);
   bool integer_op = op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign;
-  if (!integer_op) throw unsupported("float32");
-  if (dtype != DType::Int32 && dtype != DType::Int64) throw unsupported("float32, int32, int64");
+  if (!integer_op) throw unsupported("float32, float16");
+  if (dtype != DType::Int32 && dtype != DType::Int64)
+    throw unsupported("float32, float16, int32, int64");
   return typed_suffix(g, dtype, name);
 }
 

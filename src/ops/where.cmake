@@ -1,3 +1,3 @@
-foreach(bits 8 32 64)
+foreach(bits 8 16 32 64)
   vkgraph_shader(where_${bits} ${CMAKE_CURRENT_LIST_DIR}/where.comp ELEM_BITS=${bits})
 endforeach()

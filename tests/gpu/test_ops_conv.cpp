@@ -469,7 +469,7 @@ TEST_F(OpsConvErrors, Conv2d) {
     ops::conv2d(g, x, input({6, 4, 0, 3}));
   });
   auto xi = g.add_input({1, 4, 8, 8}, DType::Int32, "xi");
-  expect_error(ErrorKind::Unsupported, "conv2d", "expected float32", [&] {
+  expect_error(ErrorKind::Unsupported, "conv2d", "dtype int32 not supported", [&] {
     ops::conv2d(g, xi, input({6, 4, 3, 3}));
   });
   // Model-given windows too large for the shaders' ints, or for int64 itself.

@@ -205,7 +205,8 @@ TEST_F(OpsResize, Errors) {
       [&] {
         ops::resize(g, i, {1, 2, 6, 8}, linear);
       },
-      ErrorKind::Unsupported, "resize: linear mode needs Float32, not int32");
+      ErrorKind::Unsupported,
+      "resize (linear): dtype int32 not supported (accepts float32, float16)");
   ops::ResizeOptions negative;
   negative.scale_h = -2.f;
   expect_error(

@@ -326,7 +326,6 @@ TEST_F(UnaryTest, RejectsUnsupportedDtypes) {
   expect_unsupported(UnaryOp::Sqrt, DType::Int64, "sqrt: dtype int64");
   expect_unsupported(UnaryOp::Not, DType::Float32, "not: dtype float32");
   expect_unsupported(UnaryOp::Neg, DType::Bool, "neg: dtype bool");
-  expect_unsupported(UnaryOp::Exp, DType::Float16, "exp: dtype float16");
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#pragma once
+// Small ONNX models built in memory for Session tests.
+#include <onnx/onnx_pb.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "gpu_test.h"
+#include "vkgraph/session.h"
+
+namespace vkgraph::testing {
+
+// A small ONNX model built in memory; dims of -1 become symbolic (dynamic) dimensions.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int opset) {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(opset);
+  }
+  void input(const std::string& name, int elem_type, std::initializer_list<int64_t> dims) {
+    describe(model_.mutable_graph()->add_input(), name, elem_type, dims);
+  }
+  // Outputs carry no shape: theirs follow from the inputs' values.
+  void output(const std::string& name, int elem_type) {
+    onnx::ValueInfoProto* v = model_.mutable_graph()->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  }
+  onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> inputs,
+                        std::initializer_list<std::string> outputs) {
+    onnx::NodeProto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(op + std::to_string(model_.graph().node_size()));
+    for (auto& i : inputs) n->add_input(i);
+    for (auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+  // A 1-D int64 initializer, or a scalar when `scalar` (then `values` holds one value).
+  void initializer(const std::string& name, const std::vector<int64_t>& values,
+                   bool scalar = false) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  // A float32 initializer of `shape`.
+  void initializer(const std::string& name, const Shape& shape, const std::vector<float>& values) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+  }
+  // A session on the shared validated context.
+  Session session(SessionOptions options = {}) const {
+    std::string bytes = model_.SerializeAsString();
+    options.context = context();
+    return Session(bytes.data(), bytes.size(), options);
+  }
+
+ private:
+  static void describe(onnx::ValueInfoProto* v, const std::string& name, int elem_type,
+                       std::initializer_list<int64_t> dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    auto* shape = tt->mutable_shape();
+    int symbol = 0;
+    for (int64_t d : dims) {
+      if (d < 0)
+        shape->add_dim()->set_dim_param(name + "_d" + std::to_string(symbol++));
+      else
+        shape->add_dim()->set_dim_value(d);
+    }
+  }
+  onnx::ModelProto model_;
+};
+
+}  // namespace vkgraph::testing
