@@ -18,9 +18,10 @@ foreach(dtype f32 f16)
 endforeach()
 # fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile: subgroups along
 # M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages. Only
-# the default is built: the H200 sweeps (docs/bench/2026-11-29-h200-kernels.md) found no other
-# shape faster; add shapes here to sweep them again with VKGRAPH_TUNE mm16.*.
-foreach(shape 2244:32:2)
+# the default (the fastest in the H200 sweeps, docs/bench/2026-11-29-h200-kernels.md) and the
+# small tile for products of few default tiles are built; add shapes here to sweep them again
+# with VKGRAPH_TUNE mm16.*.
+foreach(shape 2244:32:2 2222:32:2)
   string(REPLACE ":" ";" parts ${shape})
   list(GET parts 0 grid)
   list(GET parts 1 bk)

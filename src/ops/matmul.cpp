@@ -193,12 +193,25 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
 
 // Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
 // row-major operands in whole tiles (its loads are 16-byte vectors with no bounds checks).
-bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, const CoopmatTile& t) {
+bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const CoopmatTile& t) {
   const vk::DeviceFeatures& f = g.context().features();
-  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && !e.bias &&
-         e.activation == EpilogueActivation::None && e.alpha == 1.f && p.a_sk == 1 && p.b_sn == 1 &&
-         p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.m() % t.tile_m() == 0 &&
+  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && p.a_sk == 1 &&
+         p.b_sn == 1 && p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.m() % t.tile_m() == 0 &&
          p.n % t.tile_n() == 0 && p.k % t.bk == 0;
+}
+
+// The cooperative-matrix tile for `p`: the default, or the small one when the default would
+// give too few workgroups; nullopt when neither fits.
+std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg,
+                                        const GemmProblem& p) {
+  if (!cfg.use_coopmat) return std::nullopt;
+  const CoopmatTile& big = cfg.coopmat;
+  uint64_t big_tiles = uint64_t{ceil_div(p.n, big.tile_n())} * ceil_div(p.m(), big.tile_m());
+  if (cfg.coopmat_small && big_tiles < cfg.coopmat_small_below &&
+      coopmat_fits(g, p, *cfg.coopmat_small))
+    return cfg.coopmat_small;
+  if (coopmat_fits(g, p, big)) return big;
+  return std::nullopt;
 }
 
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
@@ -218,14 +231,16 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
                 {e.bias.value_or(p.a), Access::Read},
                 {out, Access::Write}};
   d.label = op;
-  if (fp16 && cfg.use_coopmat && coopmat_fits(g, p, e, cfg.coopmat)) {
-    const CoopmatTile& t = cfg.coopmat;
+  std::optional<CoopmatTile> coopmat = fp16 ? coopmat_tile(g, cfg, p) : std::nullopt;
+  if (coopmat) {
+    const CoopmatTile& t = *coopmat;
+    const bool epilogue = e.bias || e.activation != EpilogueActivation::None || e.alpha != 1.f;
     d.shader = "matmul_coopmat_" + t.name() + "_f16";
     // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
     // H200 as a SYNC-HAZARD after a transfer write); ordering it as read-write costs nothing.
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
-    d.spec = {t.group_m};
+    d.spec = {t.group_m, epilogue ? 1u : 0u};
     d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), 1};
     d.push = push_constants(p, e, 0);
     check_groups(g, d.groups, op);

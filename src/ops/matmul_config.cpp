@@ -39,9 +39,10 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
             "tile needs " + std::to_string(t->shared_bytes()) + " bytes of shared memory");
   }
   if (c.use_coopmat && context.features().coopmat_f16_16x16x16)
-    require(c.coopmat.threads() <= lim.maxComputeWorkGroupInvocations &&
-                c.coopmat.shared_bytes() <= lim.maxComputeSharedMemorySize,
-            "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits");
+    for (const CoopmatTile* t : {&c.coopmat, c.coopmat_small ? &*c.coopmat_small : nullptr})
+      require(!t || (t->threads() <= lim.maxComputeWorkGroupInvocations &&
+                     t->shared_bytes() <= lim.maxComputeSharedMemorySize),
+              "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits");
   require(power_of_two(c.gemv_contig) && power_of_two(c.gemv_other),
           "GEMV thread counts must be powers of two");
   require(c.gemv_threads() <= lim.maxComputeWorkGroupInvocations &&
@@ -125,6 +126,9 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   c.coopmat.bk = tuned("mm16.bk", c.coopmat.bk);
   c.coopmat.stages = tuned("mm16.stages", c.coopmat.stages);
   c.coopmat.group_m = tuned("mm16.group", c.coopmat.group_m);
+  // 64 x 64 tiles (2 x 2 subgroups of 2 x 2 fragments) for products of few 128 x 128 tiles.
+  c.coopmat_small_below = tuned("mm16.small_below", c.coopmat_small_below);
+  if (c.coopmat_small_below > 0) c.coopmat_small = CoopmatTile{2, 2, 2, 2, 32, 2, 1};
   c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);
   c.small = choose_small_tile(lim);

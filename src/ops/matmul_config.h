@@ -41,9 +41,11 @@ struct CoopmatTile {
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
   uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // `stages` slices of 16-byte words, each row padded by one word.
+  // `stages` slices of 16-byte words, each row padded by one word, and one fp32 16x16
+  // fragment per subgroup for the epilogue.
   uint32_t shared_bytes() const {
-    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
+    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16 +
+           sg_m * sg_n * 16 * 16 * 4;
   }
   std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
     return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
@@ -55,6 +57,10 @@ struct MatmulConfig {
   // fp16 products take the cooperative-matrix kernel where the device has it and they fit.
   bool use_coopmat = true;
   CoopmatTile coopmat;
+  // A smaller tile for products with fewer than coopmat_small_below tiles of `coopmat`, so
+  // that they still spread over the compute units.
+  std::optional<CoopmatTile> coopmat_small;
+  uint64_t coopmat_small_below = 128;
   GemmTile tile;
   // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
   // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger

@@ -6,9 +6,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 // fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
-// accumulators): C = A B, A [M, K] and B [K, N] row-major, C [M, N] fp16. The host sends only
-// shapes that fill whole tiles (M % BM, N % BN, K % BK == 0), no batch and no epilogue; others
-// take matmul_tiled.comp's DTYPE_F16 variant.
+// accumulators): C = act(alpha A B + beta bias), A [M, K] and B [K, N] row-major, C [M, N]
+// fp16. The host sends only shapes that fill whole tiles (M % BM, N % BN, K % BK == 0) and no
+// batch; others take matmul_tiled.comp's DTYPE_F16 variant.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one
@@ -18,6 +18,9 @@
 
 // Tile rows per band of the workgroup order (tile_of_workgroup in matmul_common.glsl).
 layout(constant_id = 3) const uint GROUP_M = 1;
+// Without an epilogue (alpha 1, no bias, no activation) fragments go straight to C; with one,
+// each goes through shared memory, where the subgroup's lanes apply it element by element.
+layout(constant_id = 4) const bool EPILOGUE = false;
 
 const uint BM = SG_M * 16 * FM;
 const uint BN = SG_N * 16 * FN;
@@ -28,6 +31,7 @@ const uint THREADS = SG_M * SG_N * 32;
 // uvec4 = 8 halves: every global and shared access moves 16 bytes.
 layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
+layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
 layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
 
 // Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
@@ -39,6 +43,7 @@ const uint A_LOADS = A_VECS / THREADS;
 const uint B_LOADS = B_VECS / THREADS;
 shared uvec4 As[STAGES * BM * A_ROW];
 shared uvec4 Bs[STAGES * BK * B_ROW];
+shared float fragment[SG_M * SG_N][16 * 16];  // one per subgroup, for the epilogue
 
 uvec4 ra[A_LOADS];
 uvec4 rb[B_LOADS];
@@ -105,9 +110,22 @@ void main() {
 
   [[unroll]] for (uint i = 0; i < FM; ++i)
     [[unroll]] for (uint j = 0; j < FN; ++j) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
-          fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
       uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
-      coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
+      if (!EPILOGUE) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
+        coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
+        continue;
+      }
+      coopMatStoreNV(acc[i * FN + j], fragment[sg], 0, 16, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
+        int m = int(row + e / 16), n = int(col + e % 16);
+        float y = p.alpha * fragment[sg][e];
+        if (p.has_bias != 0) y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
+        c[m * p.N + n] = float16_t(activate(p.activation, y, p.act_alpha, p.act_beta));
+      }
+      subgroupBarrier();  // every lane has read the fragment before the next one lands
     }
 }

@@ -771,6 +771,20 @@ TEST_F(MatmulFloat16, MatchesReference) {
   check(128, 64, 256, false, false);  // whole 128x128x32 tiles: tensor cores where available
 }
 
+// Where the device has cooperative matrices: the 128 x 128 and the 64 x 64 tile, each storing
+// fragments directly and through the bias epilogue.
+TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
+  for (uint64_t small_below : {uint64_t{0}, uint64_t{1} << 20}) {
+    SCOPED_TRACE("coopmat_small_below " + std::to_string(small_below));
+    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+    cfg.coopmat_small_below = small_below;
+    ops::override_matmul_config(cfg);
+    check(128, 64, 256, false, false);
+    check(128, 64, 256, false, true);
+    check(256, 96, 128, false, true);
+  }
+}
+
 TEST_F(MatmulFloat16, PortableKernelWhereCoopmatWouldFit) {
   ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
   cfg.use_coopmat = false;
