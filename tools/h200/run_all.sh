@@ -195,7 +195,8 @@ val_vk() {
     --input "$input=$ZOO/${m}_input.npy" --repeat 3 2>&1 | head -c 2000000 >>"$txt"
   rc=${PIPESTATUS[0]}
   echo "# exit status $rc after $((SECONDS - t0)) s" >>"$txt"
-  log "$stage: $(grep -c 'Validation \(Error\|Warning\)' "$txt") validation messages in vk_$m.txt so far"
+  log "$stage: $(grep -c 'Validation \(Error\|Warning\)' "$txt") validation messages" \
+    "in vk_$m.txt so far"
   record "$stage" "$rc" "$t0"
 }
 
