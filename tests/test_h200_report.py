@@ -1,7 +1,8 @@
 """tools/h200/report.py and append_bench.sh on a small fabricated run (tests/h200_report/:
 the files run_all.sh leaves in $OUT and its work folder; numbers from docs/bench run 2, one
-model failed, one passed validation)."""
+model failed, one passed validation; fabricated --fp16 sections and PyTorch fp16 numbers)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -62,6 +63,56 @@ class ReportTest(unittest.TestCase):
                       "200 us (target < 50 us) | 28.7 us (host 60.2 us - GPU 31.5 us) |",
                       self.section)
         self.assertIn("messages: mlp 0.", self.section)
+
+    def test_fp16_table(self):
+        self.assertIn("fp16 mode (SessionOptions::fp16 / --fp16): float16 storage, float32 "
+                      "arithmetic", self.section)
+        # vk fp16 host (GPU), vk fp32 host, torch fp16 graph, ratio, torch fp16 eager, errors.
+        self.assertIn("| MLP 4x Linear(1024) | 0.071 (0.030) | 0.109 | 0.020 | 3.55x | 0.101 | "
+                      "0.00021 | 0.00039 |", self.section)
+        self.assertIn("| mobilenet_v2 | failed: map::at | - | - | - | - | - | - |", self.section)
+        self.assertIn("fp32 and --fp16 runs, messages: mlp 0.", self.section)
+        self.assertIn("| mlp | 0 | 1.0 | 199 | 0.080 | 61.000 | 4 in 14.500 ms, disk cache warm | "
+                      "290.4 | True | 0 | 2.7e-05 | 0.00016 |", self.text)
+        self.assertIn("- mobilenet_v2: compare --fp16: no vkgraph output .npy", self.text)
+
+    def test_fp32_fields_come_only_from_before_the_fp16_marker(self):
+        text = ("device: D\nvkgraph: error: boom\n# exit status 1 after 2 s\n" +
+                report.FP16_MARK + "\nrun x9: host p50 1.5 ms, p90 2.0 ms; GPU p50 1.0 ms\n"
+                "# exit status 0 after 3 s\n")
+        r = report.parse_vk(text)
+        self.assertNotIn("host_p50", r)
+        self.assertEqual((r["exit"], r["errors"]), (1, ["boom"]))
+        self.assertEqual((r["fp16"]["host_p50"], r["fp16"]["gpu_p50"], r["fp16"]["exit"]),
+                         (1.5, 1.0, 0))
+        self.assertEqual(r["fp16"]["errors"], [])
+
+    def test_run_without_fp16_data_has_no_fp16_table(self):
+        for name in ("vk_mlp.txt", "vk_mobilenet_v2.txt"):
+            path = os.path.join(self.out, name)
+            with open(path) as f:
+                text = f.read()
+            fp32, _, rest = text.partition(report.FP16_MARK)
+            _, mark, validation = rest.partition(report.VALIDATION_MARK)
+            with open(path, "w") as f:  # as an older run_all.sh wrote it: one validation run
+                f.write(fp32 + mark + validation.split(report.VALIDATION_MARK)[0])
+        peers = os.path.join(self.out, "peers.json")
+        with open(peers) as f:
+            data = json.load(f)
+        for r in data["models"].values():
+            for k in [k for k in r if k.endswith("_fp16")]:
+                del r[k]
+        with open(peers, "w") as f:
+            json.dump(data, f)
+        work = os.path.join(self.tmp, "work")
+        shutil.copytree(os.path.join(FIXTURE, "work"), work)
+        os.remove(os.path.join(work, "compare_fp16.json"))
+        text = report.build_report(self.out, work)
+        self.assertNotIn("fp16 mode", text)
+        self.assertNotIn("--fp16 details", text)
+        self.assertIn("| MLP 4x Linear(1024) | 0.109 | 0.054 | 0.108 | 0.024 | 0.127 | 4.54x | ",
+                      text)
+        self.assertIn("synchronization validation), messages: mlp 0.", text)
 
     def test_driver_falls_back_on_nvidia_smi(self):
         info = os.path.join(self.out, "info.txt")

@@ -5,7 +5,9 @@ elementwise add, device copy).
 
 Every model is rebuilt with export_zoo.make_model from the seed recorded in the zoo's
 manifest.json, so the timed module is the exported one; its output is checked against the
-saved NAME_output.npy. fp32 throughout, TF32 off.
+saved NAME_output.npy. fp32 with TF32 off; then each model again in fp16 (a half copy, half
+input: eager and CUDA-graph replay, output checked against the same fp32 reference), beside
+vkgraph's --fp16 mode.
 
 usage: peers.py ZOO_DIR OUT_JSON [--models a,b] [--cpu-smoke]
 
@@ -14,6 +16,7 @@ graph), to test the script on a machine without a GPU.
 """
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -109,8 +112,9 @@ def diff_stats(got, ref):
 # --------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------
-def bench_torch_model(res, name, entry, zoo, device, clock, cfg):
-    """Fills res as it goes, so a failure late on keeps the numbers already taken."""
+def bench_torch_model(res, name, entry, zoo, device, clock, cfg, keep):
+    """Fills res as it goes, so a failure late on keeps the numbers already taken. Leaves the
+    fp32 module on the device, its input and the reference in keep for bench_torch_fp16."""
     res["input_shape"] = entry.get("input_shape")
     ref = np.load(os.path.join(zoo, f"{name}_output.npy"))
     saved_x = np.load(os.path.join(zoo, f"{name}_input.npy"))
@@ -122,6 +126,7 @@ def bench_torch_model(res, name, entry, zoo, device, clock, cfg):
         res["rebuild_cpu"] = diff_stats(model(torch.from_numpy(x)).numpy(), ref)
         model = model.to(device)
         xd = torch.from_numpy(x).to(device)
+        keep.update(model=model, xd=xd, ref=ref)
         res["verify"] = diff_stats(model(xd).cpu().numpy(), ref)
 
         def forward():
@@ -133,7 +138,28 @@ def bench_torch_model(res, name, entry, zoo, device, clock, cfg):
             bench_cuda_graph(res, model, xd, ref, clock, cfg)
 
 
-def bench_cuda_graph(res, model, xd, ref, clock, cfg):
+def bench_torch_fp16(res, keep, clock, cfg):
+    """PyTorch's own fp16: a half copy of the fp32 module (the fp32 one stays as it is) on a
+    half input; eager and CUDA-graph host times as for fp32, and the output, cast to float32,
+    against the fp32 reference. Keys: eager_fp16, cuda_graph_fp16, verify_fp16,
+    cuda_graph_verify_fp16."""
+    if "model" not in keep:
+        return  # the fp32 stage failed before the model was built; its error says why
+    with torch.no_grad():
+        model = copy.deepcopy(keep["model"]).half()
+        xh = keep["xd"].half()
+        res["verify_fp16"] = diff_stats(model(xh).float().cpu().numpy(), keep["ref"])
+
+        def forward():
+            model(xh)
+
+        res["eager_fp16"] = clock.host_ms(forward, cfg.warmup, cfg.iters)
+        if clock.cuda:
+            bench_cuda_graph(res, model, xh, keep["ref"], clock, cfg, suffix="_fp16",
+                             back_to_back=False)
+
+
+def bench_cuda_graph(res, model, xd, ref, clock, cfg, suffix="", back_to_back=True):
     static_x = xd.clone()
     # Warm up on a side stream before capture, as torch.cuda.graphs requires.
     side = torch.cuda.Stream()
@@ -147,10 +173,11 @@ def bench_cuda_graph(res, model, xd, ref, clock, cfg):
         static_y = model(static_x)
     graph.replay()
     torch.cuda.synchronize()
-    res["cuda_graph_verify"] = diff_stats(static_y.cpu().numpy(), ref)
-    res["cuda_graph"] = clock.host_ms(graph.replay, cfg.warmup, cfg.iters)
-    res["cuda_graph_back_to_back"] = clock.device_ms(graph.replay, 2, cfg.b2b_samples,
-                                                     cfg.b2b_calls)
+    res["cuda_graph_verify" + suffix] = diff_stats(static_y.float().cpu().numpy(), ref)
+    res["cuda_graph" + suffix] = clock.host_ms(graph.replay, cfg.warmup, cfg.iters)
+    if back_to_back:
+        res["cuda_graph_back_to_back" + suffix] = clock.device_ms(graph.replay, 2,
+                                                                  cfg.b2b_samples, cfg.b2b_calls)
 
 
 def bench_ort(name, zoo, cfg):
@@ -253,6 +280,9 @@ def meta(device):
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
     }
     m.update(tf32_state())
+    # cuBLAS may reduce fp16 GEMMs in fp16 when this is on (PyTorch's default): the fp16 rows.
+    m["fp16_reduced_precision_reduction"] = getattr(
+        torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction", None)
     for mod in ("torchvision", "onnx", "onnxruntime"):
         try:
             m[mod] = __import__(mod).__version__
@@ -274,15 +304,20 @@ def print_tables(out):
     print(f"\ntorch {m['torch']} | onnxruntime {m['onnxruntime']} | device {m.get('gpu', m['device'])}"
           f" | TF32 matmul {m['tf32_matmul']} cudnn {m['tf32_cudnn']}")
     hdr = ("model", "max|d| vs saved", "eager p50", "eager p90", "graph p50", "graph p90",
-           "ORT p50", "ORT p90")
-    print("%-13s %15s %10s %10s %10s %10s %9s %9s" % hdr)
+           "ORT p50", "ORT p90", "fp16 eager", "fp16 graph", "fp16 max|d|")
+    print("%-13s %15s %10s %10s %10s %10s %9s %9s %10s %10s %11s" % hdr)
     for name, r in out["models"].items():
         ver = r.get("verify", {}).get("max_abs_diff")
-        print("%-13s %15s %10s %10s %10s %10s %9s %9s" % (
+        ver16 = r.get("verify_fp16", {}).get("max_abs_diff")
+        print("%-13s %15s %10s %10s %10s %10s %9s %9s %10s %10s %11s" % (
             name, f"{ver:.3g}" if ver is not None else "-",
             fmt(r.get("eager")), fmt(r.get("eager"), "p90_ms"),
             fmt(r.get("cuda_graph")), fmt(r.get("cuda_graph"), "p90_ms"),
-            fmt(r.get("ort_cpu")), fmt(r.get("ort_cpu"), "p90_ms")))
+            fmt(r.get("ort_cpu")), fmt(r.get("ort_cpu"), "p90_ms"),
+            fmt(r.get("eager_fp16")), fmt(r.get("cuda_graph_fp16")),
+            f"{ver16:.3g}" if ver16 is not None else "-"))
+        if "fp16_skipped" in r:
+            print(f"    fp16 skipped: {r['fp16_skipped'].splitlines()[0]}")
         for err in r.get("errors", []):
             print(f"    error: {err.splitlines()[0]}")
     micro = out.get("micro", {})
@@ -355,13 +390,25 @@ def main():
     for name in names:
         t0 = time.time()
         r = out["models"][name] = {"errors": []}
+        keep = {}
         attempt(r, "torch", lambda: bench_torch_model(r, name, manifest[name], cfg.zoo_dir,
-                                                      device, clock, cfg))
+                                                      device, clock, cfg, keep))
         attempt(r, "ort_cpu", lambda: r.update(ort_cpu=bench_ort(name, cfg.zoo_dir, cfg)))
+        # fp16 last, so that its failure never costs an fp32 number.
+        if clock.cuda:
+            attempt(r, "torch_fp16", lambda: bench_torch_fp16(r, keep, clock, cfg))
+        else:  # CPU half kernels are patchy: a smoke test records, never fails, on them
+            try:
+                bench_torch_fp16(r, keep, clock, cfg)
+            except Exception as e:
+                r["fp16_skipped"] = f"{type(e).__name__}: {e}"
+            save()
+        keep.clear()
         v = r.get("verify", {})
         print(f"[{name}] {time.time() - t0:.1f}s; max|torch-{device.type} - saved| "
               f"{v.get('max_abs_diff', float('nan')):.3g}, rebuild on CPU "
-              f"{r.get('rebuild_cpu', {}).get('max_abs_diff', float('nan')):.3g}", flush=True)
+              f"{r.get('rebuild_cpu', {}).get('max_abs_diff', float('nan')):.3g}, fp16 "
+              f"{r.get('verify_fp16', {}).get('max_abs_diff', float('nan')):.3g}", flush=True)
     if not cfg.no_micro:
         micro = out["micro"]
         attempt(micro, "gemm", lambda: micro.update(gemm=bench_gemm(device, clock, cfg)))

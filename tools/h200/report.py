@@ -6,9 +6,11 @@ Reads, from the results folder (--out, default $OUT):
                     lines, nvidia-smi
   peers.json        tools/h200/peers.py (PyTorch CUDA eager / CUDA graph, ORT CPU, ceilings)
   vk_MODEL.txt      stdout+stderr of `vkgraph run ... --repeat N`, run_all.sh's
-                    '# exit status' trailer and an optional validation section
+                    '# exit status' trailer, an optional fp16 section (the same run with
+                    --fp16, after FP16_MARK) and optional validation sections
 and from run_all.sh's work folder (--work, default /tmp/h200):
   compare.json      tools/h200/compare.py (vkgraph output vs saved PyTorch output)
+  compare_fp16.json the same for vkgraph's --fp16 outputs
   stages.tsv        stage, exit status, seconds
   vk_bench.txt      output of `vkgraph bench-op` (when the binary has it)
 Writes OUT/report.md and prints it. Missing inputs leave '-' cells, never an error.
@@ -28,6 +30,7 @@ import sys
 
 KNOWN_ORDER = ["resnet18", "mobilenet_v2", "transformer", "mlp"]
 VALIDATION_MARK = "# --- validation run"
+FP16_MARK = "# --- fp16 run (--fp16) ---"  # written by run_all.sh's run_vk
 RUN_RE = re.compile(r"run x(\d+): host p50 ([\d.]+) ms, p90 ([\d.]+) ms; GPU p50 ([\d.]+) ms")
 LOAD_RE = re.compile(r"load: parse ([\d.]+) ms, build ([\d.]+) ms, prepare ([\d.]+) ms; "
                      r"first run \(incl\. load\) ([\d.]+) ms")
@@ -65,34 +68,50 @@ def read_text(path):
         return None
 
 
-def parse_vk(text):
-    """Fields of one vk_MODEL.txt; absent ones are left out."""
+def parse_run(text):
+    """Timing, load, pipelines, exit, device, errors and outputs of one `vkgraph run` section."""
     r = {}
-    if text is None:
-        return r
-    timing, _, validation = text.partition(VALIDATION_MARK)
-    if m := RUN_RE.search(timing):
+    if m := RUN_RE.search(text):
         r.update(repeat=int(m[1]), host_p50=float(m[2]), host_p90=float(m[3]),
                  gpu_p50=float(m[4]))
-    if m := LOAD_RE.search(timing):
+    if m := LOAD_RE.search(text):
         r.update(parse_ms=float(m[1]), build_ms=float(m[2]), prepare_ms=float(m[3]),
                  first_ms=float(m[4]))
-    if m := PIPELINES_RE.search(timing):
+    if m := PIPELINES_RE.search(text):
         r.update(pipelines=int(m[1]), pipelines_ms=float(m[2]), disk_cache=m[3])
-    if m := EXIT_RE.search(timing):
+    if m := EXIT_RE.search(text):
         r.update(exit=int(m[1]), wall_s=float(m[2]))
-    if m := DEVICE_RE.search(timing):
+    if m := DEVICE_RE.search(text):
         r["device"] = m[1]
-    r["errors"] = ERROR_RE.findall(timing)
-    r["outputs"] = OUTPUT_RE.findall(timing)
-    if validation:
+    r["errors"] = ERROR_RE.findall(text)
+    r["outputs"] = OUTPUT_RE.findall(text)
+    return r
+
+
+def parse_vk(text):
+    """Fields of one vk_MODEL.txt; absent ones are left out. The fp32 run's fields are at the
+    top level, the --fp16 run's (when the file has its section) under "fp16"."""
+    if text is None:
+        return {}
+    timing, mark, validation = text.partition(VALIDATION_MARK)
+    fp32, fp16_mark, fp16 = timing.partition(FP16_MARK)
+    r = parse_run(fp32)
+    if fp16_mark:
+        r["fp16"] = parse_run(fp16)
+        if "device" not in r and "device" in r["fp16"]:
+            r["device"] = r["fp16"]["device"]
+    if mark:
+        # One section per validation run (fp32, then --fp16 in newer runs): the first
+        # non-zero exit status stands for them all.
+        exits = [int(e) for e, _ in EXIT_RE.findall(validation)]
         r["validation"] = {
+            "runs": validation.count(VALIDATION_MARK) + 1,
             "messages": len(VAL_MSG_RE.findall(validation)),
             "sync_hazards": len(re.findall(r"SYNC-HAZARD-[A-Z-]+", validation)),
             "first": next((ln.strip()[:300] for ln in validation.splitlines()
                            if VAL_MSG_RE.search(ln)), None),
             "errors": ERROR_RE.findall(validation),
-            "exit": int(m[1]) if (m := EXIT_RE.search(validation)) else None,
+            "exit": next((e for e in exits if e), exits[0] if exits else None),
         }
     return r
 
@@ -140,6 +159,33 @@ def run_facts(out_dir, vk_device, peers_meta, run_id):
             "run_id": run_id}
 
 
+def fp16_rows(names, vk, peers, compare16):
+    """BENCHMARKS.md rows for fp16 mode, or [] when the run has no fp16 data at all (runs
+    from before run_all.sh timed --fp16)."""
+    models = peers.get("models", {})
+    if not (compare16 or any("fp16" in vk[m] for m in names) or
+            any(k.endswith("_fp16") for m in names for k in models.get(m, {}))):
+        return []
+    rows = []
+    for m in names:
+        v, v16, pm = vk[m], vk[m].get("fp16") or {}, models.get(m, {})
+        c16 = compare16.get(m, {})
+        graph16, eager16 = p50(pm, "cuda_graph_fp16"), p50(pm, "eager_fp16")
+        host16 = v16.get("host_p50")
+        if host16 is not None:
+            vk_cell = f"{ms(host16)} ({ms(v16.get('gpu_p50'))})"
+        elif v16.get("errors"):
+            vk_cell = f"failed: {'; '.join(v16['errors'])[:120].replace('|', '/')}"
+        else:
+            vk_cell = "-"
+        vk_err = "ERR" if "error" in c16 else sci(c16.get("max_abs_over_ref_absmax"))
+        torch_err = sci((pm.get("verify_fp16") or {}).get("max_abs_over_ref_absmax"))
+        rows.append((DISPLAY_NAMES.get(m, m), vk_cell, ms(v.get("host_p50")), ms(graph16),
+                     ratio(host16, graph16), ms(eager16), vk_err if host16 is not None else "-",
+                     torch_err))
+    return rows
+
+
 def rate(v, unit, digits):
     return "-" if v is None else f"{v:.{digits}f} {unit}"
 
@@ -179,7 +225,7 @@ def micro_rows(bench, micro):
     return rows
 
 
-def bench_section(facts, names, vk, peers, compare, bench):
+def bench_section(facts, names, vk, peers, compare, bench, compare16=None):
     """The dated section for BENCHMARKS.md."""
     meta = peers.get("meta", {})
     cfg = meta.get("config") or {}
@@ -206,6 +252,15 @@ def bench_section(facts, names, vk, peers, compare, bench):
         diff = sci(c.get("max_abs_diff")) if "error" not in c else "ERR"
         L.append(f"| {name} | {ms(host)} | {ms(gpu)} | {ms(eager)} | {ms(graph)} | {ms(ort)} | "
                  f"{ratio(host, graph)} | {ratio(host, eager)} | {ratio(host, ort)} | {diff} |")
+    if rows := fp16_rows(names, vk, peers, compare16 or {}):
+        L += ["", "fp16 mode (SessionOptions::fp16 / --fp16): float16 storage, float32 arithmetic; "
+              "PyTorch fp16 is the model in .half() (float16 arithmetic, cuBLAS/cuDNN "
+              "accumulation). p50, ms. Error: max |out - ref| / max |ref| against the fp32 "
+              "PyTorch reference output.", "",
+              "| model | vkgraph fp16 host (GPU) | vkgraph fp32 host | torch fp16 CUDA graph | "
+              "vk fp16 host / CUDA graph fp16 | torch fp16 eager | vk fp16 error | "
+              "torch fp16 error |", "|" + " --- |" * 8]
+        L += ["| " + " | ".join(row) + " |" for row in rows]
     rows = micro_rows(bench, peers.get("micro") or {})
     if rows:
         L += ["", "| op | vkgraph | PyTorch | ratio |", "| --- | --- | --- | --- |"]
@@ -214,7 +269,9 @@ def bench_section(facts, names, vk, peers, compare, bench):
     if val:
         counts = ", ".join(f"{m} {r['messages']}" + ("" if r["exit"] == 0 else f" (exit {r['exit']})")
                            for m, r in val.items())
-        L += ["", f"Validation (Khronos layer + synchronization validation), messages: {counts}."]
+        runs = " fp32 and --fp16 runs," if any(r.get("runs", 1) > 1 for r in val.values()) else ""
+        L += ["", f"Validation (Khronos layer + synchronization validation),{runs} messages: "
+              f"{counts}."]
     L += ["", SECTION_END, ""]
     return L
 
@@ -222,6 +279,7 @@ def bench_section(facts, names, vk, peers, compare, bench):
 def build_report(out_dir, work_dir, run_id=None):
     peers = load_json(os.path.join(out_dir, "peers.json")) or {}
     compare = load_json(os.path.join(work_dir, "compare.json")) or {}
+    compare16 = load_json(os.path.join(work_dir, "compare_fp16.json")) or {}
     meta = peers.get("meta", {})
     names = model_names(out_dir, peers)
     vk = {m: parse_vk(read_text(os.path.join(out_dir, f"vk_{m}.txt"))) for m in names}
@@ -232,7 +290,7 @@ def build_report(out_dir, work_dir, run_id=None):
 
     bench = read_text(os.path.join(work_dir, "vk_bench.txt"))
     facts = run_facts(out_dir, vk_device, meta, run_id)
-    L = bench_section(facts, names, vk, peers, compare, bench)
+    L = bench_section(facts, names, vk, peers, compare, bench, compare16)
     L += ["# vkgraph on the H200: run_all.sh report", ""]
     L.append(f"- vkgraph device: {vk_device}")
     L.append(f"- peers: {meta.get('gpu', meta.get('device', '-'))}; torch {meta.get('torch', '-')} "
@@ -271,13 +329,33 @@ def build_report(out_dir, work_dir, run_id=None):
                  f"{ms(v.get('prepare_ms'))} | {pipelines} | {ms(v.get('first_ms'))} | "
                  f"{c.get('argmax_match', '-')} | {c.get('nan_or_inf', '-')} | {outs} |")
     problems = [f"- {m}: vkgraph: {e}" for m in names for e in vk[m].get("errors", [])]
+    problems += [f"- {m}: vkgraph --fp16: {e}" for m in names
+                 for e in (vk[m].get("fp16") or {}).get("errors", [])]
     problems += [f"- {m}: compare: {compare[m]['error']}" for m in names
                  if "error" in compare.get(m, {})]
+    problems += [f"- {m}: compare --fp16: {compare16[m]['error']}" for m in names
+                 if "error" in compare16.get(m, {})]
     problems += [f"- {m}: peers: {e}" for m in names
                  for e in peers.get("models", {}).get(m, {}).get("errors", [])]
     if problems:
         L += ["", "Problems:", ""] + problems
     L.append("")
+
+    fp16 = {m: vk[m]["fp16"] for m in names if "fp16" in vk[m]}
+    if fp16:
+        L += ["## vkgraph --fp16 details", "",
+              "| model | exit | wall s | runs | host p90 | prepare | pipelines | first run | "
+              "argmax match | non-finite | max abs diff | rel L2 |", "|" + " --- |" * 12]
+        for m, v in fp16.items():
+            c = compare16.get(m, {})
+            pipelines = (f"{v['pipelines']} in {ms(v['pipelines_ms'])} ms, disk cache "
+                         f"{v['disk_cache']}" if "pipelines" in v else "-")
+            L.append(f"| {m} | {v.get('exit', '-')} | {v.get('wall_s', '-')} | "
+                     f"{v.get('repeat', '-')} | {ms(v.get('host_p90'))} | "
+                     f"{ms(v.get('prepare_ms'))} | {pipelines} | {ms(v.get('first_ms'))} | "
+                     f"{c.get('argmax_match', '-')} | {c.get('nan_or_inf', '-')} | "
+                     f"{sci(c.get('max_abs_diff'))} | {sci(c.get('rel_l2'))} |")
+        L.append("")
 
     val = {m: vk[m]["validation"] for m in names if "validation" in vk[m]}
     if val:
@@ -292,8 +370,9 @@ def build_report(out_dir, work_dir, run_id=None):
     if pm_rows := [(m, peers["models"][m]) for m in names if m in peers.get("models", {})]:
         L += ["## Peers: detail", "",
               "| model | torch vs saved max abs | graph vs saved | ORT vs saved | eager p90 | "
-              "eager back-to-back | graph p90 | graph back-to-back | ORT p90 |",
-              "|" + " --- |" * 9]
+              "eager back-to-back | graph p90 | graph back-to-back | ORT p90 | "
+              "torch fp16 vs saved | graph fp16 vs saved | eager fp16 p90 | graph fp16 p90 |",
+              "|" + " --- |" * 13]
         for m, r in pm_rows:
             def d(k):
                 return sci((r.get(k) or {}).get("max_abs_diff"))
@@ -303,7 +382,10 @@ def build_report(out_dir, work_dir, run_id=None):
                      f"{ms(p50(r, 'eager_back_to_back'))} | "
                      f"{ms((r.get('cuda_graph') or {}).get('p90_ms'))} | "
                      f"{ms(p50(r, 'cuda_graph_back_to_back'))} | "
-                     f"{ms((r.get('ort_cpu') or {}).get('p90_ms'))} |")
+                     f"{ms((r.get('ort_cpu') or {}).get('p90_ms'))} | "
+                     f"{d('verify_fp16')} | {d('cuda_graph_verify_fp16')} | "
+                     f"{ms((r.get('eager_fp16') or {}).get('p90_ms'))} | "
+                     f"{ms((r.get('cuda_graph_fp16') or {}).get('p90_ms'))} |")
         L.append("")
 
     micro = peers.get("micro") or {}

@@ -11,11 +11,15 @@
 #   export    models/export_zoo.py -> /tmp/zoo
 #   info      vkgraph info (+ nvidia-smi, ldd)                       -> $OUT/info.txt
 #   vk_MODEL  vkgraph run MODEL --repeat 200                          -> $OUT/vk_MODEL.txt
+#   vk16_MODEL the same with --fp16 (float16 storage, float32 arithmetic), outputs in
+#             /tmp/fp16/out_MODEL               -> appended to vk_MODEL.txt after FP16_MARK
 #   compare   vkgraph outputs vs saved PyTorch outputs                -> /tmp/h200/compare.json
-#   peers     tools/h200/peers.py (PyTorch CUDA, ORT CPU, ceilings)  -> $OUT/peers.json
+#   compare_fp16  the same for the --fp16 outputs                 -> /tmp/h200/compare_fp16.json
+#   peers     tools/h200/peers.py (PyTorch CUDA fp32 + fp16, ORT CPU, ceilings) -> $OUT/peers.json
 #   bench_op  hook for `vkgraph bench-op`, when the binary has it    -> $OUT/info.txt
 #             (its `vkgraph bench` runs find the pipeline disk cache warm that vk_MODEL left)
 #   val_MODEL vkgraph run under validation + sync validation         -> appended to vk_MODEL.txt
+#   val16_MODEL the same with --fp16 (--repeat 3)                    -> appended to vk_MODEL.txt
 #   report    tools/h200/report.py: a dated BENCHMARKS.md section (run id, device, driver,
 #             commit, ratios, microbenchmarks), then the full report -> $OUT/report.md
 # $OUT ends with 8 files (the device tool's limit): info.txt, peers.json, vk_*.txt (4),
@@ -32,6 +36,8 @@ readonly COMMIT
 RUN_ID="$(date -u +%Y-%m-%dT%H%M%SZ)-h200-$COMMIT"
 readonly RUN_ID
 readonly MODELS=(resnet18 mobilenet_v2 transformer mlp)
+# Starts the --fp16 section of vk_MODEL.txt; tools/h200/report.py splits on it (FP16_MARK).
+readonly FP16_MARK="# --- fp16 run (--fp16) ---"
 export PYTHONUNBUFFERED=1
 # Only vkgraph gets the carried Debian libonnx_proto/libprotobuf, so no Python package can
 # pick them up by accident.
@@ -128,53 +134,70 @@ for m in sys.argv[2:]:
 EOF
 }
 
-# run_vk MODEL INPUT_NAME: timed vkgraph run; stdout+stderr and an exit trailer in vk_MODEL.txt.
-# Leaves about 200 s for the peers, validation and the report.
+# run_vk MODEL INPUT_NAME [fp16]: timed vkgraph run; stdout+stderr and an exit trailer in
+# vk_MODEL.txt. With fp16, the same run with --fp16 and its outputs in /tmp/fp16/out_MODEL,
+# appended to vk_MODEL.txt after FP16_MARK. Leaves about 200 s for the peers, validation and
+# the report.
 run_vk() {
-  local m=$1 input=$2 txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
-  rm -rf "/tmp/out_$m"
+  local m=$1 input=$2 mode=${3:-} txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
+  local stage="vk_$m" out_dir="/tmp/out_$m" extra=()
+  if [ "$mode" = fp16 ]; then
+    stage="vk16_$m" out_dir="/tmp/fp16/out_$m" extra=(--fp16)
+    echo "$FP16_MARK" >>"$txt"
+  else
+    : >"$txt"
+  fi
+  rm -rf "$out_dir"
   lim=$(limit 90 200)
   if [ ! -f "$ZOO/$m.onnx" ]; then
-    echo "vkgraph: error: $ZOO/$m.onnx missing (export failed)" >"$txt"
+    echo "vkgraph: error: $ZOO/$m.onnx missing (export failed)" >>"$txt"
     rc=127
   elif ((lim < 5)); then
-    echo "vkgraph: error: skipped, no time left" >"$txt"
+    echo "vkgraph: error: skipped, no time left" >>"$txt"
     rc=124
   else
-    log "vk_$m: start (limit ${lim}s)"
-    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" \
-      --input "$input=$ZOO/${m}_input.npy" --output-dir "/tmp/out_$m" --repeat "$REPEAT" >"$txt" 2>&1
+    log "$stage: start (limit ${lim}s)"
+    LD_LIBRARY_PATH=$VK_LD timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" ${extra[@]+"${extra[@]}"} \
+      --input "$input=$ZOO/${m}_input.npy" --output-dir "$out_dir" --repeat "$REPEAT" >>"$txt" 2>&1
     rc=$?
     ((rc == 124)) && echo "vkgraph: error: timed out after ${lim}s" >>"$txt"
   fi
   echo "# exit status $rc after $((SECONDS - t0)) s" >>"$txt"
-  sed 's/^/    /' "$txt"
-  record "vk_$m" "$rc" "$t0"
+  if [ "$mode" = fp16 ]; then
+    sed -n "\|^$FP16_MARK\$|,\$p" "$txt" | sed 's/^/    /'
+  else
+    sed 's/^/    /' "$txt"
+  fi
+  record "$stage" "$rc" "$t0"
 }
 
-# val_vk MODEL INPUT_NAME: a short run under the Khronos layer with synchronization validation,
-# enabled from the environment so that the layer prints every message (vkgraph's own
-# --validation installs a messenger that only counts them).
+# val_vk MODEL INPUT_NAME [fp16]: a short run under the Khronos layer with synchronization
+# validation, enabled from the environment so that the layer prints every message (vkgraph's
+# own --validation installs a messenger that only counts them). With fp16, the same with
+# --fp16 (16-bit storage features, fp16 kernels).
 val_vk() {
-  local m=$1 input=$2 txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
+  local m=$1 input=$2 mode=${3:-} txt="$OUT/vk_$1.txt" t0=$SECONDS lim rc
+  local stage="val_$m" flags="--repeat 3" extra=()
+  [ "$mode" = fp16 ] && stage="val16_$m" flags="--fp16 --repeat 3" extra=(--fp16)
   [ -f "$ZOO/$m.onnx" ] || return 0
   lim=$(limit 60 25)
   if ((lim < 5)); then
-    record "val_$m" skipped-no-time "$t0"
+    record "$stage" skipped-no-time "$t0"
     return 0
   fi
-  log "val_$m: start (limit ${lim}s)"
-  echo "# --- validation run (VK_LAYER_KHRONOS_validation + sync validation, --repeat 3) ---" >>"$txt"
+  log "$stage: start (limit ${lim}s)"
+  echo "# --- validation run (VK_LAYER_KHRONOS_validation + sync validation, $flags) ---" >>"$txt"
   VK_ADD_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d \
     VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation \
     VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
     LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$VK_LD" \
-    timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" --input "$input=$ZOO/${m}_input.npy" --repeat 3 \
-    2>&1 | head -c 2000000 >>"$txt"
+    timeout -k 5 "$lim" "$VK" run "$ZOO/$m.onnx" ${extra[@]+"${extra[@]}"} \
+    --input "$input=$ZOO/${m}_input.npy" --repeat 3 2>&1 | head -c 2000000 >>"$txt"
   rc=${PIPESTATUS[0]}
   echo "# exit status $rc after $((SECONDS - t0)) s" >>"$txt"
-  log "val_$m: $(grep -c 'Validation \(Error\|Warning\)' "$txt") validation messages"
-  record "val_$m" "$rc" "$t0"
+  log "$stage: $(grep -c 'Validation \(Error\|Warning\)' "$txt") validation messages" \
+    "in vk_$m.txt so far"
+  record "$stage" "$rc" "$t0"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -260,9 +283,15 @@ main() {
   for m in "${MODELS[@]}"; do
     run_vk "$m" "${inputs[$m]:-input}"
   done
+  # fp16 mode after every fp32 run, so that a slow fp16 run never costs an fp32 number.
+  for m in "${MODELS[@]}"; do
+    run_vk "$m" "${inputs[$m]:-input}" fp16
+  done
 
   timed compare 60 0 python3 tools/h200/compare.py "$ZOO" "$WORK/compare.json" "${MODELS[@]}" \
     --vk-root /tmp --vk-txt-dir "$OUT"
+  timed compare_fp16 60 0 python3 tools/h200/compare.py "$ZOO" "$WORK/compare_fp16.json" \
+    "${MODELS[@]}" --vk-root /tmp/fp16 --vk-txt-dir "$OUT"
 
   timed peers 200 20 python3 tools/h200/peers.py "$ZOO" "$OUT/peers.json"
 
@@ -270,6 +299,9 @@ main() {
 
   for m in "${MODELS[@]}"; do
     val_vk "$m" "${inputs[$m]:-input}"
+  done
+  for m in "${MODELS[@]}"; do
+    val_vk "$m" "${inputs[$m]:-input}" fp16
   done
 
   gpu_tests
@@ -280,6 +312,7 @@ main() {
   echo
   echo "==================== summary ===================="
   sed -n '/^| model | vkgraph host/,/^$/p' "$OUT/report.md" 2>/dev/null
+  sed -n '/^| model | vkgraph fp16 host/,/^$/p' "$OUT/report.md" 2>/dev/null
   echo "files in $OUT: $(find "$OUT" -type f | wc -l) (the device tool returns at most 8)"
   log "total wall time $((SECONDS - T_START)) s"
 }
