@@ -87,8 +87,10 @@ uint16_t float_to_half(float value) {
 int64_t numel(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
-    check(dim >= 0, ErrorKind::InvalidArgument,
-          "negative dimension " + std::to_string(dim) + " in shape " + shape_str(shape));
+    // Not check(): its message would be built on every call, and numel() is called often.
+    if (dim < 0)
+      throw Error(ErrorKind::InvalidArgument,
+                  "negative dimension " + std::to_string(dim) + " in shape " + shape_str(shape));
     if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) {
       // Rejected even if a later dim is 0: such shapes only come from corrupt files, and
       // callers may multiply prefixes of the shape themselves.

@@ -32,7 +32,8 @@ bool computes_in_half(const std::string& op_type) {
 
 HostTensor half_of(const HostTensor& t) {
   HostTensor r(DType::Float16, t.shape);
-  for (int64_t i = 0; i < t.numel(); ++i) r.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) r.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
   return r;
 }
 }  // namespace
