@@ -128,6 +128,7 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   c.coopmat.group_m = tuned("mm16.group", c.coopmat.group_m);
   // 64 x 64 tiles (2 x 2 subgroups of 2 x 2 fragments) for products of few 128 x 128 tiles.
   c.coopmat_small_below = tuned("mm16.small_below", c.coopmat_small_below);
+  c.coopmat_max_k_per_tile = tuned("mm16.max_k_per_tile", c.coopmat_max_k_per_tile);
   if (c.coopmat_small_below > 0) c.coopmat_small = CoopmatTile{2, 2, 2, 2, 32, 2, 1};
   c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);

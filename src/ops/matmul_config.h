@@ -61,6 +61,9 @@ struct MatmulConfig {
   // that they still spread over the compute units.
   std::optional<CoopmatTile> coopmat_small;
   uint64_t coopmat_small_below = 128;
+  // Products with K above this many times their tile count take the tiled kernel, which
+  // splits K across workgroups.
+  uint64_t coopmat_max_k_per_tile = 64;
   GemmTile tile;
   // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
   // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
@@ -91,8 +94,9 @@ struct MatmulConfig {
 // mm.bk (the large tile; mm.tm=0 drops it), mm.large_min, mm.sx, mm.sy, mm.sm, mm.sn, mm.sbk,
 // mm.small_max (the small tile and when it is used) and mm16.sgm, mm16.sgn, mm16.fm,
 // mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
-// order; mm16.coopmat=0 turns it off), mm.stages, mm.blocked (the large tile's), mm.group override
-// it for tuning sweeps.
+// order; mm16.coopmat=0 turns it off), mm16.small_below (0: never the small tile),
+// mm16.max_k_per_tile, mm.stages, mm.blocked (the large tile's), mm.group override it for
+// tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context);
 
 // Replaces the default for matmuls built on this thread; tests use it to run other tile shapes
