@@ -41,8 +41,9 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
   if (c.use_coopmat && context.features().coopmat_f16_16x16x16)
     for (const CoopmatTile* t : {&c.coopmat, c.coopmat_small ? &*c.coopmat_small : nullptr})
       require(!t || (t->threads() <= lim.maxComputeWorkGroupInvocations &&
-                     t->shared_bytes() <= lim.maxComputeSharedMemorySize),
-              "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits");
+                     t->shared_bytes() <= lim.maxComputeSharedMemorySize && t->fits_epilogue()),
+              "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits, "
+              "or its A slices hold less than one fp32 fragment per subgroup");
   require(power_of_two(c.gemv_contig) && power_of_two(c.gemv_other),
           "GEMV thread counts must be powers of two");
   require(c.gemv_threads() <= lim.maxComputeWorkGroupInvocations &&

@@ -41,12 +41,12 @@ struct CoopmatTile {
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
   uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // `stages` slices of 16-byte words, each row padded by one word, and one fp32 16x16
-  // fragment per subgroup for the epilogue.
+  // `stages` slices of 16-byte words, each row padded by one word. The epilogue reuses the A
+  // slices for one fp32 16x16 fragment per subgroup (fits_epilogue()).
   uint32_t shared_bytes() const {
-    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16 +
-           sg_m * sg_n * 16 * 16 * 4;
+    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
   }
+  bool fits_epilogue() const { return stages * tile_m() * (bk / 8 + 1) >= sg_m * sg_n * 64; }
   std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
     return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
            std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages);

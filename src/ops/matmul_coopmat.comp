@@ -43,7 +43,9 @@ const uint A_LOADS = A_VECS / THREADS;
 const uint B_LOADS = B_VECS / THREADS;
 shared uvec4 As[STAGES * BM * A_ROW];
 shared uvec4 Bs[STAGES * BK * B_ROW];
-shared float fragment[SG_M * SG_N][16 * 16];  // one per subgroup, for the epilogue
+// The epilogue stages each subgroup's fp32 16x16 fragment (64 uvec4) in As, free once the K
+// loop's last barrier has passed; a separate array would cost occupancy on the plain path.
+const uint FRAGMENT = 16 * 16 / 4;
 
 uvec4 ra[A_LOADS];
 uvec4 rb[B_LOADS];
@@ -117,12 +119,12 @@ void main() {
         coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
         continue;
       }
-      coopMatStoreNV(acc[i * FN + j], fragment[sg], 0, 16, false);
+      coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
-        float y = p.alpha * fragment[sg][e];
+        float y = p.alpha * uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
         if (p.has_bias != 0) y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
         c[m * p.N + n] = float16_t(activate(p.activation, y, p.act_alpha, p.act_beta));
       }
