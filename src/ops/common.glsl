@@ -27,6 +27,20 @@
 #define DTYPE_FLOAT 1
 #endif
 
+// The GEMM kernels' (conv, matmul) first input and output hold ELEM, except around split-K:
+// its partial pass (SPLIT_K) writes float32 partials and its reduce pass (SPLIT_K_REDUCE)
+// reads them back, whatever the dtype.
+#if SPLIT_K_REDUCE
+#define GEMM_IN_ELEM float
+#else
+#define GEMM_IN_ELEM ELEM
+#endif
+#if SPLIT_K
+#define GEMM_OUT_ELEM float
+#else
+#define GEMM_OUT_ELEM ELEM
+#endif
+
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 uint linear_index() {

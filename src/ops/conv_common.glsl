@@ -3,22 +3,11 @@
 // constants so that each variant compiles to straight-line code.
 #include "activation.glsl"
 
-// Tensors hold ELEM (common.glsl); split-K partials stay float32 whatever the dtype, so the
-// partial pass writes and the reduce pass reads float.
-#if SPLIT_K
-#define Y_ELEM float
-#else
-#define Y_ELEM ELEM
-#endif
-#if SPLIT_K_REDUCE
-#define X_ELEM float
-#else
-#define X_ELEM ELEM
-#endif
-layout(std430, binding = 0) readonly buffer X { X_ELEM x[]; };
+// Tensors hold ELEM, split-K partials float (common.glsl's GEMM_*_ELEM).
+layout(std430, binding = 0) readonly buffer X { GEMM_IN_ELEM x[]; };
 layout(std430, binding = 1) readonly buffer Wt { ELEM w[]; };
 layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases w without bias
-layout(std430, binding = 3) writeonly buffer Y { Y_ELEM y[]; };
+layout(std430, binding = 3) writeonly buffer Y { GEMM_OUT_ELEM y[]; };
 
 layout(push_constant) uniform Params {
   int batch;

@@ -8,25 +8,15 @@
 #define MAX_BATCH 4
 
 // Tensors hold ELEM (float16_t for DTYPE_F16, see common.glsl); arithmetic stays fp32. Split-K
-// partials stay fp32 for any dtype: the partial pass (SPLIT_K) writes them as C, the reduce
-// pass (SPLIT_K_REDUCE) reads them as A.
+// partials stay fp32 for any dtype: the partial pass writes them as C, the reduce pass reads
+// them as A (common.glsl's GEMM_*_ELEM).
 // MATMUL_OWN_BUFFERS: the kernel declares its own views of the bindings (matmul_coopmat.comp).
 #ifndef MATMUL_OWN_BUFFERS
-#if SPLIT_K_REDUCE
-#define A_ELEM float
-#else
-#define A_ELEM ELEM
-#endif
-#if SPLIT_K
-#define C_ELEM float
-#else
-#define C_ELEM ELEM
-#endif
-layout(std430, binding = 0) readonly buffer A { A_ELEM a[]; };
+layout(std430, binding = 0) readonly buffer A { GEMM_IN_ELEM a[]; };
 layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
 // Without a bias the host binds A here and has_bias keeps it unread.
 layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
-layout(std430, binding = 3) writeonly buffer C { C_ELEM c[]; };
+layout(std430, binding = 3) writeonly buffer C { GEMM_OUT_ELEM c[]; };
 #endif
 
 layout(push_constant) uniform Params {
@@ -84,6 +74,6 @@ uvec2 tile_of_workgroup(uint group_m) {
 void store_output(Offsets o, int m, int n, float acc) {
   float y = p.alpha * acc;
   if (p.has_bias != 0) y += p.beta * float(bias[o.bias + m * p.bias_sm + n * p.bias_sn]);
-  c[o.c + m * p.N + n] = C_ELEM(activate(p.activation, y, p.act_alpha, p.act_beta));
+  c[o.c + m * p.N + n] = GEMM_OUT_ELEM(activate(p.activation, y, p.act_alpha, p.act_beta));
 }
 #endif
