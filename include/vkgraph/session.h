@@ -37,7 +37,9 @@ struct SessionOptions {
   // Float16 mode: float32 tensors live on the device in float16 (weights and activations),
   // halving memory and bandwidth; arithmetic and accumulation stay float32. Inputs and
   // outputs are float32 as the model declares. Ops without float16 kernels compute in float32
-  // behind casts. Needs storageBuffer16BitAccess. Accuracy: see the README.
+  // behind casts. Constants beyond float16's range (masks of -1e9 or float32's lowest)
+  // saturate to +-65504; computed values beyond it become infinite, as in any float16
+  // arithmetic. Needs storageBuffer16BitAccess. Accuracy: see the README.
   bool fp16 = false;
 };
 

@@ -1,5 +1,8 @@
 #include "onnx/importer.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -30,10 +33,18 @@ bool computes_in_half(const std::string& op_type) {
   return ops.count(op_type) > 0;
 }
 
+// Finite constants beyond float16's range saturate to +-65504 rather than become infinite:
+// exporters write "minus infinity" masks as finfo(float32).min or -1e9, and an infinite one
+// would turn 0 * mask into NaN.
 HostTensor half_of(const HostTensor& t) {
+  constexpr float kHalfMax = 65504.f;
   HostTensor r(DType::Float16, t.shape);
   const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) r.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = t.data<float>()[i];
+    if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
+    r.data<uint16_t>()[i] = float_to_half(v);
+  }
   return r;
 }
 }  // namespace
@@ -296,10 +307,8 @@ TensorRef Importer::tensor(Value& v, const std::string& name) {
 }
 
 TensorRef Importer::constant_tensor(HostTensor value, const std::string& name) {
-  if (node_half_ && value.dtype == DType::Float32) {
-    value = half_of(value);
-    node_demoted_ = true;
-  }
+  // Not a demotion of a model value: a natively float16 node stays float16.
+  if (node_half_ && value.dtype == DType::Float32) value = half_of(value);
   return graph_.add_constant(std::move(value), name);
 }
 

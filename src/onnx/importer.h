@@ -79,7 +79,7 @@ class Importer {
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
   // A constant the lowering made (folded weights, a scalar operand), in the precision that
-  // tensor() gives the node's float32 inputs.
+  // tensor() gives the node's float32 inputs; in float16, finite values saturate at 65504.
   TensorRef constant_tensor(HostTensor value, const std::string& name = "");
   // The input's host value, or null when it is only known on the device.
   const HostTensor* constant(const onnx::NodeProto& node, size_t i) const;

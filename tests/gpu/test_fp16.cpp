@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "model_builder.h"
 #include "shape_test_util.h"
@@ -154,6 +156,18 @@ std::vector<HalfCase> half_cases() {
       {"gemm_bias", {{20, 30}, {30, 24}, {24}}, one([](ComputeGraph& g, auto& in) {
          return gemm(g, in[0], in[1], in[2], 0.5f, 2.f);
        })},
+      // Shapes that fill whole tensor-core tiles: where the device has cooperative matrices,
+      // the fp16 side runs their epilogue (alpha, a 2-D C, beta, activation; a [N] bias).
+      {"gemm_tile_shaped_epilogue",
+       {{64, 64}, {64, 128}, {64, 128}},
+       one([](ComputeGraph& g, auto& in) {
+         return gemm(g, in[0], in[1], in[2], 0.5f, 2.f, false, false, UnaryOp::Relu);
+       })},
+      {"matmul_tile_shaped_bias_gelu",
+       {{128, 64}, {64, 128}, {128}},
+       one([](ComputeGraph& g, auto& in) {
+         return matmul(g, in[0], in[1], in[2], UnaryOp::Gelu);
+       })},
       {"softmax_rows_and_columns",
        {{4, 300}},
        [](ComputeGraph& g, const std::vector<TensorRef>& in) {
@@ -282,13 +296,46 @@ TEST_F(GpuTest, Fp16SessionCastsAroundFloat32Ops) {
   HostTensor x = HostTensor::from(DType::Float32, {2, 6}, random_floats(12));
   SessionOptions o16;
   o16.fp16 = true;
-  auto want = m.session().run({{"x", x}});
-  auto got = m.session(o16).run({{"x", x}});
+  Session s32 = m.session(), s16 = m.session(o16);
+  auto want = s32.run({{"x", x}});
+  auto got = s16.run({{"x", x}});
   ASSERT_EQ(got.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(got[i].dtype, DType::Float32);
     expect_near(got[i], want[i], 1e-2f);
   }
+  // The weight is held in float16.
+  EXPECT_LT(s16.graph()->stats().constant_bytes, s32.graph()->stats().constant_bytes);
+}
+
+// Attention masks as exporters write them: (1 - mask) * float32's lowest, added to the scores.
+// In float16 the constant saturates to -65504 instead of becoming -inf, so unmasked entries
+// stay finite (0 * -inf would be NaN) and a fully masked row is uniform, as in float32.
+TEST_F(GpuTest, Fp16SessionSaturatesConstantsBeyondFloat16) {
+  if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+  ModelBuilder m(14);
+  m.input("scores", onnx::TensorProto::FLOAT, {3, 8});
+  m.input("mask", onnx::TensorProto::FLOAT, {3, 8});
+  m.output("y", onnx::TensorProto::FLOAT);
+  m.initializer("one", Shape{}, std::vector<float>{1.f});
+  m.initializer("lowest", Shape{}, std::vector<float>{std::numeric_limits<float>::lowest()});
+  m.node("Sub", {"one", "mask"}, {"masked"});
+  m.node("Mul", {"masked", "lowest"}, {"bias"});
+  m.node("Add", {"scores", "bias"}, {"s"});
+  m.node("Softmax", {"s"}, {"y"});
+  HostTensor scores = HostTensor::from(DType::Float32, {3, 8}, random_floats(24));
+  std::vector<float> mask(24, 1.f);
+  for (int i : {2, 5, 7, 9}) mask[i] = 0.f;       // some masked in rows 0 and 1
+  std::fill(mask.begin() + 16, mask.end(), 0.f);  // row 2 fully masked
+  std::map<std::string, HostTensor> feeds{{"scores", scores},
+                                          {"mask", HostTensor::from(DType::Float32, {3, 8}, mask)}};
+  SessionOptions o16;
+  o16.fp16 = true;
+  HostTensor want = m.session().run(feeds)[0], got = m.session(o16).run(feeds)[0];
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_TRUE(std::isfinite(got.data<float>()[i])) << "element " << i;
+  expect_near(got, want, 1e-2f);
+  EXPECT_NEAR(got.data<float>()[16], 1.f / 8, 1e-3);
 }
 
 }  // namespace
