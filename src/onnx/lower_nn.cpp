@@ -306,12 +306,14 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   if (axis < 0) axis += rank;
   std::vector<int64_t> axes;
   for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
-  TensorRef mean = ops::reduce(g, ops::ReduceOp::Mean, x, axes, true);
-  TensorRef centered = ops::binary(g, ops::BinaryOp::Sub, x, mean);
+  // They are float32 (ONNX's default stash_type) whatever X is: in float16 an epsilon such as
+  // 1e-12 would round to 0.
+  TensorRef xf = g.info(x).dtype == DType::Float32 ? x : ops::cast(g, x, DType::Float32);
+  TensorRef mean = ops::reduce(g, ops::ReduceOp::Mean, xf, axes, true);
+  TensorRef centered = ops::binary(g, ops::BinaryOp::Sub, xf, mean);
   TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
                               ops::binary(g, ops::BinaryOp::Mul, centered, centered), axes, true);
-  TensorRef eps_t =
-      im.constant_tensor(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
+  TensorRef eps_t = g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
   TensorRef inv =
       ops::unary(g, UnaryOp::Reciprocal,
                  ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));

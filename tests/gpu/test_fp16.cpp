@@ -338,5 +338,29 @@ TEST_F(GpuTest, Fp16SessionSaturatesConstantsBeyondFloat16) {
   EXPECT_NEAR(got.data<float>()[16], 1.f / 8, 1e-3);
 }
 
+// LayerNormalization's optional Mean and InvStdDev outputs are float32 (ONNX's stash_type), so
+// BERT's epsilon of 1e-12 survives float16 mode: a constant row has InvStdDev 1e6, not inf.
+TEST_F(GpuTest, Fp16SessionLayerNormStatisticsStayFloat32) {
+  if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+  ModelBuilder m(17);
+  m.input("x", onnx::TensorProto::FLOAT, {2, 16});
+  for (const char* name : {"y", "mean", "inv_std"}) m.output(name, onnx::TensorProto::FLOAT);
+  m.initializer("scale", Shape{16}, random_floats(16));
+  onnx::NodeProto& ln = m.node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv_std"});
+  onnx::AttributeProto* eps = ln.add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-12f);
+  std::vector<float> x = random_floats(32);
+  std::fill(x.begin() + 16, x.end(), 0.25f);  // row 1 is constant: variance 0
+  SessionOptions o16;
+  o16.fp16 = true;
+  auto got = m.session(o16).run({{"x", HostTensor::from(DType::Float32, {2, 16}, x)}});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_NEAR(got[1].data<float>()[1], 0.25f, 1e-6f);
+  EXPECT_NEAR(got[2].data<float>()[1], 1e6f, 1e3f);
+  EXPECT_TRUE(std::isfinite(got[2].data<float>()[0]));
+}
+
 }  // namespace
 }  // namespace vkgraph::testing
