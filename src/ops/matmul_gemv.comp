@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // GEMV-style kernel for small M (batch-1 Linear, decoding): a workgroup computes ROWS rows of C
 // for a strip of columns, reading that strip of B once for all rows. The threads of a column
 // split K; their partial sums meet through subgroupAdd (SUBGROUP_REDUCE, one subgroup per
@@ -17,16 +18,28 @@ float acc[ROWS];
 
 // Partial dot products of rows m0 .. m0+ROWS-1 with column n over k = lane, lane + lanes, ...
 // Rows past M read row M-1 (valid memory) and are dropped at the store, which keeps the inner
-// loop free of branches.
+// loop free of branches. B is read UNROLL steps at a time, all loads issued before the first
+// use: one step per loop trip would leave a single load in flight per lane, and a batch-1
+// Linear would wait out the memory latency once per step (the loop carries no other work).
+const int UNROLL = 4;
+
+void accumulate_step(Offsets o, int m0, int k, float bk) {
+  for (uint r = 0; r < ROWS; ++r) {
+    int m = min(m0 + int(r), p.M - 1);
+    acc[r] = fma(T(a[o.a + m * p.a_sm + k * p.a_sk]), bk, acc[r]);
+  }
+}
+
 void accumulate(Offsets o, int m0, int n, int lane, int lanes) {
   for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
-  for (int k = lane; k < p.K; k += lanes) {
-    float bk = T(b[o.b + k * p.b_sk + n * p.b_sn]);
-    for (uint r = 0; r < ROWS; ++r) {
-      int m = min(m0 + int(r), p.M - 1);
-      acc[r] = fma(T(a[o.a + m * p.a_sm + k * p.a_sk]), bk, acc[r]);
-    }
+  const int col = o.b + n * p.b_sn;
+  int k = lane;
+  for (; k + (UNROLL - 1) * lanes < p.K; k += UNROLL * lanes) {
+    float bk[UNROLL];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) bk[u] = T(b[col + (k + u * lanes) * p.b_sk]);
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) accumulate_step(o, m0, k + u * lanes, bk[u]);
   }
+  for (; k < p.K; k += lanes) accumulate_step(o, m0, k, T(b[col + k * p.b_sk]));
 }
 
 void store_rows(Offsets o, int m0, int n, uint r, float sum) {
