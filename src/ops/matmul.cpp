@@ -256,18 +256,21 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   }
   if (p.m() <= cfg.gemv_rows) {
     bool k_fast = p.b_sk == 1 && (p.b_sn != 1 || p.n == 1);
-    d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u};
+    auto four = [](int64_t v) { return v % 4 == 0; };
+    bool vec4_b =
+        k_fast && four(p.k) && four(p.b_sn) && std::all_of(p.b_rows.begin(), p.b_rows.end(), four);
     uint32_t cols;
     if (cfg.gemv_subgroup && k_fast) {
       cols = cfg.gemv_threads() / cfg.subgroup_size;
       d.shader = "matmul_gemv_subgroup" + dtype;
       d.local = {cfg.gemv_threads(), 1, 1};
-      d.spec.push_back(cols);
     } else {
       cols = k_fast ? cfg.gemv_other : cfg.gemv_contig;
       d.shader = "matmul_gemv" + dtype;
       d.local = {cfg.gemv_contig, cfg.gemv_other, 1};
     }
+    // Spec constants 3..6: ROWS, K_FAST, COLS (the subgroup variant's), VEC4_B.
+    d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u, cols, vec4_b ? 1u : 0u};
     d.groups = {ceil_div(p.n, cols), ceil_div(p.m(), cfg.gemv_rows), static_cast<uint32_t>(batch)};
     d.push = push_constants(p, e, 0);
     check_groups(g, d.groups, op);

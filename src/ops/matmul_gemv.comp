@@ -13,6 +13,10 @@ layout(constant_id = 3) const uint ROWS = 4;
 // B contiguous along K (Linear's [N, K] weight): a column's threads walk K side by side.
 // Otherwise neighbouring threads take neighbouring columns and each column's threads stride K.
 layout(constant_id = 4) const bool K_FAST = true;
+// K_FAST with every column starting at a multiple of 4 elements and K a multiple of 4 (the host
+// checks): lanes read B four elements at a time, through a second view of binding 1.
+layout(constant_id = 6) const bool VEC4_B = false;
+layout(std430, binding = 1) readonly buffer B4 { ELEM4 b4[]; };
 
 float acc[ROWS];
 
@@ -21,7 +25,7 @@ float acc[ROWS];
 // loop free of branches. B is read UNROLL steps at a time, all loads issued before the first
 // use: one step per loop trip would leave a single load in flight per lane, and a batch-1
 // Linear would wait out the memory latency once per step (the loop carries no other work).
-const int UNROLL = 4;
+const int UNROLL = 8;
 
 void accumulate_step(Offsets o, int m0, int k, float bk) {
   for (uint r = 0; r < ROWS; ++r) {
@@ -30,9 +34,29 @@ void accumulate_step(Offsets o, int m0, int k, float bk) {
   }
 }
 
+void accumulate_vec4(Offsets o, int m0, int col, int lane, int lanes) {
+  const int col4 = col / 4, k4_end = p.K / 4;
+  int k4 = lane;
+  for (; k4 + (UNROLL - 1) * lanes < k4_end; k4 += UNROLL * lanes) {
+    vec4 bk[UNROLL];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) bk[u] = vec4(b4[col4 + k4 + u * lanes]);
+    [[unroll]] for (int u = 0; u < UNROLL; ++u)
+      [[unroll]] for (int j = 0; j < 4; ++j)
+        accumulate_step(o, m0, 4 * (k4 + u * lanes) + j, bk[u][j]);
+  }
+  for (; k4 < k4_end; k4 += lanes) {
+    vec4 bk = vec4(b4[col4 + k4]);
+    [[unroll]] for (int j = 0; j < 4; ++j) accumulate_step(o, m0, 4 * k4 + j, bk[j]);
+  }
+}
+
 void accumulate(Offsets o, int m0, int n, int lane, int lanes) {
   for (uint r = 0; r < ROWS; ++r) acc[r] = 0.0;
   const int col = o.b + n * p.b_sn;
+  if (VEC4_B) {
+    accumulate_vec4(o, m0, col, lane, lanes);
+    return;
+  }
   int k = lane;
   for (; k + (UNROLL - 1) * lanes < p.K; k += UNROLL * lanes) {
     float bk[UNROLL];

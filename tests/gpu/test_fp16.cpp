@@ -145,6 +145,10 @@ std::vector<HalfCase> half_cases() {
       {"gemv", {{1, 96}, {48, 96}, {48}}, one([](ComputeGraph& g, auto& in) {
          return linear(g, in[0], in[1], in[2], UnaryOp::Relu);
        })},
+      {"gemv_deep",
+       {{1, 1200}, {40, 1200}},
+       one([](ComputeGraph& g, auto& in) { return linear(g, in[0], in[1]); }),
+       1e-2f},
       {"matmul_tiled_batched", {{2, 33, 40}, {40, 50}}, one([](ComputeGraph& g, auto& in) {
          return matmul(g, in[0], in[1]);
        })},

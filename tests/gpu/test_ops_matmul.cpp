@@ -329,6 +329,9 @@ TEST_F(MatmulTest, LinearBatchOfSequences) {
 }
 TEST_F(MatmulTest, LinearSingleRowUsesGemv) {
   check_linear({1, 300}, 70, true);
+  // Deep enough for the unrolled K walk: four-wide B reads (K % 4 == 0) and single ones.
+  check_linear({1, 1200}, 40, true);
+  check_linear({2, 1201}, 33, true);
 }
 TEST_F(MatmulTest, LinearVectorInput) {
   check_linear({45}, 12, true);
