@@ -455,14 +455,18 @@ void load_on_host(const std::string& bytes, const std::string& label,
                   std::shared_ptr<vk::Context> ctx) {
   onnx_import::ParsedModel m = onnx_import::parse_model(bytes.data(), bytes.size(), label);
   ComputeGraph graph(std::move(ctx));
-  onnx_import::Importer(m.proto, graph, concrete_shapes(m.inputs), {}, true).build();
+  // Float16 mode for every other model, by its size: the importer's casts and conversions too.
+  const bool fp16 = bytes.size() % 2 == 0;
+  onnx_import::Importer(m.proto, graph, concrete_shapes(m.inputs), {}, true, fp16).build();
 }
 
 // The whole path: a Session prepares the graph, then runs it once with random inputs unless
-// they would be large. Returns whether it ran.
+// they would be large. Every other variant runs in float16 mode (from the variant's seed).
+// Returns whether it ran.
 bool load_and_run(const std::string& bytes, const std::string& label,
                   std::shared_ptr<vk::Context> ctx, Rng& rng) {
   SessionOptions options;
+  options.fp16 = rng() % 2 == 0 && ctx->features().storage_buffer_16bit;
   options.context = std::move(ctx);
   options.input_shapes =
       concrete_shapes(onnx_import::parse_model(bytes.data(), bytes.size(), label).inputs);
