@@ -82,6 +82,18 @@ TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b,
                  std::optional<TensorRef> bias = std::nullopt,
                  std::optional<UnaryOp> activation = std::nullopt,
                  UnaryParams activation_params = {});
+// A stored tensor read with its dims permuted, without a copy: dim i of the view is dim perm[i]
+// of `tensor` (perm empty: as stored).
+struct PermutedView {
+  TensorRef tensor;
+  std::vector<int64_t> perm;
+};
+// matmul of permuted views (a transposed operand costs no copy, the kernels read it through
+// strides), with the result scaled: alpha * (a b + bias), then the activation.
+TensorRef matmul_permuted(ComputeGraph& g, const PermutedView& a, const PermutedView& b,
+                          std::optional<TensorRef> bias = std::nullopt,
+                          std::optional<UnaryOp> activation = std::nullopt,
+                          UnaryParams activation_params = {}, float alpha = 1.f);
 // x: [M, K] (or [..., K]); weight: [N, K] (PyTorch layout, read in place); bias: [N].
 TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight,
                  std::optional<TensorRef> bias = std::nullopt,
@@ -224,8 +236,8 @@ TensorRef group_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bi
 // --- data movement ---
 // Shape, indexing, selection and conversion ops with ONNX semantics (src/ops/shape_ops, pad,
 // gather, where, compare, cast, cumsum, topk, resize). Unless noted they take f32, f16, i32,
-// i64 and Bool (one byte per element; needs 8-bit storage on the device), count negative axes from the
-// end, and handle rank up to 6. Errors name the op and the offending shape, axis or dtype.
+// i64 and Bool (one byte per element; needs 8-bit storage on the device), count negative axes from
+// the end, and handle rank up to 6. Errors name the op and the offending shape, axis or dtype.
 #include <cstdint>
 #include <vector>
 

@@ -294,6 +294,26 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 }
 
 TensorRef Importer::tensor(Value& v, const std::string& name) {
+  TensorRef t = stored(v, name);
+  return v.perm.empty() ? t : ops::transpose(graph_, t, v.perm);
+}
+
+ops::PermutedView Importer::view(const onnx::NodeProto& node, size_t i) {
+  input(node, i);
+  Value& v = values_.at(node.input(i));
+  return {stored(v, node.input(i)), v.perm};
+}
+
+bool Importer::only_view_readers(const onnx::NodeProto& node) const {
+  if (!fuse_ || graph_outputs_.count(node.output(0))) return false;
+  auto it = consumers_.find(node.output(0));
+  if (it == consumers_.end()) return false;
+  for (const onnx::NodeProto* c : it->second)
+    if (c->op_type() != "MatMul" && c->op_type() != "Transpose") return false;
+  return true;
+}
+
+TensorRef Importer::stored(Value& v, const std::string& name) {
   const bool demote = node_half_ && v.dtype == DType::Float32;
   const DType want = demote ? DType::Float16 : v.dtype;
   node_demoted_ |= demote;

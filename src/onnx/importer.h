@@ -25,6 +25,9 @@ struct Value {
   // In float16 mode a float32 value may live on the device in float16 (`tensor` is then a
   // Float16 tensor); `other` caches it in the other precision once a consumer needed that.
   TensorRef other;
+  // Non-empty: a Transpose not materialized, because only ops that read views consume it;
+  // the value is `tensor` with its dims permuted (see Importer::view).
+  std::vector<int64_t> perm;
   Shape shape;
   DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
   // Model inputs whose values would make this value known on the host through folding; empty
@@ -78,6 +81,12 @@ class Importer {
   // to the others, cast on the device where it lives in the other precision.
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
+  // The input as a permuted view of a stored tensor, for ops that read through strides: a
+  // Transpose left unmaterialized costs no copy there.
+  ops::PermutedView view(const onnx::NodeProto& node, size_t i);
+  // Whether every consumer of `node`'s first output reads views (MatMul) or composes them
+  // (Transpose), and the output is not a model output.
+  bool only_view_readers(const onnx::NodeProto& node) const;
   // A constant the lowering made (folded weights, a scalar operand), in the precision that
   // tensor() gives the node's float32 inputs; in float16, finite values saturate at 65504.
   TensorRef constant_tensor(HostTensor value, const std::string& name = "");
@@ -114,6 +123,7 @@ class Importer {
   void visit(const onnx::NodeProto& node);
   void lower(const onnx::NodeProto& node, const fold::Attrs& attrs);
   std::set<std::string> fold_sources(const onnx::NodeProto& node) const;
+  TensorRef stored(Value& value, const std::string& name);  // tensor() without the view
   [[noreturn]] void needs_values(const onnx::NodeProto& node, const std::string& what,
                                  const std::set<std::string>& inputs) const;
   void block(const onnx::NodeProto& node);

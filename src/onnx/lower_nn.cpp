@@ -216,12 +216,31 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
       tail = add;
     }
   }
+  // Then a Mul or Div by a scalar constant (attention's 1/sqrt(d)) becomes the epilogue's scale.
+  float alpha = 1.f;
+  const onnx::NodeProto* scale = im.fuse() ? im.sole_consumer(*tail) : nullptr;
+  if (scale && (scale->op_type() == "Mul" || scale->op_type() == "Div") &&
+      scale->input_size() == 2) {
+    int other = scale->input(0) == tail->output(0) ? 1 : 0;
+    const HostTensor* c = im.constant(*scale, other);
+    bool divides_by_c = scale->op_type() == "Div" && other == 1;
+    // numpy.matmul's result rank; a constant of higher rank would broadcast it up.
+    size_t ra = im.input(node, 0).shape.size(), rb = b.size();
+    size_t out_rank = std::max(ra, rb) - (ra == 1) - (rb == 1) + (ra == 1 && rb == 1);
+    if (c && c->dtype == DType::Float32 && c->numel() == 1 && c->shape.size() <= out_rank &&
+        (scale->op_type() == "Mul" || divides_by_c)) {
+      float v = c->data<float>()[0];
+      alpha = divides_by_c ? 1.f / v : v;
+      im.absorb(*scale);
+      tail = scale;
+    }
+  }
   auto act = im.take_activation(*tail, ops::matmul_can_fuse);
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
   if (act) act_op = act->first, act_params = act->second;
-  return {out(im, ops::matmul(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, act_op,
-                              act_params))};
+  return {out(im, ops::matmul_permuted(im.graph(), im.view(node, 0), im.view(node, 1), bias, act_op,
+                                       act_params, alpha))};
 }
 
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {

@@ -113,11 +113,43 @@ Value out(Importer& im, TensorRef t) {
   return Importer::device_value(im.graph(), t);
 }
 
+// A Transpose whose only readers are MatMuls (directly or through more Transposes) is not
+// copied: its value stays a permuted view of the input, which MatMul reads through strides.
+// Consecutive Transposes compose into one permutation, so a chain costs at most one copy.
 std::vector<Value> lower_transpose(Importer& im, const onnx::NodeProto& node,
                                    const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
-  return {
-      out(im, ops::transpose(im.graph(), im.tensor(node, 0), int_list(im, node, 99, a, "perm")))};
+  const Value& in = im.input(node, 0);
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  std::vector<int64_t> perm = int_list(im, node, 99, a, "perm");
+  if (perm.empty())
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  std::vector<bool> seen(rank);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (size_t i = 0; valid && i < perm.size(); ++i) {
+    valid = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
+    if (valid) seen[perm[i]] = true;
+  }
+  if (!valid)
+    throw Error(ErrorKind::InvalidArgument, im.where(node) + ": perm is not a permutation of the " +
+                                                std::to_string(rank) + " dims of " +
+                                                shape_str(in.shape));
+  if (in.constant || !im.only_view_readers(node)) {
+    if (in.perm.empty()) return {out(im, ops::transpose(im.graph(), im.tensor(node, 0), perm))};
+    ops::PermutedView v = im.view(node, 0);  // compose: one copy for the chain
+    std::vector<int64_t> composed;
+    for (int64_t d : perm) composed.push_back(v.perm[d]);
+    return {out(im, ops::transpose(im.graph(), v.tensor, composed))};
+  }
+  Value v = in;
+  v.perm.clear();
+  Shape shape;
+  for (int64_t d : perm) {
+    v.perm.push_back(in.perm.empty() ? d : in.perm[d]);
+    shape.push_back(in.shape[d]);
+  }
+  v.shape = shape;
+  return {v};
 }
 
 std::vector<Value> lower_concat(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {

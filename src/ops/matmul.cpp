@@ -63,6 +63,28 @@ Operand as_stored(ComputeGraph& g, TensorRef t) {
   return {t, shape, row_major_strides(shape)};
 }
 
+// The view `v` of its stored tensor: dims and strides permuted.
+Operand permuted(ComputeGraph& g, const PermutedView& v, const std::string& op) {
+  Operand stored = as_stored(g, v.tensor);
+  if (v.perm.empty()) return stored;
+  std::vector<bool> seen(stored.shape.size());
+  bool valid = v.perm.size() == stored.shape.size();
+  for (size_t i = 0; valid && i < v.perm.size(); ++i) {
+    int64_t d = v.perm[i];
+    valid = d >= 0 && d < static_cast<int64_t>(seen.size()) && !seen[d];
+    if (valid) seen[d] = true;
+  }
+  check(valid, ErrorKind::InvalidArgument,
+        op + ": view permutation does not permute the " + std::to_string(stored.shape.size()) +
+            " dims of " + shape_str(stored.shape));
+  Operand o{v.tensor, {}, {}};
+  for (int64_t d : v.perm) {
+    o.shape.push_back(stored.shape[d]);
+    o.strides.push_back(stored.strides[d]);
+  }
+  return o;
+}
+
 // Swaps the last two dims of a 2-D operand's view.
 Operand transposed(Operand o) {
   std::swap(o.shape[0], o.shape[1]);
@@ -414,6 +436,15 @@ TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<Tensor
                  std::optional<UnaryOp> activation, UnaryParams activation_params) {
   Epilogue e = make_epilogue("matmul", bias, activation, activation_params);
   return matmul_views(g, as_stored(g, a), as_stored(g, b), e, "matmul");
+}
+
+TensorRef matmul_permuted(ComputeGraph& g, const PermutedView& a, const PermutedView& b,
+                          std::optional<TensorRef> bias, std::optional<UnaryOp> activation,
+                          UnaryParams activation_params, float alpha) {
+  Epilogue e = make_epilogue("matmul", bias, activation, activation_params);
+  e.alpha = alpha;
+  e.beta = alpha;
+  return matmul_views(g, permuted(g, a, "matmul"), permuted(g, b, "matmul"), e, "matmul");
 }
 
 TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
