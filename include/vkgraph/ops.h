@@ -134,7 +134,8 @@ struct Conv2dParams {
 
 // Activations conv2d/conv1d fuse after the bias, with parameters as in unary(): Identity, Relu,
 // LeakyRelu, Clip (ReLU6 is {0, 6}), Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu (exact erf),
-// GeluTanh.
+// GeluTanh. A `residual` of the output's shape (a ResNet block's skip connection) is added
+// after the bias and before the activation, in the same pass.
 bool conv_can_fuse(UnaryOp activation);
 
 // x: [N, Cin, H, W]; weight: [Cout, Cin/groups, kH, kW] (constant or computed); bias: [Cout].
@@ -142,7 +143,8 @@ bool conv_can_fuse(UnaryOp activation);
 TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight,
                  std::optional<TensorRef> bias = std::nullopt, const Conv2dParams& params = {},
                  std::optional<UnaryOp> activation = std::nullopt,
-                 UnaryParams activation_params = {});
+                 UnaryParams activation_params = {},
+                 std::optional<TensorRef> residual = std::nullopt);
 
 struct Conv1dParams {
   int64_t stride = 1;
@@ -155,7 +157,8 @@ struct Conv1dParams {
 TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight,
                  std::optional<TensorRef> bias = std::nullopt, const Conv1dParams& params = {},
                  std::optional<UnaryOp> activation = std::nullopt,
-                 UnaryParams activation_params = {});
+                 UnaryParams activation_params = {},
+                 std::optional<TensorRef> residual = std::nullopt);
 
 struct Conv3dParams {
   std::array<int64_t, 3> strides{1, 1, 1};
@@ -170,7 +173,8 @@ struct Conv3dParams {
 TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight,
                  std::optional<TensorRef> bias = std::nullopt, const Conv3dParams& params = {},
                  std::optional<UnaryOp> activation = std::nullopt,
-                 UnaryParams activation_params = {});
+                 UnaryParams activation_params = {},
+                 std::optional<TensorRef> residual = std::nullopt);
 
 struct ConvTranspose2dParams {
   std::array<int64_t, 2> strides{1, 1};

@@ -288,6 +288,10 @@ bool Importer::has_input(const onnx::NodeProto& node, size_t i) const {
   return i < static_cast<size_t>(node.input_size()) && !node.input(i).empty();
 }
 
+bool Importer::available(const onnx::NodeProto& node, size_t i) const {
+  return has_input(node, i) && values_.count(node.input(i)) > 0;
+}
+
 const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
   if (!has_input(node, i)) fail(node, "missing input " + std::to_string(i));
   return values_.at(node.input(i));

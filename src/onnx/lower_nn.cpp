@@ -136,6 +136,19 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
   }
   std::optional<TensorRef> bias;
   if (bias_t.valid()) bias = bias_t;
+  // Then an Add of a computed tensor (a residual block's skip connection) joins the epilogue,
+  // before the activation that may follow it.
+  std::optional<TensorRef> residual;
+  const onnx::NodeProto* add = im.fuse() ? im.sole_consumer(*tail) : nullptr;
+  if (add && add->op_type() == "Add" && add->input_size() == 2) {
+    int other = add->input(0) == tail->output(0) ? 1 : 0;
+    if (add->input(other) != tail->output(0) && im.available(*add, other) &&
+        !im.constant(*add, other) && im.input(*add, other).dtype == DType::Float32) {
+      residual = im.tensor(*add, other);
+      im.absorb(*add);
+      tail = add;
+    }
+  }
   auto act = im.take_activation(*tail, ops::conv_can_fuse);
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
@@ -144,17 +157,17 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
   TensorRef y;
   if (n == 3) {
     ops::Conv3dParams p{array<3>(strides), array<6>(pads), array<3>(dil), groups};
-    y = ops::conv3d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+    y = ops::conv3d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
   } else if (n == 2) {
     ops::Conv2dParams p{array<2>(strides), array<4>(pads), array<2>(dil), groups};
-    y = ops::conv2d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+    y = ops::conv2d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
   } else {
     ops::Conv1dParams p;
     p.stride = strides[0];
     p.pads = {pads[0], pads[1]};
     p.dilation = dil[0];
     p.groups = groups;
-    y = ops::conv1d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params);
+    y = ops::conv1d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
   }
   return {out(im, y)};
 }

@@ -179,7 +179,7 @@ void main() {
 #if SPLIT_K
       y[at] = acc[i][j];
 #else
-      y[at] = ELEM(epilogue(acc[i][j], co));
+      y[at] = ELEM(epilogue(acc[i][j], co, at));
 #endif
     }
   }

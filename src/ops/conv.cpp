@@ -188,10 +188,20 @@ SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
 // 3-D variant decodes a depth tap, which 2-D convolutions (depth window trivial) skip.
 enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
 
+// What the kernels apply to each output element: + bias[channel], + residual[element] (a skip
+// connection of Y's shape), then the activation. `variant` names the shader variant
+// ("_res" with a residual, conv.cmake) and `dtype` the tensors' dtype ("f32", "f16").
+struct ConvEpilogue {
+  std::optional<TensorRef> bias, residual;
+  uint32_t act_code;
+  UnaryParams act_params;
+  std::string dtype;
+  std::string variant() const { return (residual ? "_res_" : "_") + dtype; }
+};
+
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
-// `dtype`: the shader suffix of the tensors' dtype ("f32", "f16").
 DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
-                           GemmKind kind, uint32_t splits, const std::string& dtype) {
+                           GemmKind kind, uint32_t splits, const ConvEpilogue& e) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
   const GemmTile& tile = large ? kLargeTile : kSmallTile;
@@ -203,7 +213,8 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
   const char* family = kind == GemmKind::Pointwise  ? "conv2d_pointwise"
                        : kind == GemmKind::Im2col2d ? "conv2d_gemm"
                                                     : "conv3d_gemm";
-  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk_" : "_") + dtype;
+  // The partial pass leaves the epilogue to the reduce pass.
+  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk_" + e.dtype : e.variant());
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   return d;
@@ -218,31 +229,31 @@ DispatchDesc elementwise_dispatch(const std::string& shader, const ConvGeometry&
   return d;
 }
 
-// Binds x, weight, bias (the weight again when absent: the shader never reads it) and y, and
-// sets the epilogue's specialization constants.
-void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight,
-                     std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c,
-                     uint32_t act_code, UnaryParams act_params, const std::string& label,
-                     int64_t k_chunk = 0) {
+// Binds x, weight, bias (the weight again when absent: the shader never reads it), y and, for
+// shaders that apply it (`with_residual`), the residual; sets the epilogue's specialization
+// constants.
+void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight, TensorRef y,
+                     const ConvGeometry& c, const ConvEpilogue& e, const std::string& label,
+                     bool with_residual, int64_t k_chunk = 0) {
   d.bindings = {{x, Access::Read},
                 {weight, Access::Read},
-                {bias.value_or(weight), Access::Read},
+                {e.bias.value_or(weight), Access::Read},
                 {y, Access::Write}};
-  d.spec = {act_code, bias ? 1u : 0u};
-  d.push = conv_push(c, act_params, k_chunk, label);
+  if (with_residual && e.residual) d.bindings.push_back({*e.residual, Access::Read});
+  d.spec = {e.act_code, e.bias ? 1u : 0u};
+  d.push = conv_push(c, e.act_params, k_chunk, label);
   d.label = label;
   g.add_dispatch(std::move(d));
 }
 
 // The implicit GEMM, split along K into partials plus a reduce pass when the output alone
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
-void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight,
-              std::optional<TensorRef> bias, TensorRef y, const ConvGeometry& c, int64_t groups,
-              GemmKind kind, uint32_t act_code, UnaryParams act_params, const std::string& dtype) {
+void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight, TensorRef y,
+              const ConvGeometry& c, int64_t groups, GemmKind kind, const ConvEpilogue& e) {
   SplitK split = conv_split_k(c, groups);
-  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits, dtype);
+  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits, e);
   if (split.splits == 1) {
-    finish_dispatch(g, std::move(d), x, weight, bias, y, c, act_code, act_params, op);
+    finish_dispatch(g, std::move(d), x, weight, y, c, e, op, true);
     return;
   }
   Shape partial_shape{split.splits, c.batch, c.out_c, c.out_volume()};
@@ -250,10 +261,9 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
   // A graph tensor, so the memory planner places it and the hazard tracker orders the passes.
   // Partials stay float32 whatever the dtype.
   TensorRef partials = g.add_tensor(partial_shape, DType::Float32);
-  finish_dispatch(g, std::move(d), x, weight, bias, partials, c, act_code, act_params, op,
-                  split.k_chunk);
-  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce_" + dtype, c), partials, partials,
-                  bias, y, c, act_code, act_params, op + " (split-K reduce)", split.k_chunk);
+  finish_dispatch(g, std::move(d), x, weight, partials, c, e, op, false, split.k_chunk);
+  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce" + e.variant(), c), partials,
+                  partials, y, c, e, op + " (split-K reduce)", true, split.k_chunk);
 }
 
 // Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and
@@ -261,10 +271,12 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
 TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const char* x_layout,
                   const char* w_layout, TensorRef x, TensorRef weight,
                   std::optional<TensorRef> bias, const Conv3dParams& params,
-                  std::optional<UnaryOp> activation, UnaryParams activation_params) {
+                  std::optional<UnaryOp> activation, UnaryParams activation_params,
+                  std::optional<TensorRef> residual) {
   check_rank(g, x, spatial + 2, op, "input", x_layout);
   check_weight(g, weight, spatial + 2, op, w_layout);
-  const std::string dtype = float_suffix(g, x, {weight, bias.value_or(weight)}, op);
+  const std::string dtype =
+      float_suffix(g, x, {weight, bias.value_or(weight), residual.value_or(weight)}, op);
   check_window(op, params, spatial);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[0];
@@ -292,19 +304,27 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
   Shape ys{c.batch, out_c, c.out_d, c.out_h, c.out_w};
   ys.erase(ys.begin() + 2, ys.begin() + 5 - static_cast<std::ptrdiff_t>(spatial));
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
+  if (residual && g.info(*residual).shape != ys) {
+    // A residual that broadcasts: the plain convolution, then the add, then the activation.
+    TensorRef sum = binary(g, BinaryOp::Add,
+                           conv_nd(g, op, spatial, x_layout, w_layout, x, weight, bias, params,
+                                   std::nullopt, {}, std::nullopt),
+                           *residual);
+    return activation ? unary(g, *activation, sum, activation_params) : sum;
+  }
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
+  const ConvEpilogue e{bias, residual, *act, activation_params, dtype};
 
   const bool depth = c.in_d > 1 || c.k_d > 1 || pads[0] > 0 || pads[3] > 0;
   if (groups == in_c && groups > 1) {
-    std::string shader = (depth ? "conv3d_depthwise_" : "conv2d_depthwise_") + dtype;
-    finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, bias, y, c, *act,
-                    activation_params, op);
+    std::string shader = (depth ? "conv3d_depthwise" : "conv2d_depthwise") + e.variant();
+    finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, y, c, e, op, true);
     return y;
   }
   bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 && s == std::array<int64_t, 3>{1, 1, 1} &&
                    pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
   GemmKind kind = pointwise ? GemmKind::Pointwise : depth ? GemmKind::Im2col3d : GemmKind::Im2col2d;
-  add_gemm(g, op, x, weight, bias, y, c, groups, kind, *act, activation_params, dtype);
+  add_gemm(g, op, x, weight, y, c, groups, kind, e);
   return y;
 }
 
@@ -316,25 +336,25 @@ bool conv_can_fuse(UnaryOp activation) {
 
 TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
                  const Conv3dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params) {
+                 UnaryParams activation_params, std::optional<TensorRef> residual) {
   return conv_nd(g, "conv3d", 3, "[N, C, D, H, W]", "[Cout, Cin/groups, kD, kH, kW]", x, weight,
-                 bias, params, activation, activation_params);
+                 bias, params, activation, activation_params, residual);
 }
 
 TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
                  const Conv2dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params) {
+                 UnaryParams activation_params, std::optional<TensorRef> residual) {
   return conv_nd(g, "conv2d", 2, "[N, C, H, W]", "[Cout, Cin/groups, kH, kW]", x, weight, bias,
                  lift(params.strides, params.pads, params.dilations, params.groups), activation,
-                 activation_params);
+                 activation_params, residual);
 }
 
 TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
                  const Conv1dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params) {
+                 UnaryParams activation_params, std::optional<TensorRef> residual) {
   return conv_nd(g, "conv1d", 1, "[N, C, L]", "[Cout, Cin/groups, k]", x, weight, bias,
                  lift<1>({params.stride}, params.pads, {params.dilation}, params.groups),
-                 activation, activation_params);
+                 activation, activation_params, residual);
 }
 
 TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
@@ -380,8 +400,9 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   Shape ys{c.batch, out_c, c.out_h, c.out_w};
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
-  finish_dispatch(g, elementwise_dispatch("conv_transpose2d_" + dtype, c), x, weight, bias, y, c,
-                  *activation_code(UnaryOp::Identity), {}, op);
+  const ConvEpilogue e{bias, std::nullopt, *activation_code(UnaryOp::Identity), {}, dtype};
+  finish_dispatch(g, elementwise_dispatch("conv_transpose2d" + e.variant(), c), x, weight, y, c, e,
+                  op, false);
   return y;
 }
 

@@ -1,6 +1,7 @@
 // Shared by the convolution shaders: their one push-constant block (filled by conv.cpp's
-// conv_push()) and the fused epilogue, bias then activation, selected by specialization
-// constants so that each variant compiles to straight-line code.
+// conv_push()) and the fused epilogue, bias, then the RESIDUAL variants' residual tensor (a
+// ResNet block's skip connection, same shape as Y), then the activation; bias and activation
+// are specialization constants so that each variant compiles to straight-line code.
 #include "activation.glsl"
 
 // Tensors hold ELEM, split-K partials float (common.glsl's GEMM_*_ELEM).
@@ -8,6 +9,9 @@ layout(std430, binding = 0) readonly buffer X { GEMM_IN_ELEM x[]; };
 layout(std430, binding = 1) readonly buffer Wt { ELEM w[]; };
 layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases w without bias
 layout(std430, binding = 3) writeonly buffer Y { GEMM_OUT_ELEM y[]; };
+#if RESIDUAL
+layout(std430, binding = 4) readonly buffer Residual { ELEM residual[]; };
+#endif
 
 layout(push_constant) uniform Params {
   int batch;
@@ -25,6 +29,11 @@ layout(push_constant) uniform Params {
 layout(constant_id = 3) const int ACT = ACT_NONE;  // activation.glsl's codes
 layout(constant_id = 4) const bool HAS_BIAS = false;
 
-float epilogue(float acc, int channel) {
-  return activate(ACT, HAS_BIAS ? acc + T(bias[channel]) : acc, p.alpha, p.beta);
+// `at`: the element of Y being written.
+float epilogue(float acc, int channel, int at) {
+  float v = HAS_BIAS ? acc + T(bias[channel]) : acc;
+#if RESIDUAL
+  v += T(residual[at]);
+#endif
+  return activate(ACT, v, p.alpha, p.beta);
 }

@@ -47,5 +47,5 @@ void main() {
       }
     }
   }
-  y[idx] = ELEM(epilogue(acc, co));
+  y[idx] = ELEM(epilogue(acc, co, idx));
 }

@@ -14,5 +14,5 @@ void main() {
   const int slices = (p.in_c_g * p.k_d * p.k_h * p.k_w + p.k_chunk - 1) / p.k_chunk;
   float sum = 0.0;
   for (int s = 0; s < slices; ++s) sum += x[s * total + i];
-  y[i] = ELEM(epilogue(sum, (i / out_vol) % p.out_c));
+  y[i] = ELEM(epilogue(sum, (i / out_vol) % p.out_c, i));
 }

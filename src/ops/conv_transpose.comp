@@ -36,5 +36,5 @@ void main() {
         acc = fma(T(x[xi + c * in_hw]), T(w[wi + c * p.out_c_g * taps]), acc);
     }
   }
-  y[idx] = ELEM(epilogue(acc, co));
+  y[idx] = ELEM(epilogue(acc, co, idx));
 }

@@ -70,6 +70,9 @@ struct ConvCase {
   bool weight_is_input = false;
   float x_range = 1.f;
   size_t nodes = 1;  // dispatches the graph should hold: 2 when split-K kicks in
+  // A residual added before the activation: of the output's shape (fused), or [1, Cout, 1, 1]
+  // broadcast over the output (added by a separate node).
+  enum class Residual { None, Full, PerChannel } residual = Residual::None;
 };
 
 // With unit dims inserted after N and C up to three spatial dims.
@@ -82,7 +85,8 @@ Shape lift_shape(const Shape& s) {
 
 // Direct convolution in double over the lifted shapes; returns y and sets its (lifted) shape.
 std::vector<double> conv_ref(const ConvCase& c, const std::vector<float>& x,
-                             const std::vector<float>& w, const std::vector<float>& b, Shape& ys) {
+                             const std::vector<float>& w, const std::vector<float>& b,
+                             const std::vector<float>& r, Shape& ys) {
   const auto& p = c.params;
   const Shape xs = lift_shape(c.x), ws = lift_shape(c.w);
   int64_t N = xs[0], C = xs[1], D = xs[2], H = xs[3], W = xs[4];
@@ -111,6 +115,8 @@ std::vector<double> conv_ref(const ConvCase& c, const std::vector<float>& x,
                     acc += double(x[(((n * C + ci) * D + id) * H + ih) * W + iw]) *
                            w[(((m * Cg + cg) * KD + kd) * KH + kh) * KW + kw];
                   }
+            if (c.residual == ConvCase::Residual::Full) acc += r[y.size()];
+            if (c.residual == ConvCase::Residual::PerChannel) acc += r[m];
             y.push_back(activate(acc, c.act, c.act_params));
           }
   return y;
@@ -137,15 +143,32 @@ class OpsConv : public GpuTest {
                                     : g.add_constant(HostTensor::from(DType::Float32, c.w, wv));
     std::optional<TensorRef> b;
     if (c.bias) b = g.add_constant(HostTensor::from(DType::Float32, {c.w[0]}, bv));
-    TensorRef y = c.x.size() == 5 ? ops::conv3d(g, x, w, b, c.params, c.act, c.act_params)
-                                  : ops::conv2d(g, x, w, b, unlift(c.params), c.act, c.act_params);
-    g.add_output(y, "y");
     Shape ys;
-    auto want = conv_ref(c, xv, wv, bv, ys);
+    std::vector<float> rv;
+    ConvCase plain = c;  // for the output shape, which sizes the residual
+    plain.residual = ConvCase::Residual::None;
+    auto want = conv_ref(plain, xv, wv, bv, rv, ys);
     if (c.x.size() == 4) ys.erase(ys.begin() + 2);
-    ASSERT_EQ(g.info(y).shape, ys);
+    std::optional<TensorRef> r;
     std::vector<std::vector<float>> inputs{xv};
     if (c.weight_is_input) inputs.push_back(wv);
+    if (c.residual != ConvCase::Residual::None) {
+      Shape rs = ys;
+      if (c.residual == ConvCase::Residual::PerChannel) {
+        std::fill(rs.begin(), rs.end(), 1);
+        rs[1] = ys[1];
+      }
+      rv = random_floats(numel(rs));
+      r = g.add_input(rs, DType::Float32, "r");
+      inputs.push_back(rv);
+      want = conv_ref(c, xv, wv, bv, rv, ys);
+      if (c.x.size() == 4) ys.erase(ys.begin() + 2);
+    }
+    TensorRef y = c.x.size() == 5
+                      ? ops::conv3d(g, x, w, b, c.params, c.act, c.act_params, r)
+                      : ops::conv2d(g, x, w, b, unlift(c.params), c.act, c.act_params, r);
+    g.add_output(y, "y");
+    ASSERT_EQ(g.info(y).shape, ys);
     expect_close(run_graph(g, inputs), want, 1e-4);
     EXPECT_EQ(g.stats().nodes, c.nodes);
   }
@@ -284,6 +307,50 @@ TEST_F(OpsConvSplitK, ShallowKStaysUnsplit) {
   check(c);
 }
 
+// Residual blocks: the skip connection joins the epilogue before the activation, in the GEMM,
+// pointwise, depthwise, 3-D and split-K-reduce kernels; a residual that broadcasts takes a
+// separate add and activation.
+TEST_F(OpsConv, ResidualRelu) {
+  ConvCase c{{2, 8, 6, 6}, {16, 8, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.act = UnaryOp::Relu;
+  c.residual = ConvCase::Residual::Full;
+  check(c);
+}
+
+TEST_F(OpsConv, ResidualPointwiseAndDepthwise) {
+  ConvCase pw{{1, 24, 5, 5}, {40, 24, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  pw.residual = ConvCase::Residual::Full;
+  check(pw);
+  ConvCase dw{{1, 8, 7, 7}, {8, 1, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1}, {1, 1}, 8)};
+  dw.act = UnaryOp::Clip;
+  dw.act_params = {0.f, 6.f};
+  dw.residual = ConvCase::Residual::Full;
+  check(dw);
+}
+
+TEST_F(OpsConv, Residual3d) {
+  ConvCase c{{1, 3, 4, 5, 5}, {6, 3, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1}};
+  c.act = UnaryOp::Relu;
+  c.residual = ConvCase::Residual::Full;
+  check(c);
+}
+
+TEST_F(OpsConvSplitK, ResidualInTheReducePass) {
+  ConvCase c{{1, 64, 4, 4}, {64, 64, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.act = UnaryOp::Relu;
+  c.residual = ConvCase::Residual::Full;
+  c.nodes = 2;
+  check(c);
+}
+
+TEST_F(OpsConv, BroadcastResidualTakesSeparateNodes) {
+  ConvCase c{{1, 8, 6, 6}, {16, 8, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  c.act = UnaryOp::Relu;
+  c.residual = ConvCase::Residual::PerChannel;
+  c.nodes = 3;  // conv, add, relu
+  check(c);
+}
+
 TEST_F(OpsConv, EachFusedActivation) {
   const std::pair<UnaryOp, UnaryParams> acts[] = {{UnaryOp::Identity, {}},
                                                   {UnaryOp::Relu, {}},
@@ -320,7 +387,7 @@ TEST_F(OpsConv, Conv1d) {
   // Same problem as a conv2d with H = 1.
   ConvCase c{{2, 4, 1, 11}, {6, 2, 1, 3}, conv_params({1, 2}, {0, 1, 0, 2}, {1, 2}, 2)};
   Shape ys;
-  auto want = conv_ref(c, xv, wv, bv, ys);
+  auto want = conv_ref(c, xv, wv, bv, {}, ys);
   ASSERT_EQ(g.info(y).shape, (Shape{2, 6, ys[4]}));
   expect_close(run_graph(g, {xv}), want, 1e-4);
 }

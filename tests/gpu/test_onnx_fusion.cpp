@@ -1,7 +1,8 @@
-// Attention-shaped ONNX graphs: Transposes that only MatMuls read stay views (no copy), chains
-// of them compose, and a Mul or Div by a scalar after a MatMul becomes its epilogue scale. Each
-// model runs with load-time fusion on and off (SessionOptions::fuse), which must agree, and
-// the fused graph must have fewer nodes.
+// Load-time fusions on ONNX graphs. Attention: Transposes that only MatMuls read stay views (no
+// copy), chains of them compose, and a Mul or Div by a scalar after a MatMul becomes its
+// epilogue scale. Residual blocks: the skip connection's Add (and the activation after it)
+// join the convolution's epilogue. Each model runs with load-time fusion on and off
+// (SessionOptions::fuse), which must agree, and the fused graph must have fewer nodes.
 #include <onnx/onnx_pb.h>
 
 #include "model_builder.h"
@@ -57,7 +58,7 @@ ModelBuilder attention(bool divide) {
   return m;
 }
 
-class OnnxViews : public GpuTest {
+class OnnxFusion : public GpuTest {
  protected:
   std::map<std::string, HostTensor> feeds() {
     return {{"q", random_tensor(rng, DType::Float32, {2, 5, 6})},
@@ -65,7 +66,7 @@ class OnnxViews : public GpuTest {
   }
 };
 
-TEST_F(OnnxViews, TransposesIntoMatMulAreReadInPlace) {
+TEST_F(OnnxFusion, TransposesIntoMatMulAreReadInPlace) {
   for (bool divide : {false, true}) {
     SCOPED_TRACE(divide ? "Div" : "Mul");
     Runs r = run_both(attention(divide), feeds());
@@ -77,14 +78,14 @@ TEST_F(OnnxViews, TransposesIntoMatMulAreReadInPlace) {
   }
 }
 
-TEST_F(OnnxViews, ViewsInFloat16Mode) {
+TEST_F(OnnxFusion, ViewsInFloat16Mode) {
   if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
   Runs r = run_both(attention(false), feeds(), true);
   for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], 1e-2f);
 }
 
 // A Transpose chain read by something other than MatMul is copied once, composed.
-TEST_F(OnnxViews, TransposeChainMaterializesOnce) {
+TEST_F(OnnxFusion, TransposeChainMaterializesOnce) {
   ModelBuilder m(14);
   m.input("x", kFloat, {2, 3, 4});
   m.output("y", kFloat);
@@ -105,7 +106,36 @@ TEST_F(OnnxViews, TransposeChainMaterializesOnce) {
   EXPECT_EQ(r.fused_nodes + 1, r.plain_nodes);
 }
 
-TEST_F(OnnxViews, BadPermutationIsAnError) {
+// x -> Conv -> Relu -> Conv -> Add(x) -> Relu, and a projection Conv -> Add(x) (MobileNetV2's
+// inverted residual ends so), whose Add has the skip connection as its first input.
+TEST_F(OnnxFusion, ResidualBlocksFuseTheirAdd) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    ModelBuilder m(14);
+    m.input("x", kFloat, {1, 8, 6, 6});
+    m.output("y", kFloat);
+    m.output("z", kFloat);
+    for (const char* w : {"w1", "w2"}) m.initializer(w, Shape{8, 8, 3, 3}, random_floats(576));
+    m.initializer("w3", Shape{8, 8, 1, 1}, random_floats(64));
+    m.initializer("b1", Shape{8}, random_floats(8));
+    set_ints(m.node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c1"}, {"r1"});
+    set_ints(m.node("Conv", {"r1", "w2"}, {"c2"}), "pads", {1, 1, 1, 1});
+    m.node("Add", {"c2", "x"}, {"s"});
+    m.node("Relu", {"s"}, {"y"});
+    m.node("Conv", {"y", "w3"}, {"c3"});
+    m.node("Add", {"y", "c3"}, {"z"});
+    Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 8, 6, 6})}}, fp16);
+    for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 1e-5f);
+    // conv+relu, conv+add+relu, conv+add; fp16 mode adds the input and output casts.
+    const size_t casts = fp16 ? 3 : 0;
+    EXPECT_EQ(r.fused_nodes, 3u + casts);
+    EXPECT_EQ(r.plain_nodes, 7u + casts);
+  }
+}
+
+TEST_F(OnnxFusion, BadPermutationIsAnError) {
   ModelBuilder m(14);
   m.input("x", kFloat, {2, 3});
   m.input("w", kFloat, {2, 4});
