@@ -6,9 +6,11 @@
 //
 // The model becomes a ComputeGraph at the first run (or at construction when every input
 // shape is known): constant shape arithmetic is folded on the host, BatchNormalization is
-// folded into a preceding Conv, bias and activations are fused into Conv/Gemm/MatMul. Later
-// runs with the same input shapes replay the recorded command buffers; a new input shape
-// re-plans and re-records. One Session is used by one thread at a time.
+// folded into a preceding Conv, and bias, a residual Add and activations are fused into
+// Conv/Gemm/MatMul epilogues, as is a scalar scale after MatMul; Transposes that only MatMuls
+// read are not copied. Later runs with the same input shapes replay the recorded command
+// buffers; a new input shape re-plans and re-records. One Session is used by one thread at a
+// time.
 //
 // Inputs whose values the model needs while it is built (a Reshape target shape, Slice
 // starts, Resize scales, ... given as model inputs) are value-specialised: inputs() marks them
@@ -33,7 +35,7 @@ struct SessionOptions {
   // Fixes dynamic (or overrides declared) input dims, e.g. {"input", {1, 3, 224, 224}}.
   std::map<std::string, Shape> input_shapes;
   GraphOptions graph;
-  bool fuse = true;  // load-time fusions (BN into Conv, bias/activation epilogues)
+  bool fuse = true;  // load-time fusions (BN into Conv, epilogues, transposed views)
   // Float16 mode: float32 tensors live on the device in float16 (weights and activations),
   // halving memory and bandwidth; arithmetic and accumulation stay float32. Inputs and
   // outputs are float32 as the model declares. Ops without float16 kernels compute in float32
