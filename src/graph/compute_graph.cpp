@@ -268,12 +268,15 @@ void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& 
     throw Error(ErrorKind::InvalidArgument, "'" + name + "' " + shape_str(ti.shape) + " needs " +
                                                 std::to_string(ti.nbytes()) +
                                                 " bytes; buffer has " + std::to_string(b.size));
-  VkDeviceSize align = context_->limits().minStorageBufferOffsetAlignment;
+  // Kernels read tensors in 16-byte vectors where shapes allow, so bindings start on 16 bytes
+  // even where the device would accept less.
+  VkDeviceSize align =
+      std::max<VkDeviceSize>(16, context_->limits().minStorageBufferOffsetAlignment);
   if (b.offset % align)
     throw Error(ErrorKind::InvalidArgument,
-                "'" + name + "': offset " + std::to_string(b.offset) +
-                    " is not a multiple of minStorageBufferOffsetAlignment (" +
-                    std::to_string(align) + ")");
+                "'" + name + "': offset " + std::to_string(b.offset) + " is not a multiple of " +
+                    std::to_string(align) +
+                    " bytes (16, or the device's minStorageBufferOffsetAlignment if larger)");
   check(
       b.queue_family == VK_QUEUE_FAMILY_IGNORED || b.queue_family < context_->queue_family_count(),
       ErrorKind::InvalidArgument,

@@ -299,7 +299,10 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 
 TensorRef Importer::tensor(Value& v, const std::string& name) {
   TensorRef t = stored(v, name);
-  return v.perm.empty() ? t : ops::transpose(graph_, t, v.perm);
+  if (v.perm.empty()) return t;
+  if (!v.materialized.valid() || graph_.info(v.materialized).dtype != graph_.info(t).dtype)
+    v.materialized = ops::transpose(graph_, t, v.perm);
+  return v.materialized;
 }
 
 ops::PermutedView Importer::view(const onnx::NodeProto& node, size_t i) {

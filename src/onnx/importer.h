@@ -28,6 +28,7 @@ struct Value {
   // Non-empty: a Transpose not materialized, because only ops that read views consume it;
   // the value is `tensor` with its dims permuted (see Importer::view).
   std::vector<int64_t> perm;
+  TensorRef materialized;  // a lazy value copied once some reader needed it as a tensor
   Shape shape;
   DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
   // Model inputs whose values would make this value known on the host through folding; empty

@@ -244,8 +244,13 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
         (scale->op_type() == "Mul" || divides_by_c)) {
       float v = c->data<float>()[0];
       alpha = divides_by_c ? 1.f / v : v;
-      im.absorb(*scale);
-      tail = scale;
+      // x / v as x * (1 / v) is within an ulp only while 1 / v is a normal number.
+      if (std::isnormal(alpha) || (!divides_by_c && alpha == 0.f)) {
+        im.absorb(*scale);
+        tail = scale;
+      } else {
+        alpha = 1.f;
+      }
     }
   }
   auto act = im.take_activation(*tail, ops::matmul_can_fuse);

@@ -78,6 +78,36 @@ TEST_F(OnnxFusion, TransposesIntoMatMulAreReadInPlace) {
   }
 }
 
+// Both MatMul operands as views (nothing else reads Q's heads), bias, scale and activation in
+// one epilogue; and a Div with the constant first, which must stay a node of its own.
+TEST_F(OnnxFusion, BothOperandsViewsWithBiasScaleAndActivation) {
+  ModelBuilder m(14);
+  m.input("q", kFloat, {2, 5, 6});
+  m.input("k", kFloat, {2, 5, 6});
+  m.output("y", kFloat);
+  m.output("inv", kFloat);
+  m.initializer("heads_shape", std::vector<int64_t>{2, 5, 2, 3});
+  m.initializer("bias", Shape{5}, random_floats(5));
+  m.initializer("scale", Shape{}, std::vector<float>{0.25f});
+  m.initializer("two", Shape{}, std::vector<float>{2.f});
+  m.node("Reshape", {"q", "heads_shape"}, {"q4"});
+  m.node("Reshape", {"k", "heads_shape"}, {"k4"});
+  set_ints(m.node("Transpose", {"q4"}, {"qh"}), "perm", {0, 2, 1, 3});
+  set_ints(m.node("Transpose", {"k4"}, {"kt"}), "perm", {0, 2, 3, 1});
+  m.node("MatMul", {"qh", "kt"}, {"raw"});
+  m.node("Add", {"bias", "raw"}, {"biased"});
+  m.node("Mul", {"scale", "biased"}, {"scaled"});
+  m.node("Relu", {"scaled"}, {"y"});
+  m.node("MatMul", {"qh", "kt"}, {"raw2"});
+  m.node("Div", {"two", "raw2"}, {"inv"});
+  Runs r = run_both(m, feeds());
+  for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  // Fused: matmul+bias+scale+relu, matmul, div. Unfused: 2 transposes, 2 matmuls, add, mul,
+  // relu, div.
+  EXPECT_EQ(r.fused_nodes, 3u);
+  EXPECT_EQ(r.plain_nodes, 8u);
+}
+
 TEST_F(OnnxFusion, ViewsInFloat16Mode) {
   if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
   Runs r = run_both(attention(false), feeds(), true);

@@ -51,7 +51,7 @@ struct DispatchDesc {
 // An app-owned buffer bound as a graph input or output: no staging copy (zero-copy I/O).
 struct ExternalBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceSize offset = 0;
+  VkDeviceSize offset = 0;       // a multiple of 16 bytes (and of minStorageBufferOffsetAlignment)
   VkDeviceSize size = 0;         // bytes available from offset
   VkBufferUsageFlags usage = 0;  // the usage the app created it with; needs STORAGE_BUFFER
   // The queue family that owns an EXCLUSIVE-sharing buffer between executions, when it is not
