@@ -754,6 +754,7 @@ void ComputeGraph::submit(const vk::SubmitSync& sync) {
     if (io.host_copy) io.host_copy->copy_in(io.host, tensor(io.tensor).nbytes());
     if (io.import) io.import->flush();
   }
+  submitted_at_ = std::chrono::steady_clock::now();
   if (!encoded_) {
     encode(/*submit_chunks=*/true, sync);
   } else {
@@ -765,7 +766,11 @@ void ComputeGraph::submit(const vk::SubmitSync& sync) {
 
 void ComputeGraph::wait() {
   check(in_flight_, ErrorKind::InvalidState, "wait() without a submitted execution");
-  fence_->wait();
+  constexpr uint64_t kMaxExpectedNs = 1'000'000;  // longer graphs may sleep: a wake-up is cheap
+  fence_->wait(UINT64_MAX, std::min(last_execution_ns_, kMaxExpectedNs));
+  last_execution_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - submitted_at_)
+                                                 .count());
   fence_->reset();
   for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
   in_flight_ = false;

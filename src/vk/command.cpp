@@ -19,10 +19,11 @@ Fence::~Fence() {
   vkDestroyFence(context_.device(), fence_, nullptr);
 }
 
-void Fence::wait(uint64_t timeout_ns) {
-  // Poll first (Context::spin_wait_us); the blocking wait then returns at once, and is what
-  // the validation layer and the trace see either way.
-  if (uint64_t spin_ns = std::min<uint64_t>(context_.spin_wait_us() * 1000ull, timeout_ns)) {
+void Fence::wait(uint64_t timeout_ns, uint64_t expected_ns) {
+  // Poll first; the blocking wait then returns at once, and is what the validation layer and
+  // the trace see either way.
+  const uint64_t poll_ns = context_.spin_wait_us() * 1000ull;
+  if (uint64_t spin_ns = std::min<uint64_t>(poll_ns ? poll_ns + expected_ns : 0, timeout_ns)) {
     auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
     while (!signaled() && std::chrono::steady_clock::now() < until) {
     }

@@ -7,6 +7,7 @@
 //
 // Threads: one graph is used by one thread at a time. Several graphs may share a Context.
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -239,6 +240,10 @@ class ComputeGraph {
   std::vector<VkCommandBuffer> recorded_;
   std::vector<uint64_t> recorded_ids_;
   bool prepared_ = false, encoded_ = false, in_flight_ = false, executed_ = false;
+  // Submit to fence signal of the last execution, which the next wait polls through (capped)
+  // rather than sleep for a graph longer than the fixed poll.
+  std::chrono::steady_clock::time_point submitted_at_;
+  uint64_t last_execution_ns_ = 0;
   GraphStats stats_;
   std::string label_scope_;
 };

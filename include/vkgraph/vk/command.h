@@ -23,8 +23,11 @@ class Fence {
   Fence& operator=(const Fence&) = delete;
   VkFence handle() const { return fence_; }
   uint64_t id() const { return reinterpret_cast<uint64_t>(fence_); }
-  // Waits (throws DeviceLost / Vulkan errors), records FenceWait in the trace.
-  void wait(uint64_t timeout_ns = UINT64_MAX);
+  // Waits (throws DeviceLost / Vulkan errors), records FenceWait in the trace. Polls first for
+  // Context::spin_wait_us plus `expected_ns` (when polling is on at all), the time the caller
+  // expects the work to take: a wait that outlasts the poll sleeps, and waking costs tens of
+  // microseconds.
+  void wait(uint64_t timeout_ns = UINT64_MAX, uint64_t expected_ns = 0);
   bool signaled() const;
   void reset();
 

@@ -34,7 +34,8 @@ struct ContextOptions {
   std::optional<std::string> pipeline_cache;
   // How long a fence wait polls before it sleeps in vkWaitForFences. Waking from the sleep
   // costs tens of microseconds on a GPU, a large share of a short inference. Default: 200 us
-  // on GPUs, 0 on CPU devices (lavapipe), where polling takes a core from the work itself.
+  // on GPUs, 0 on CPU devices (lavapipe), where polling takes a core from the work itself. A
+  // graph's wait polls this long beyond its previous execution's time (up to 1 ms of it).
   std::optional<uint32_t> spin_wait_us;
   uint64_t memory_budget = 0;  // bytes of device memory vkgraph may hold; 0 = no limit
   bool sync_trace = false;     // record synchronization events (see SyncTrace)
