@@ -272,6 +272,10 @@ struct TopKResult {
 TensorRef reshape(ComputeGraph& g, TensorRef x, const Shape& shape, bool allowzero = false);
 // perm empty: reverse the dims.
 TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& perm = {});
+// transpose's `perm` for a tensor of `shape` (empty: the dims reversed); throws InvalidArgument
+// naming `op` unless it is a permutation of the dims.
+std::vector<int64_t> resolve_perm(const Shape& shape, std::vector<int64_t> perm,
+                                  const std::string& op);
 TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t axis);
 // One output per entry of `sizes`, which must sum to the axis length.
 std::vector<TensorRef> split(ComputeGraph& g, TensorRef x, int64_t axis,

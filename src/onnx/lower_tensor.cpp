@@ -120,35 +120,17 @@ std::vector<Value> lower_transpose(Importer& im, const onnx::NodeProto& node,
                                    const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
   const Value& in = im.input(node, 0);
-  const int64_t rank = static_cast<int64_t>(in.shape.size());
-  std::vector<int64_t> perm = int_list(im, node, 99, a, "perm");
-  if (perm.empty())
-    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
-  std::vector<bool> seen(rank);
-  bool valid = static_cast<int64_t>(perm.size()) == rank;
-  for (size_t i = 0; valid && i < perm.size(); ++i) {
-    valid = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
-    if (valid) seen[perm[i]] = true;
-  }
-  if (!valid)
-    throw Error(ErrorKind::InvalidArgument, im.where(node) + ": perm is not a permutation of the " +
-                                                std::to_string(rank) + " dims of " +
-                                                shape_str(in.shape));
-  if (in.constant || !im.only_view_readers(node)) {
-    if (in.perm.empty()) return {out(im, ops::transpose(im.graph(), im.tensor(node, 0), perm))};
-    ops::PermutedView v = im.view(node, 0);  // compose: one copy for the chain
-    std::vector<int64_t> composed;
-    for (int64_t d : perm) composed.push_back(v.perm[d]);
-    return {out(im, ops::transpose(im.graph(), v.tensor, composed))};
-  }
+  const std::vector<int64_t> perm =
+      ops::resolve_perm(in.shape, int_list(im, node, 99, a, "perm"), im.where(node));
+  // The permutation of the stored tensor: this one after the input's own.
+  std::vector<int64_t> composed;
+  for (int64_t d : perm) composed.push_back(in.perm.empty() ? d : in.perm[d]);
+  if (in.constant || !im.only_view_readers(node))
+    return {out(im, ops::transpose(im.graph(), im.view(node, 0).tensor, composed))};
   Value v = in;
-  v.perm.clear();
-  Shape shape;
-  for (int64_t d : perm) {
-    v.perm.push_back(in.perm.empty() ? d : in.perm[d]);
-    shape.push_back(in.shape[d]);
-  }
-  v.shape = shape;
+  v.perm = composed;
+  v.shape.clear();
+  for (int64_t d : perm) v.shape.push_back(in.shape[d]);
   return {v};
 }
 

@@ -67,18 +67,8 @@ Operand as_stored(ComputeGraph& g, TensorRef t) {
 Operand permuted(ComputeGraph& g, const PermutedView& v, const std::string& op) {
   Operand stored = as_stored(g, v.tensor);
   if (v.perm.empty()) return stored;
-  std::vector<bool> seen(stored.shape.size());
-  bool valid = v.perm.size() == stored.shape.size();
-  for (size_t i = 0; valid && i < v.perm.size(); ++i) {
-    int64_t d = v.perm[i];
-    valid = d >= 0 && d < static_cast<int64_t>(seen.size()) && !seen[d];
-    if (valid) seen[d] = true;
-  }
-  check(valid, ErrorKind::InvalidArgument,
-        op + ": view permutation does not permute the " + std::to_string(stored.shape.size()) +
-            " dims of " + shape_str(stored.shape));
   Operand o{v.tensor, {}, {}};
-  for (int64_t d : v.perm) {
+  for (int64_t d : resolve_perm(stored.shape, v.perm, op)) {
     o.shape.push_back(stored.shape[d]);
     o.strides.push_back(stored.strides[d]);
   }

@@ -217,17 +217,16 @@ TensorRef reshape(ComputeGraph& g, TensorRef x, const Shape& shape, bool allowze
   return g.add_view(x, out);
 }
 
-TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& perm) {
-  const TensorInfo xi = g.info(x);
-  size_t rank = xi.shape.size();
-  std::vector<int64_t> p = perm;
-  if (p.empty()) {
-    p.resize(rank);
-    std::iota(p.rbegin(), p.rend(), 0);
+std::vector<int64_t> resolve_perm(const Shape& shape, std::vector<int64_t> perm,
+                                  const std::string& op) {
+  const size_t rank = shape.size();
+  if (perm.empty()) {
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
   }
   std::vector<bool> seen(rank, false);
-  bool valid = p.size() == rank;
-  for (int64_t d : p) {
+  bool valid = perm.size() == rank;
+  for (int64_t d : perm) {
     if (!valid || d < 0 || d >= static_cast<int64_t>(rank) || seen[d]) {
       valid = false;
       break;
@@ -235,9 +234,16 @@ TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& pe
     seen[d] = true;
   }
   if (!valid)
-    throw Error(ErrorKind::InvalidArgument, "transpose: perm " + shape_str(p) +
+    throw Error(ErrorKind::InvalidArgument, op + ": perm " + shape_str(perm) +
                                                 " is not a permutation of the dims of " +
-                                                shape_str(xi.shape));
+                                                shape_str(shape));
+  return perm;
+}
+
+TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& perm) {
+  const TensorInfo xi = g.info(x);
+  const size_t rank = xi.shape.size();
+  const std::vector<int64_t> p = resolve_perm(xi.shape, perm, "transpose");
   std::vector<int64_t> strides = contiguous_strides(xi.shape), src_stride(rank);
   Shape out(rank);
   for (size_t d = 0; d < rank; ++d) {
