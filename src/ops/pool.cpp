@@ -33,11 +33,9 @@ int64_t pool_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, 
   return out;
 }
 
-// Returns x's shape after checking the dtype (float_suffix), the rank and that 32-bit indices
-// suffice.
+// Returns x's shape after checking its rank and that 32-bit indices suffice.
 Shape checked_input(ComputeGraph& g, TensorRef x, bool rank_exact, size_t rank,
                     const std::string& op, const char* layout) {
-  float_suffix(g, g.info(x).dtype, op);
   Shape s = g.info(x).shape;
   check(rank_exact ? s.size() == rank : s.size() >= rank, ErrorKind::InvalidArgument,
         op + ": input must be " + layout + ", got " + shape_str(s));
@@ -52,6 +50,7 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
                   const Pool3dParams& params, bool is_max) {
   const std::string op =
       std::string(is_max ? "max_pool" : "avg_pool") + std::to_string(spatial) + "d";
+  const std::string dtype = float_suffix(g, g.info(x).dtype, op);
   const Shape xs = checked_input(g, x, true, spatial + 2, op, layout);
   const auto& [kernel, strides, pads, dil, ceil_mode, include_pad] = params;
   auto positive = [](const std::array<int64_t, 3>& v) {
@@ -83,7 +82,7 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
   for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
   DispatchDesc d;
-  d.shader = (is_max ? "max_pool_" : "avg_pool_") + float_suffix(g, g.info(x).dtype, op);
+  d.shader = (is_max ? "max_pool_" : "avg_pool_") + dtype;
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(numel(ys)));
   d.local = {kLocal, 1, 1};
@@ -107,6 +106,7 @@ Pool3dParams lift(const Pool2dParams& p) {
 
 TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   const std::string op = is_max ? "global_max_pool" : "global_avg_pool";
+  const std::string dtype = float_suffix(g, g.info(x).dtype, op);
   const Shape xs = checked_input(g, x, false, 3, op, "[N, C, D1, ...]");
   check(numel(xs) > 0, ErrorKind::InvalidArgument, op + ": input " + shape_str(xs) + " is empty");
   Shape ys(xs.size(), 1);
@@ -121,7 +121,7 @@ TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   PushConstants pc;
   pc.add(static_cast<int32_t>(rows)).add(static_cast<int32_t>(cols));
   DispatchDesc d;
-  d.shader = op + "_" + float_suffix(g, g.info(x).dtype, op);
+  d.shader = op + "_" + dtype;
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(rows), 1);
   d.local = {local, 1, 1};
