@@ -1,7 +1,7 @@
 # Host-side libraries and their tests; no Vulkan. Include from the top-level CMakeLists.txt:
 #   include(cmake/host_libs.cmake)
 # Targets:
-#   vkgraph_core     types, errors, .npy I/O           (no protobuf)
+#   vkgraph_core     types, errors, shape rules, .npy I/O (no protobuf)
 #   vkgraph_onnx_io  TensorProto I/O + constant folding (links onnx_proto)
 #   test_host        GoogleTest executable, registered with gtest_discover_tests when
 #                    VKGRAPH_BUILD_HOST_TESTS is ON (call enable_testing() at top level)
@@ -17,6 +17,7 @@ find_package(ONNX REQUIRED)
 add_library(vkgraph_core STATIC
   ${_vkgraph_root}/src/core/types.cpp
   ${_vkgraph_root}/src/core/error.cpp
+  ${_vkgraph_root}/src/core/shape_rules.cpp
   ${_vkgraph_root}/src/io/tensor_io.cpp)
 target_include_directories(vkgraph_core PUBLIC ${_vkgraph_root}/include)
 target_compile_features(vkgraph_core PUBLIC cxx_std_20)
@@ -24,6 +25,8 @@ target_compile_features(vkgraph_core PUBLIC cxx_std_20)
 add_library(vkgraph_onnx_io STATIC
   ${_vkgraph_root}/src/onnx/onnx_tensor.cpp
   ${_vkgraph_root}/src/onnx/fold.cpp
+  ${_vkgraph_root}/src/onnx/fold_arithmetic.cpp
+  ${_vkgraph_root}/src/onnx/fold_shape.cpp
   ${_vkgraph_root}/src/onnx/fold_attrs.cpp)
 # src/ is public so internal headers are included as "onnx/fold.h".
 target_include_directories(vkgraph_onnx_io PUBLIC ${_vkgraph_root}/src)
@@ -34,7 +37,8 @@ if(VKGRAPH_BUILD_HOST_TESTS)
   include(GoogleTest)
   add_executable(test_host
     ${_vkgraph_root}/tests/test_tensor_io.cpp
-    ${_vkgraph_root}/tests/test_fold.cpp)
+    ${_vkgraph_root}/tests/test_fold.cpp
+    ${_vkgraph_root}/tests/test_shape_rules.cpp)
   target_link_libraries(test_host PRIVATE vkgraph_onnx_io GTest::gtest_main)
   target_compile_definitions(test_host PRIVATE
     VKGRAPH_ONNX_TESTDATA_DIR="${VKGRAPH_ONNX_TESTDATA_DIR}")

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/shape_rules.h"
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
@@ -33,27 +34,12 @@ std::vector<Value> lower_reshape(Importer& im, const onnx::NodeProto& node,
   const Shape& in = im.input(node, 0).shape;
   std::vector<int64_t> spec = int_list(im, node, 1, attrs, "shape");
   bool allowzero = attrs.get_int("allowzero", 0) != 0;
-  Shape out(spec.size());
-  int infer = -1;
-  for (size_t i = 0; i < spec.size(); ++i) {
-    if (spec[i] == -1) {
-      if (infer >= 0) im.fail(node, "more than one -1 in shape");
-      infer = static_cast<int>(i);
-      continue;
-    }
-    out[i] = spec[i] == 0 && !allowzero ? (i < in.size() ? in[i] : -2) : spec[i];
-    if (out[i] < 0) im.fail(node, "invalid dimension in shape " + shape_str(spec));
+  Shape out;
+  try {
+    out = shapes::resolve_reshape(in, spec, allowzero, "Reshape");
+  } catch (const Error& e) {
+    throw Error(e.kind(), im.where(node) + ": " + e.message());
   }
-  if (infer >= 0) {
-    Shape rest = out;
-    rest.erase(rest.begin() + infer);
-    const int64_t known = numel(rest);  // throws on overflow
-    if (known == 0 || numel(in) % known != 0)
-      im.fail(node, "cannot infer -1 reshaping " + shape_str(in) + " to " + shape_str(spec));
-    out[infer] = numel(in) / known;
-  }
-  if (numel(out) != numel(in))
-    im.fail(node, "cannot reshape " + shape_str(in) + " to " + shape_str(spec));
   return {view(im, node, out)};
 }
 

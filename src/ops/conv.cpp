@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "core/shape_rules.h"
 #include "matmul_config.h"
 #include "op_util.h"
 #include "shape_ops.h"
@@ -168,13 +169,9 @@ uint64_t min_large_tile_groups() {
   return tuned("conv.large_min", 128);
 }
 
-uint64_t ceil_div(uint64_t a, uint64_t b) {
-  return (a + b - 1) / b;
-}
-
 uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const GemmTile& tile) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
-  return ceil_div(m, tile.size) * ceil_div(n, tile.size) * groups;
+  return shapes::ceil_div(m, tile.size) * shapes::ceil_div(n, tile.size) * groups;
 }
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
@@ -205,7 +202,8 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
   const GemmTile& tile = large ? kLargeTile : kSmallTile;
-  uint64_t gx = ceil_div(n, tile.size), gy = ceil_div(m, tile.size), gz = groups * splits;
+  uint64_t gx = shapes::ceil_div(n, tile.size), gy = shapes::ceil_div(m, tile.size),
+           gz = groups * splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
         op + ": output of " + std::to_string(n) + " pixels x " + std::to_string(m) +
             " channels needs too many workgroups");

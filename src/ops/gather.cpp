@@ -44,7 +44,7 @@ int check_elementwise_indices(const TensorInfo& data, const TensorInfo& indices,
 
 std::vector<uint8_t> elementwise_push(int64_t n, const TensorInfo& data, const TensorInfo& indices,
                                       int a, const std::string& op) {
-  std::vector<int64_t> strides = contiguous_strides(data.shape);
+  std::vector<int64_t> strides = shapes::contiguous_strides(data.shape);
   std::vector<int32_t> data_stride;
   for (int64_t s : strides) data_stride.push_back(checked_i32(s, op, "stride"));
   PushConstants pc;
@@ -64,9 +64,7 @@ TensorRef gather(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axi
   if (di.shape.empty()) throw Error(ErrorKind::InvalidArgument, "gather: data is a scalar");
   int a = normalize_axis(axis, di.shape.size(), "gather");
   check_constant_indices(g, indices, di.shape[a], "gather");
-  Shape out(di.shape.begin(), di.shape.begin() + a);
-  out.insert(out.end(), ii.shape.begin(), ii.shape.end());
-  out.insert(out.end(), di.shape.begin() + a + 1, di.shape.end());
+  Shape out = shapes::gather_shape(di.shape, ii.shape, a);
   TensorRef y = g.add_tensor(out, di.dtype);
   int64_t inner = numel(Shape(di.shape.begin() + a + 1, di.shape.end()));
   int64_t n = numel(out);

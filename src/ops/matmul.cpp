@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/shape_rules.h"
 #include "matmul_config.h"
 #include "op_util.h"
 #include "vkgraph/ops.h"
@@ -48,19 +49,9 @@ struct Operand {
   std::vector<int64_t> strides;
 };
 
-std::vector<int64_t> row_major_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    s[i] = stride;
-    stride *= shape[i];
-  }
-  return s;
-}
-
 Operand as_stored(ComputeGraph& g, TensorRef t) {
   Shape shape = g.info(t).shape;
-  return {t, shape, row_major_strides(shape)};
+  return {t, shape, shapes::contiguous_strides(shape)};
 }
 
 // The view `v` of its stored tensor: dims and strides permuted.
@@ -191,8 +182,10 @@ std::vector<uint8_t> push_constants(const GemmProblem& p, const Epilogue& e, int
   return pc.take();
 }
 
-uint32_t ceil_div(int64_t a, uint32_t b) {
-  return static_cast<uint32_t>((a + b - 1) / b);
+// Workgroups along one dim: the tiles of `tile` that cover `extent` (checked against the
+// device limit by check_groups).
+uint32_t tiles_covering(int64_t extent, uint32_t tile) {
+  return static_cast<uint32_t>(shapes::ceil_div(static_cast<uint64_t>(extent), tile));
 }
 
 void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const std::string& op) {
@@ -220,7 +213,7 @@ std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg
                                         const GemmProblem& p) {
   if (!cfg.use_coopmat) return std::nullopt;
   auto tiles = [&](const CoopmatTile& t) {
-    return uint64_t{ceil_div(p.n, t.tile_n())} * ceil_div(p.m(), t.tile_m());
+    return uint64_t{tiles_covering(p.n, t.tile_n())} * tiles_covering(p.m(), t.tile_m());
   };
   const CoopmatTile& big = cfg.coopmat;
   std::optional<CoopmatTile> t;
@@ -260,7 +253,7 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
     d.spec = {t.group_m, epilogue ? 1u : 0u};
-    d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), 1};
+    d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
     d.push = push_constants(p, e, 0);
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
@@ -283,7 +276,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     }
     // Spec constants 3..6: ROWS, K_FAST, COLS (the subgroup variant's), VEC4_B.
     d.spec = {cfg.gemv_rows, k_fast ? 1u : 0u, cols, vec4_b ? 1u : 0u};
-    d.groups = {ceil_div(p.n, cols), ceil_div(p.m(), cfg.gemv_rows), static_cast<uint32_t>(batch)};
+    d.groups = {tiles_covering(p.n, cols), tiles_covering(p.m(), cfg.gemv_rows),
+                static_cast<uint32_t>(batch)};
     d.push = push_constants(p, e, 0);
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
@@ -292,7 +286,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   bool a_k_fast = p.a_sk == 1;
   bool b_k_fast = p.b_sk == 1 && p.b_sn != 1;
   auto tiles_of = [&](const GemmTile& tile) {
-    return uint64_t{ceil_div(p.n, tile.tile_n())} * ceil_div(p.m(), tile.tile_m()) * batch;
+    return uint64_t{tiles_covering(p.n, tile.tile_n())} * tiles_covering(p.m(), tile.tile_m()) *
+           batch;
   };
   GemmTile t = cfg.tile;
   if (cfg.large && tiles_of(*cfg.large) >= cfg.large_min_tiles)
@@ -305,7 +300,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   d.spec = {t.micro_m,          t.micro_n,          t.bk,
             a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
             t.stages,           cfg.group_m};
-  d.groups = {ceil_div(p.n, t.tile_n()), ceil_div(p.m(), t.tile_m()), static_cast<uint32_t>(batch)};
+  d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()),
+              static_cast<uint32_t>(batch)};
   SplitK split = choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],
                                 t.threads_x * t.threads_y, p.k);
   d.push = push_constants(p, e, split.k_chunk);

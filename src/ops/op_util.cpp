@@ -4,12 +4,14 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/shape_rules.h"
+
 namespace vkgraph::ops {
 
 std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
-  uint64_t groups = std::max<uint64_t>(1, (n + local - 1) / local);
+  uint64_t groups = std::max<uint64_t>(1, shapes::ceil_div(n, local));
   if (groups <= 65535) return {static_cast<uint32_t>(groups), 1, 1};
-  uint64_t y = (groups + 65534) / 65535;
+  uint64_t y = shapes::ceil_div(groups, 65535);
   check(y <= 65535, ErrorKind::Unsupported, "dispatch of " + std::to_string(n) + " is too large");
   return {65535, static_cast<uint32_t>(y), 1};
 }
@@ -31,12 +33,7 @@ uint32_t tuned(const std::string& key, uint32_t fallback) {
 }
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
-  int64_t r = static_cast<int64_t>(rank);
-  // A scalar has no axis; callers that index the shape by the result rely on that.
-  if (axis < -r || axis >= r)
-    throw Error(ErrorKind::InvalidArgument, op + ": axis " + std::to_string(axis) +
-                                                " out of range for rank " + std::to_string(rank));
-  return static_cast<int>(axis < 0 ? axis + r : axis);
+  return static_cast<int>(shapes::normalize_axis(axis, static_cast<int64_t>(rank), op));
 }
 
 int64_t checked_mul(int64_t a, int64_t b, const std::string& op) {
@@ -56,29 +53,18 @@ int64_t checked_add(int64_t a, int64_t b, const std::string& op) {
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-  size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw Error(ErrorKind::InvalidArgument, std::string(op) + ": shapes " + shape_str(a) +
-                                                  " and " + shape_str(b) + " do not broadcast");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
+  std::optional<Shape> out = shapes::broadcast({&a, &b});
+  if (!out)
+    throw Error(ErrorKind::InvalidArgument, std::string(op) + ": shapes " + shape_str(a) + " and " +
+                                                shape_str(b) + " do not broadcast");
+  return *out;
 }
 
 std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out) {
-  std::vector<int32_t> strides(out.size(), 0);
-  int64_t stride = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    size_t i = shape.size() - 1 - k;  // dim in `shape`
-    size_t o = out.size() - 1 - k;    // matching dim in `out`
-    strides[o] = shape[i] == 1 && out[o] != 1 ? 0 : static_cast<int32_t>(stride);
-    stride *= shape[i];
-  }
-  return strides;
+  // Every tensor's element count fits the shaders' 32-bit indexing (checked where it is
+  // dispatched), so its strides do too.
+  const std::vector<int64_t> strides = shapes::broadcast_strides(shape, out);
+  return std::vector<int32_t>(strides.begin(), strides.end());
 }
 
 std::vector<int32_t> to_i32(const Shape& shape, const std::string& op) {

@@ -2,9 +2,7 @@
 // view), copy contiguous runs (buffer copies), or run the one strided-copy shader.
 #include "shape_ops.h"
 
-#include <algorithm>
 #include <limits>
-#include <numeric>
 
 #include "vkgraph/ops.h"
 
@@ -69,18 +67,6 @@ void require_index_dtype(ComputeGraph& g, TensorRef t, const std::string& op) {
   if (dtype != DType::Int32 && dtype != DType::Int64)
     throw Error(ErrorKind::InvalidArgument,
                 op + ": indices must be Int32 or Int64, not " + dtype_name(dtype));
-}
-
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t stride = 1;
-  for (size_t k = shape.size(); k-- > 0;) {
-    strides[k] = stride;
-    // Without a zero dim the product fits in int64 (numel checks every tensor's shape); with
-    // one there are no elements to address, so an overflowing stride is never used.
-    if (__builtin_mul_overflow(stride, shape[k], &stride)) stride = 0;
-  }
-  return strides;
 }
 
 int32_t checked_i32(int64_t v, const std::string& op, const char* what) {
@@ -172,7 +158,7 @@ TensorRef read_strided(ComputeGraph& g, TensorRef src, const Shape& shape,
                        const std::string& label) {
   const TensorInfo si = g.info(src);
   elem_bits(g, si.dtype, label);
-  StridedCopy copy{shape, src_stride, contiguous_strides(shape), src_offset, 0};
+  StridedCopy copy{shape, src_stride, shapes::contiguous_strides(shape), src_offset, 0};
   if (src_offset == 0 && numel(shape) == numel(si.shape) && one_run(simplified(copy)))
     return g.add_view(src, shape);
   TensorRef out = g.add_tensor(shape, si.dtype);
@@ -181,70 +167,19 @@ TensorRef read_strided(ComputeGraph& g, TensorRef src, const Shape& shape,
 }
 
 TensorRef reshape(ComputeGraph& g, TensorRef x, const Shape& shape, bool allowzero) {
-  const TensorInfo xi = g.info(x);
-  Shape out = shape;
-  int inferred = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (inferred >= 0)
-        throw Error(ErrorKind::InvalidArgument,
-                    "reshape: shape " + shape_str(shape) + " has more than one -1");
-      inferred = static_cast<int>(i);
-    } else if (shape[i] == 0 && !allowzero) {
-      if (i >= xi.shape.size())
-        throw Error(ErrorKind::InvalidArgument,
-                    "reshape: 0 at position " + std::to_string(i) + " of " + shape_str(shape) +
-                        " has no matching dim in input " + shape_str(xi.shape));
-      out[i] = xi.shape[i];
-    } else if (shape[i] < 0) {
-      throw Error(ErrorKind::InvalidArgument, "reshape: negative dim in shape " + shape_str(shape));
-    }
-  }
-  if (inferred >= 0) {
-    int64_t known = 1;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (static_cast<int>(i) != inferred) known *= out[i];
-    if (known == 0 || numel(xi.shape) % known != 0)
-      throw Error(ErrorKind::InvalidArgument, "reshape: cannot infer -1 in " + shape_str(shape) +
-                                                  " for input " + shape_str(xi.shape));
-    out[inferred] = numel(xi.shape) / known;
-  }
-  if (numel(out) != numel(xi.shape))
-    throw Error(ErrorKind::InvalidArgument, "reshape: input " + shape_str(xi.shape) + " has " +
-                                                std::to_string(numel(xi.shape)) +
-                                                " elements, shape " + shape_str(shape) + " has " +
-                                                std::to_string(numel(out)));
-  return g.add_view(x, out);
+  return g.add_view(x, shapes::resolve_reshape(g.info(x).shape, shape, allowzero, "reshape"));
 }
 
 std::vector<int64_t> resolve_perm(const Shape& shape, std::vector<int64_t> perm,
                                   const std::string& op) {
-  const size_t rank = shape.size();
-  if (perm.empty()) {
-    perm.resize(rank);
-    std::iota(perm.rbegin(), perm.rend(), 0);
-  }
-  std::vector<bool> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (int64_t d : perm) {
-    if (!valid || d < 0 || d >= static_cast<int64_t>(rank) || seen[d]) {
-      valid = false;
-      break;
-    }
-    seen[d] = true;
-  }
-  if (!valid)
-    throw Error(ErrorKind::InvalidArgument, op + ": perm " + shape_str(perm) +
-                                                " is not a permutation of the dims of " +
-                                                shape_str(shape));
-  return perm;
+  return shapes::resolve_perm(shape, std::move(perm), op);
 }
 
 TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& perm) {
   const TensorInfo xi = g.info(x);
   const size_t rank = xi.shape.size();
   const std::vector<int64_t> p = resolve_perm(xi.shape, perm, "transpose");
-  std::vector<int64_t> strides = contiguous_strides(xi.shape), src_stride(rank);
+  std::vector<int64_t> strides = shapes::contiguous_strides(xi.shape), src_stride(rank);
   Shape out(rank);
   for (size_t d = 0; d < rank; ++d) {
     out[d] = xi.shape[p[d]];
@@ -274,13 +209,14 @@ TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t 
   }
   elem_bits(g, first.dtype, "concat");
   TensorRef result = g.add_tensor(out, first.dtype);
-  std::vector<int64_t> out_strides = contiguous_strides(out);
+  std::vector<int64_t> out_strides = shapes::contiguous_strides(out);
   int64_t offset = 0;
   for (TensorRef t : inputs) {
     Shape shape = g.info(t).shape;
-    add_strided_copy(g, t, result,
-                     {shape, contiguous_strides(shape), out_strides, 0, offset * out_strides[a]},
-                     "concat");
+    add_strided_copy(
+        g, t, result,
+        {shape, shapes::contiguous_strides(shape), out_strides, 0, offset * out_strides[a]},
+        "concat");
     offset += shape[a];
   }
   return result;
@@ -300,7 +236,7 @@ std::vector<TensorRef> split(ComputeGraph& g, TensorRef x, int64_t axis,
     throw Error(ErrorKind::InvalidArgument, "split: sizes " + shape_str(sizes) +
                                                 " do not split axis " + std::to_string(a) + " of " +
                                                 shape_str(xi.shape));
-  std::vector<int64_t> strides = contiguous_strides(xi.shape);
+  std::vector<int64_t> strides = shapes::contiguous_strides(xi.shape);
   std::vector<TensorRef> outputs;
   int64_t offset = 0;
   for (int64_t s : sizes) {
@@ -325,7 +261,7 @@ TensorRef slice(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& starts
                     ", " + std::to_string(ends.size()) + ", " + std::to_string(axes.size()) + ", " +
                     std::to_string(steps.size()) + ")");
   Shape out = xi.shape;
-  std::vector<int64_t> strides = contiguous_strides(xi.shape), src_stride = strides;
+  std::vector<int64_t> strides = shapes::contiguous_strides(xi.shape), src_stride = strides;
   std::vector<bool> seen(rank, false);
   int64_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -336,24 +272,11 @@ TensorRef slice(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& starts
     int64_t step = steps.empty() ? 1 : steps[i];
     if (step == 0)
       throw Error(ErrorKind::InvalidArgument, "slice: step 0 on axis " + std::to_string(a));
-    int64_t dim = xi.shape[a], start = starts[i], end = ends[i], len = 0;
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      if (end > start) len = (end - start - 1) / step + 1;
-    } else if (dim > 0) {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      // -step overflows for INT64_MIN; any magnitude above dim takes one element anyway.
-      int64_t magnitude = step == std::numeric_limits<int64_t>::min() ? dim + 1 : -step;
-      if (start > end) len = (start - end - 1) / magnitude + 1;
-    }
-    out[a] = len;
-    if (len > 0) offset += start * strides[a];
-    // A huge step only ever takes one element; its stride is never used and could overflow.
-    src_stride[a] = len > 1 ? strides[a] * step : 0;
+    const shapes::SliceRange r = shapes::resolve_slice(xi.shape[a], starts[i], ends[i], step);
+    out[a] = r.count;
+    offset += r.first * strides[a];
+    // A dim of one element or none never steps; 0 keeps it out of the stride arithmetic.
+    src_stride[a] = r.count > 1 ? strides[a] * r.step : 0;
   }
   return read_strided(g, x, out, src_stride, offset, "slice");
 }
@@ -364,8 +287,7 @@ TensorRef expand(ComputeGraph& g, TensorRef x, const Shape& shape) {
     if (d < 0)
       throw Error(ErrorKind::InvalidArgument, "expand: negative dim in " + shape_str(shape));
   Shape out = broadcast_shapes(xi.shape, shape, "expand");
-  std::vector<int32_t> strides = broadcast_strides(xi.shape, out);
-  return read_strided(g, x, out, std::vector<int64_t>(strides.begin(), strides.end()), 0, "expand");
+  return read_strided(g, x, out, shapes::broadcast_strides(xi.shape, out), 0, "expand");
 }
 
 }  // namespace vkgraph::ops

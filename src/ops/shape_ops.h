@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shape_rules.h"
 #include "op_util.h"
 
 namespace vkgraph::ops {
@@ -21,7 +22,6 @@ void require_bool(ComputeGraph& g, TensorRef t, const std::string& op, const std
 // Throws naming `op` unless `t` is int32 or int64.
 void require_index_dtype(ComputeGraph& g, TensorRef t, const std::string& op);
 
-std::vector<int64_t> contiguous_strides(const Shape& shape);
 int32_t checked_i32(int64_t v, const std::string& op, const char* what);
 // A dispatch of one invocation per element of a range of `n` (nothing when n is zero).
 void add_elementwise(ComputeGraph& g, std::string shader, std::vector<Binding> bindings, int64_t n,

@@ -1,0 +1,310 @@
+// Constant folding of arithmetic: elementwise ops with broadcasting, casts and reductions.
+// Integers compute in int64 with two's-complement wrap-around, floats in double.
+#include "onnx/fold_eval.h"
+#include "vkgraph/onnx_tensor.h"
+
+namespace vkgraph::fold::detail {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise ops.
+
+enum class Bin {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Min,
+  Max,
+  Equal,
+  Less,
+  Greater,
+  LessOrEqual,
+  GreaterOrEqual,
+  And,
+  Or,
+  Xor
+};
+
+bool is_comparison(Bin op) {
+  return op == Bin::Equal || op == Bin::Less || op == Bin::Greater || op == Bin::LessOrEqual ||
+         op == Bin::GreaterOrEqual;
+}
+bool is_logical(Bin op) {
+  return op == Bin::And || op == Bin::Or || op == Bin::Xor;
+}
+
+HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& b) {
+  n.require(a.dtype == b.dtype, std::string("input dtypes differ: ") + dtype_name(a.dtype) +
+                                    " vs " + dtype_name(b.dtype));
+  if (is_logical(op)) {
+    n.require(a.dtype == DType::Bool, std::string("needs bool inputs, got ") + dtype_name(a.dtype));
+  } else if (op != Bin::Equal) {
+    n.require(a.dtype != DType::Bool, "does not accept bool inputs");
+  }
+  const Shape shape = n.broadcast({&a.shape, &b.shape});
+  const bool to_bool = is_comparison(op) || is_logical(op);
+  HostTensor out = n.output(to_bool ? DType::Bool : a.dtype, shape);
+  const std::vector<std::vector<int64_t>> strides = {shapes::broadcast_strides(a.shape, shape),
+                                                     shapes::broadcast_strides(b.shape, shape)};
+
+  if (is_float(a.dtype)) {
+    walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
+      const double x = a.as_double(off[0]), y = b.as_double(off[1]);
+      switch (op) {
+        case Bin::Add:
+          return store_double(out, i, x + y);
+        case Bin::Sub:
+          return store_double(out, i, x - y);
+        case Bin::Mul:
+          return store_double(out, i, x * y);
+        case Bin::Div:
+          return store_double(out, i, x / y);
+        // NaN propagates, as in NumPy's minimum/maximum.
+        case Bin::Min:
+          return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y));
+        case Bin::Max:
+          return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y));
+        case Bin::Equal:
+          return store_int(out, i, x == y);
+        case Bin::Less:
+          return store_int(out, i, x < y);
+        case Bin::Greater:
+          return store_int(out, i, x > y);
+        case Bin::LessOrEqual:
+          return store_int(out, i, x <= y);
+        case Bin::GreaterOrEqual:
+          return store_int(out, i, x >= y);
+        default:
+          n.fail("unreachable");
+      }
+    });
+    return out;
+  }
+  walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
+    const int64_t x = a.as_int(off[0]), y = b.as_int(off[1]);
+    switch (op) {
+      case Bin::Add:
+        return store_int(out, i, wrap_add(x, y));
+      case Bin::Sub:
+        return store_int(out, i, wrap_sub(x, y));
+      case Bin::Mul:
+        return store_int(out, i, wrap_mul(x, y));
+      case Bin::Div:
+        // Truncates toward zero (C semantics), as ONNX Runtime does and as the later ONNX
+        // reference implementation (NumPy true divide, then astype) does; the 1.12 test data
+        // has no negative integer case. INT_MIN / -1 wraps instead of trapping.
+        n.require(y != 0, "integer division by zero");
+        return store_int(out, i, y == -1 ? wrap_sub(0, x) : x / y);
+      case Bin::Min:
+        return store_int(out, i, std::min(x, y));
+      case Bin::Max:
+        return store_int(out, i, std::max(x, y));
+      case Bin::Equal:
+        return store_int(out, i, x == y);
+      case Bin::Less:
+        return store_int(out, i, x < y);
+      case Bin::Greater:
+        return store_int(out, i, x > y);
+      case Bin::LessOrEqual:
+        return store_int(out, i, x <= y);
+      case Bin::GreaterOrEqual:
+        return store_int(out, i, x >= y);
+      case Bin::And:
+        return store_int(out, i, x && y);
+      case Bin::Or:
+        return store_int(out, i, x || y);
+      case Bin::Xor:
+        return store_int(out, i, (x != 0) != (y != 0));
+    }
+  });
+  return out;
+}
+
+HostTensor eval_binary(const Node& n, Bin op) {
+  return binary(n, op, n.in(0), n.in(1));
+}
+
+// Min and Max take one or more inputs, broadcast together.
+HostTensor eval_variadic(const Node& n, Bin op) {
+  n.require(n.num_inputs() >= 1, "needs at least one input");
+  HostTensor result = n.in(0);
+  if (result.dtype == DType::Bool) n.fail("does not accept bool inputs");
+  for (size_t i = 1; i < n.num_inputs(); ++i) result = binary(n, op, result, n.in(i));
+  return result;
+}
+
+enum class Un { Neg, Abs, Floor, Ceil, Sqrt, Not };
+
+HostTensor eval_unary(const Node& n, Un op) {
+  const HostTensor& x = n.in(0);
+  if (op == Un::Not) {
+    n.require(x.dtype == DType::Bool, std::string("needs bool input, got ") + dtype_name(x.dtype));
+  } else if (op == Un::Neg || op == Un::Abs) {
+    n.require(x.dtype != DType::Bool, "does not accept bool input");
+  } else {
+    n.require(is_float(x.dtype), std::string("needs a float input, got ") + dtype_name(x.dtype));
+  }
+  HostTensor out = n.output(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (is_float(x.dtype)) {
+      const double v = x.as_double(i);
+      switch (op) {
+        case Un::Neg:
+          store_double(out, i, -v);
+          break;
+        case Un::Abs:
+          store_double(out, i, std::fabs(v));
+          break;
+        case Un::Floor:
+          store_double(out, i, std::floor(v));
+          break;
+        case Un::Ceil:
+          store_double(out, i, std::ceil(v));
+          break;
+        case Un::Sqrt:
+          store_double(out, i, std::sqrt(v));
+          break;
+        case Un::Not:
+          break;
+      }
+    } else {
+      const int64_t v = x.as_int(i);
+      switch (op) {
+        case Un::Neg:
+          store_int(out, i, wrap_sub(0, v));
+          break;  // -INT_MIN wraps to INT_MIN
+        case Un::Abs:
+          store_int(out, i, v < 0 ? wrap_sub(0, v) : v);
+          break;
+        case Un::Not:
+          store_int(out, i, !v);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+HostTensor eval_where(const Node& n) {
+  const HostTensor &cond = n.in(0), &x = n.in(1), &y = n.in(2);
+  n.require(cond.dtype == DType::Bool, "condition must be bool");
+  n.require(x.dtype == y.dtype, std::string("X and Y dtypes differ: ") + dtype_name(x.dtype) +
+                                    " vs " + dtype_name(y.dtype));
+  const Shape shape = n.broadcast({&cond.shape, &x.shape, &y.shape});
+  HostTensor out = n.output(x.dtype, shape);
+  walk(shape,
+       {shapes::broadcast_strides(cond.shape, shape), shapes::broadcast_strides(x.shape, shape),
+        shapes::broadcast_strides(y.shape, shape)},
+       {0, 0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
+         if (cond.data<uint8_t>()[off[0]]) {
+           copy_element(x, off[1], out, i);
+         } else {
+           copy_element(y, off[2], out, i);
+         }
+       });
+  return out;
+}
+
+HostTensor cast_to(const Node& n, const HostTensor& x, DType to) {
+  HostTensor out = n.output(to, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (is_float(x.dtype)) {
+      store_double(out, i, x.as_double(i));
+    } else {
+      store_int(out, i, x.as_int(i));
+    }
+  }
+  return out;
+}
+
+HostTensor eval_cast(const Node& n) {
+  auto it = n.attrs.ints.find("to");
+  if (it == n.attrs.ints.end()) n.fail("missing attribute 'to'");
+  DType to;
+  try {
+    to = onnx_io::dtype_from_onnx(static_cast<int32_t>(it->second));
+  } catch (const Error&) {
+    n.fail("target type " + onnx_io::onnx_type_name(static_cast<int32_t>(it->second)) +
+               " is not supported",
+           ErrorKind::Unsupported);
+  }
+  return cast_to(n, n.in(0), to);
+}
+
+HostTensor eval_reduce(const Node& n, bool product) {
+  const HostTensor& x = n.in(0);
+  n.require(x.dtype != DType::Bool, "does not accept bool input");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> raw;
+  n.ints_from_input_or_attr(1, "axes", "axes", &raw);
+  if (raw.empty()) {
+    if (n.attrs.get_int("noop_with_empty_axes", 0)) return x;
+    for (int64_t d = 0; d < rank; ++d) raw.push_back(d);
+  }
+  const std::vector<int64_t> axes = n.axes(raw, rank);
+  const bool keepdims = n.attrs.get_int("keepdims", 1) != 0;
+
+  Shape kept = x.shape;  // the output shape with reduced dims kept as 1
+  for (int64_t a : axes) kept[a] = 1;
+  // Walking the input with these strides lands on the output element each input adds into.
+  std::vector<int64_t> strides = shapes::contiguous_strides(kept);
+  for (int64_t a : axes) strides[a] = 0;
+  Shape shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (keepdims || std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      shape.push_back(kept[d]);
+    }
+  }
+  HostTensor out = n.output(x.dtype, shape);
+  const size_t count = static_cast<size_t>(out.numel());
+  if (is_float(x.dtype)) {
+    std::vector<double> acc(count, product ? 1.0 : 0.0);
+    walk(x.shape, {strides}, {0}, [&](int64_t i, const std::vector<int64_t>& off) {
+      acc[off[0]] = product ? acc[off[0]] * x.as_double(i) : acc[off[0]] + x.as_double(i);
+    });
+    for (size_t i = 0; i < count; ++i) store_double(out, static_cast<int64_t>(i), acc[i]);
+  } else {
+    std::vector<int64_t> acc(count, product ? 1 : 0);
+    walk(x.shape, {strides}, {0}, [&](int64_t i, const std::vector<int64_t>& off) {
+      acc[off[0]] =
+          product ? wrap_mul(acc[off[0]], x.as_int(i)) : wrap_add(acc[off[0]], x.as_int(i));
+    });
+    for (size_t i = 0; i < count; ++i) store_int(out, static_cast<int64_t>(i), acc[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_arithmetic_evaluators(EvaluatorTable& table) {
+  table["Cast"] = eval_cast;
+  table["CastLike"] = [](const Node& n) { return cast_to(n, n.in(0), n.in(1).dtype); };
+  table["Add"] = [](const Node& n) { return eval_binary(n, Bin::Add); };
+  table["Sub"] = [](const Node& n) { return eval_binary(n, Bin::Sub); };
+  table["Mul"] = [](const Node& n) { return eval_binary(n, Bin::Mul); };
+  table["Div"] = [](const Node& n) { return eval_binary(n, Bin::Div); };
+  table["Equal"] = [](const Node& n) { return eval_binary(n, Bin::Equal); };
+  table["Less"] = [](const Node& n) { return eval_binary(n, Bin::Less); };
+  table["Greater"] = [](const Node& n) { return eval_binary(n, Bin::Greater); };
+  table["LessOrEqual"] = [](const Node& n) { return eval_binary(n, Bin::LessOrEqual); };
+  table["GreaterOrEqual"] = [](const Node& n) { return eval_binary(n, Bin::GreaterOrEqual); };
+  table["And"] = [](const Node& n) { return eval_binary(n, Bin::And); };
+  table["Or"] = [](const Node& n) { return eval_binary(n, Bin::Or); };
+  table["Xor"] = [](const Node& n) { return eval_binary(n, Bin::Xor); };
+  table["Min"] = [](const Node& n) { return eval_variadic(n, Bin::Min); };
+  table["Max"] = [](const Node& n) { return eval_variadic(n, Bin::Max); };
+  table["Where"] = eval_where;
+  table["Not"] = [](const Node& n) { return eval_unary(n, Un::Not); };
+  table["Neg"] = [](const Node& n) { return eval_unary(n, Un::Neg); };
+  table["Abs"] = [](const Node& n) { return eval_unary(n, Un::Abs); };
+  table["Floor"] = [](const Node& n) { return eval_unary(n, Un::Floor); };
+  table["Ceil"] = [](const Node& n) { return eval_unary(n, Un::Ceil); };
+  table["Sqrt"] = [](const Node& n) { return eval_unary(n, Un::Sqrt); };
+  table["ReduceSum"] = [](const Node& n) { return eval_reduce(n, false); };
+  table["ReduceProd"] = [](const Node& n) { return eval_reduce(n, true); };
+}
+
+}  // namespace vkgraph::fold::detail
