@@ -18,6 +18,7 @@ add_library(vkgraph_core STATIC
   ${_vkgraph_root}/src/core/types.cpp
   ${_vkgraph_root}/src/core/error.cpp
   ${_vkgraph_root}/src/core/shape_rules.cpp
+  ${_vkgraph_root}/src/core/file_io.cpp
   ${_vkgraph_root}/src/io/tensor_io.cpp)
 target_include_directories(vkgraph_core PUBLIC ${_vkgraph_root}/include)
 target_compile_features(vkgraph_core PUBLIC cxx_std_20)

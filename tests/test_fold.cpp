@@ -16,8 +16,8 @@
 #include "expect_error.h"
 #include "onnx/fold.h"
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
-#include "vkgraph/tensor_io.h"
 
 namespace vkgraph::fold {
 namespace {

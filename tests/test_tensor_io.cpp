@@ -11,6 +11,7 @@
 
 #include "expect_error.h"
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/tensor_io.h"
 #include "vkgraph/types.h"

@@ -25,6 +25,7 @@
 
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/types.h"
+#include "vkgraph/value_info.h"
 #include "vkgraph/vk/context.h"
 
 namespace vkgraph {
@@ -43,13 +44,6 @@ struct SessionOptions {
   // saturate to +-65504; computed values beyond it become infinite, as in any float16
   // arithmetic. Needs storageBuffer16BitAccess. Accuracy: see the README.
   bool fp16 = false;
-};
-
-struct ValueInfo {
-  std::string name;
-  Shape shape;  // -1 marks a dynamic dimension
-  DType dtype;
-  bool needs_value = false;  // inputs only: the graph is specialised to this input's values
 };
 
 struct LoadTimes {

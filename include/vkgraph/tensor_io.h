@@ -1,6 +1,6 @@
 #pragma once
-// Host tensors to and from files: NumPy .npy and raw whole-file reads and writes. Needs no
-// protobuf; ONNX TensorProto files live in onnx_tensor.h.
+// Host tensors to and from NumPy .npy files. Needs no protobuf; ONNX TensorProto files live in
+// onnx_tensor.h, whole-file reads and writes in file_io.h.
 //
 // Every malformed input throws Error(ModelFormat, "<name>: <problem>"); a file that cannot be
 // opened, read or written throws Error(Io, ...). Nothing here trusts sizes from the file
@@ -14,10 +14,6 @@
 #include "vkgraph/types.h"
 
 namespace vkgraph {
-
-// Whole-file helpers. Errors name the path and the OS reason.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes);
 
 // Reads NumPy .npy format 1.0, 2.0 or 3.0. Accepted descr values: '<f4' (Float32),
 // '<f2' (Float16), '<i4' (Int32), '<i8' (Int64) and '|b1' (Bool; stored bytes are normalised

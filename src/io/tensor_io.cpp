@@ -2,46 +2,17 @@
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 
 namespace vkgraph {
 
 // .npy data is little-endian and copied byte for byte into HostTensor.
 static_assert(std::endian::native == std::endian::little, "vkgraph assumes a little-endian host");
-
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  // Checked first because opening a directory "succeeds" and then reports a bogus size.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorKind::Io, "cannot read " + path + ": " +
-                                   (ec ? ec.message() : std::string("not a regular file")));
-  }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error(ErrorKind::Io, "cannot open " + path + ": " + std::strerror(errno));
-  const std::streamoff size = in.tellg();
-  check(size >= 0, ErrorKind::Io, "cannot determine the size of " + path);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(bytes.data()), size);
-  check(in.gcount() == size, ErrorKind::Io, "cannot read " + path + " (short read)");
-  return bytes;
-}
-
-void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(ErrorKind::Io, "cannot create " + path + ": " + std::strerror(errno));
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  check(!out.fail(), ErrorKind::Io, "cannot write " + path);
-}
 
 namespace {
 

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "vkgraph/session.h"
+#include "vkgraph/types.h"
+#include "vkgraph/value_info.h"
 
 namespace vkgraph::onnx_import {
 

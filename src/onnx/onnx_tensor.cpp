@@ -1,12 +1,11 @@
-#include "vkgraph/onnx_tensor.h"
-
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "vkgraph/error.h"
-#include "vkgraph/tensor_io.h"
+#include "vkgraph/file_io.h"
+#include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::onnx_io {
 

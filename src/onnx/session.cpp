@@ -1,5 +1,3 @@
-#include "vkgraph/session.h"
-
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -7,8 +5,9 @@
 #include "onnx/importer.h"
 #include "onnx/load.h"
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
-#include "vkgraph/tensor_io.h"
+#include "vkgraph/session.h"
 
 namespace vkgraph {
 

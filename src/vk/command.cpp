@@ -6,6 +6,7 @@
 #include "vkgraph/error.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/context.h"
+#include "vkgraph/vk/result.h"
 #include "vkgraph/vk/sync_trace.h"
 
 namespace vkgraph::vk {

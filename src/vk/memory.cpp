@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "vkgraph/error.h"
-#include "vkgraph/vk/context.h"
+#include "vkgraph/vk/result.h"
 
 namespace vkgraph::vk {
 namespace {

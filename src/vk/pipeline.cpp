@@ -5,8 +5,9 @@
 
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
-#include "vkgraph/tensor_io.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/vk/context.h"
+#include "vkgraph/vk/result.h"
 
 namespace vkgraph::vk {
 

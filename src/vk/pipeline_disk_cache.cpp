@@ -7,7 +7,7 @@
 #include <random>
 
 #include "vkgraph/error.h"
-#include "vkgraph/tensor_io.h"
+#include "vkgraph/file_io.h"
 
 namespace vkgraph::vk {
 

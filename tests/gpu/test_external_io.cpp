@@ -18,6 +18,7 @@
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/vk/pipeline.h"
+#include "vkgraph/vk/result.h"
 #include "vkgraph/vk/sync_trace.h"
 
 namespace vkgraph::testing {

@@ -19,9 +19,9 @@
 #include "onnx/importer.h"
 #include "onnx/load.h"
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/session.h"
-#include "vkgraph/tensor_io.h"
 
 namespace vkgraph::testing {
 namespace {

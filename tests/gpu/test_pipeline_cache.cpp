@@ -7,8 +7,8 @@
 
 #include "foundation_test.h"
 #include "vk/pipeline_disk_cache.h"
+#include "vkgraph/file_io.h"
 #include "vkgraph/ops.h"
-#include "vkgraph/tensor_io.h"
 #include "vkgraph/vk/pipeline.h"
 
 namespace vkgraph::testing {

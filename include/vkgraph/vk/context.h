@@ -190,8 +190,4 @@ class Context {
   std::vector<std::string> messages_;
 };
 
-// Throws vkgraph::Error when `result` is not VK_SUCCESS; `what` names the failing call/object.
-void check_vk(VkResult result, const char* what);
-const char* vk_result_name(VkResult result);
-
 }  // namespace vkgraph::vk
