@@ -63,7 +63,7 @@ class Session {
 
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
-  int opset() const;
+  int opset() const;  // the model's ai.onnx opset, as the importer reads it
 
   // Runs with one tensor per model input (by name). Returns the outputs named in
   // `output_names`, or all outputs in model order when it is empty.

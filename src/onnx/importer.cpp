@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "onnx/load.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -53,9 +54,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
                    const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16)
     : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16) {
-  for (auto& op : model.opset_import())
-    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = static_cast<int>(op.version());
-  if (opset_ == 0 && model.opset_import_size() == 0) opset_ = 1;
+  opset_ = ai_onnx_opset(model);
   // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
   // did not change (legacy attributes such as broadcast/axis are handled where they exist).
   if (opset_ < 1 || opset_ > 21)

@@ -21,6 +21,14 @@ ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
 }
 }  // namespace
 
+int ai_onnx_opset(const onnx::ModelProto& model) {
+  if (model.opset_import_size() == 0) return 1;
+  int opset = 0;
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset = static_cast<int>(op.version());
+  return opset;
+}
+
 ParsedModel parse_model(const void* bytes, size_t size, const std::string& what) {
   if (size > static_cast<size_t>(INT32_MAX))
     throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");

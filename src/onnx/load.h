@@ -25,6 +25,11 @@ struct ParsedModel {
 // inputs and outputs. `what` names the model in errors (a path, "model bytes"). Throws Error.
 ParsedModel parse_model(const void* bytes, size_t size, const std::string& what);
 
+// The model's ai.onnx opset version: its opset_import entry for the default domain (the last
+// one, should a broken model list it twice); 1 when the model imports no opset at all, the
+// oldest; 0 when it imports only other domains (no ai.onnx operator is then defined).
+int ai_onnx_opset(const onnx::ModelProto& model);
+
 // The shape of every input, `overrides` taking precedence over the declared shapes; nullopt
 // while some dimension is still unknown.
 std::optional<std::map<std::string, Shape>> static_input_shapes(

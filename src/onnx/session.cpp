@@ -1,3 +1,5 @@
+#include "vkgraph/session.h"
+
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -7,7 +9,6 @@
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
-#include "vkgraph/session.h"
 
 namespace vkgraph {
 
@@ -123,9 +124,7 @@ const std::vector<ValueInfo>& Session::outputs() const {
   return impl_->model.outputs;
 }
 int Session::opset() const {
-  for (auto& op : impl_->model.proto.opset_import())
-    if (op.domain().empty() || op.domain() == "ai.onnx") return static_cast<int>(op.version());
-  return 0;
+  return onnx_import::ai_onnx_opset(impl_->model.proto);
 }
 ComputeGraph* Session::graph() {
   return impl_->graph.get();
