@@ -1,3 +1,5 @@
+#include "vkgraph/vk/context.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -5,7 +7,6 @@
 
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
-#include "vkgraph/vk/context.h"
 #include "vkgraph/vk/pipeline.h"
 #include "vkgraph/vk/result.h"
 #include "vkgraph/vk/sync_trace.h"
@@ -13,6 +14,42 @@
 namespace vkgraph::vk {
 
 namespace {
+
+// The feature structures vkgraph queries and enables, linked into one pNext chain: the same
+// chain serves vkGetPhysicalDeviceFeatures2 (what the device has) and vkCreateDevice (what is
+// enabled), so the two never list different structures. The memory-model and
+// cooperative-matrix structures are linked only when asked for, since a device without their
+// extensions must not see them. Not copyable: the chain points into itself.
+struct FeatureChain {
+  VkPhysicalDeviceFeatures2 base{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures storage16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDevice8BitStorageFeatures storage8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features float16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+
+  FeatureChain(bool with_memory_model, bool with_coopmat) {
+    base.pNext = &storage16;
+    storage16.pNext = &storage8;
+    storage8.pNext = &float16;
+    float16.pNext = &timeline;
+    void** tail = &timeline.pNext;
+    if (with_memory_model) {
+      *tail = &memory_model;
+      tail = &memory_model.pNext;
+    }
+    if (with_coopmat) *tail = &coopmat;
+  }
+  FeatureChain(const FeatureChain&) = delete;
+  FeatureChain& operator=(const FeatureChain&) = delete;
+};
 
 // Whether the device lists a subgroup-scope 16x16x16 cooperative-matrix shape with fp16 A and
 // B and fp32 C and D (the shape matmul_coopmat.comp is written for).
@@ -279,44 +316,25 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   auto has_ext = [&](const char* n) {
     return std::find(ext_names.begin(), ext_names.end(), n) != ext_names.end();
   };
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  VkPhysicalDevice16BitStorageFeatures s16{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-  VkPhysicalDeviceShaderFloat16Int8Features f16{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  VkPhysicalDeviceTimelineSemaphoreFeatures tl{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
-  VkPhysicalDeviceVulkanMemoryModelFeatures vmm{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
-  f2.pNext = &s16;
-  s16.pNext = &s8;
-  s8.pNext = &f16;
-  f16.pNext = &tl;
-  void** tail = &tl.pNext;
-  if (api12 || has_ext("VK_KHR_vulkan_memory_model")) {
-    *tail = &vmm;
-    tail = &vmm.pNext;
-  }
-  if (has_ext("VK_NV_cooperative_matrix")) *tail = &cm;
-  vkGetPhysicalDeviceFeatures2(physical_device_, &f2);
-  features_.storage_buffer_16bit = s16.storageBuffer16BitAccess;
+  FeatureChain have(api12 || has_ext("VK_KHR_vulkan_memory_model"),
+                    has_ext("VK_NV_cooperative_matrix"));
+  vkGetPhysicalDeviceFeatures2(physical_device_, &have.base);
+  features_.storage_buffer_16bit = have.storage16.storageBuffer16BitAccess;
   features_.storage_buffer_8bit =
-      (api12 || has_ext("VK_KHR_8bit_storage")) && s8.storageBuffer8BitAccess;
-  features_.shader_float16 = (api12 || has_ext("VK_KHR_shader_float16_int8")) && f16.shaderFloat16;
-  features_.shader_int64 = f2.features.shaderInt64;
+      (api12 || has_ext("VK_KHR_8bit_storage")) && have.storage8.storageBuffer8BitAccess;
+  features_.shader_float16 =
+      (api12 || has_ext("VK_KHR_shader_float16_int8")) && have.float16.shaderFloat16;
+  features_.shader_int64 = have.base.features.shaderInt64;
   features_.timeline_semaphores =
-      (api12 || has_ext("VK_KHR_timeline_semaphore")) && tl.timelineSemaphore;
+      (api12 || has_ext("VK_KHR_timeline_semaphore")) && have.timeline.timelineSemaphore;
   features_.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
-  features_.vulkan_memory_model = vmm.vulkanMemoryModel;
+  features_.vulkan_memory_model = have.memory_model.vulkanMemoryModel;
   // glslang's GL_NV_cooperative_matrix code declares the Vulkan memory model; the fp16 kernel
   // also needs fp16 arithmetic, 16-bit storage and the 16x16x16 fp16 -> fp32 subgroup shape.
-  features_.coopmat_f16_16x16x16 = cm.cooperativeMatrix && features_.vulkan_memory_model &&
-                                   features_.shader_float16 && features_.storage_buffer_16bit &&
-                                   has_f16_coopmat_shape(instance_, physical_device_);
+  features_.coopmat_f16_16x16x16 =
+      have.coopmat.cooperativeMatrix && features_.vulkan_memory_model && features_.shader_float16 &&
+      features_.storage_buffer_16bit && has_f16_coopmat_shape(instance_, physical_device_);
   features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
@@ -341,33 +359,16 @@ void Context::create_device() {
   qci.queueFamilyIndex = queue_family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
-  VkPhysicalDeviceFeatures2 enable{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  enable.features.shaderInt64 = features_.shader_int64;
-  VkPhysicalDevice16BitStorageFeatures e16{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  e16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
-  VkPhysicalDevice8BitStorageFeatures e8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-  e8.storageBuffer8BitAccess = features_.storage_buffer_8bit;
-  VkPhysicalDeviceShaderFloat16Int8Features ef16{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  ef16.shaderFloat16 = features_.shader_float16;
-  VkPhysicalDeviceTimelineSemaphoreFeatures etl{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
-  etl.timelineSemaphore = features_.timeline_semaphores;
-  VkPhysicalDeviceVulkanMemoryModelFeatures evmm{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  evmm.vulkanMemoryModel = VK_TRUE;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV ecm{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  ecm.cooperativeMatrix = VK_TRUE;
-  enable.pNext = &e16;
-  e16.pNext = &e8;
-  e8.pNext = &ef16;
-  ef16.pNext = &etl;
-  if (features_.coopmat_f16_16x16x16) {
-    etl.pNext = &evmm;
-    evmm.pNext = &ecm;
-  }
+  // The memory model and cooperative matrix are enabled only for the tensor-core kernel.
+  const bool coopmat = features_.coopmat_f16_16x16x16;
+  FeatureChain enable(coopmat, coopmat);
+  enable.base.features.shaderInt64 = features_.shader_int64;
+  enable.storage16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
+  enable.storage8.storageBuffer8BitAccess = features_.storage_buffer_8bit;
+  enable.float16.shaderFloat16 = features_.shader_float16;
+  enable.timeline.timelineSemaphore = features_.timeline_semaphores;
+  enable.memory_model.vulkanMemoryModel = VK_TRUE;
+  enable.coopmat.cooperativeMatrix = VK_TRUE;
   std::vector<const char*> dev_exts;
   if (features_.external_memory_host) {
     dev_exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);
@@ -383,7 +384,7 @@ void Context::create_device() {
     if (!api12) dev_exts.push_back("VK_KHR_vulkan_memory_model");
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dci.pNext = &enable;
+  dci.pNext = &enable.base;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
