@@ -134,7 +134,7 @@ void print_pipeline_cache(vk::Context& context) {
   std::printf("\n");
 }
 
-void print_profile(ComputeGraph& g, const std::vector<std::vector<NodeTime>>& runs, size_t top,
+void print_profile(const std::vector<std::vector<NodeTime>>& runs, size_t top,
                    const std::string& trace_path) {
   if (runs.empty() || runs[0].empty()) return;
   // Mean over runs, per node.
@@ -161,7 +161,6 @@ void print_profile(ComputeGraph& g, const std::vector<std::vector<NodeTime>>& ru
     write_trace(trace_path, mean);
     std::printf("trace: %s\n", trace_path.c_str());
   }
-  (void)g;
 }
 
 int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, int warmup,
@@ -185,14 +184,14 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
   print_pipeline_cache(session.context());
   std::printf(
       "graph: %zu nodes in %zu command buffers; activations %.2f MiB (%.2f MiB unplanned), "
-      "constants %.2f MiB, peak device memory %.2f MiB\n",
+      "constants %.2f MiB; context peak device memory %.2f MiB (all graphs, whole blocks)\n",
       st.nodes, st.command_buffers, st.activation_bytes / 1048576.0,
       st.unplanned_activation_bytes / 1048576.0, st.constant_bytes / 1048576.0,
-      st.peak_device_bytes / 1048576.0);
+      st.context_peak_device_bytes / 1048576.0);
   std::printf("run x%d: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms, p90 %.3f ms\n", runs,
               percentile(host, 0.5), percentile(host, 0.9), percentile(gpu, 0.5),
               percentile(gpu, 0.9));
-  print_profile(g, profiles, top, trace_path);
+  print_profile(profiles, top, trace_path);
   return report_validation(session.context());
 }
 

@@ -814,7 +814,7 @@ HostTensor ComputeGraph::read_output(size_t i) {
 
 GraphStats ComputeGraph::stats() const {
   GraphStats s = stats_;
-  s.peak_device_bytes = context_->allocator().stats().peak_block_bytes;
+  s.context_peak_device_bytes = context_->allocator().stats().peak_block_bytes;
   return s;
 }
 

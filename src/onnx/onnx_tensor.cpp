@@ -1,11 +1,13 @@
+#include "vkgraph/onnx_tensor.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
-#include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::onnx_io {
 
@@ -39,24 +41,25 @@ DType dtype_from_onnx(int32_t onnx_type) {
   }
 }
 
+namespace {
+
+// The ONNX type each dtype is stored as, one each; other ONNX types convert on load.
+constexpr std::pair<DType, int32_t> kNativeTypes[] = {
+    {DType::Float32, TP::FLOAT}, {DType::Float16, TP::FLOAT16}, {DType::Int32, TP::INT32},
+    {DType::Int64, TP::INT64},   {DType::Bool, TP::BOOL},
+};
+
+}  // namespace
+
 bool is_native_onnx_type(int32_t onnx_type) {
-  return onnx_type == TP::FLOAT || onnx_type == TP::FLOAT16 || onnx_type == TP::INT32 ||
-         onnx_type == TP::INT64 || onnx_type == TP::BOOL;
+  for (const auto& [dtype, type] : kNativeTypes)
+    if (type == onnx_type) return true;
+  return false;
 }
 
 int32_t onnx_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return TP::FLOAT;
-    case DType::Float16:
-      return TP::FLOAT16;
-    case DType::Int32:
-      return TP::INT32;
-    case DType::Int64:
-      return TP::INT64;
-    case DType::Bool:
-      return TP::BOOL;
-  }
+  for (const auto& [d, type] : kNativeTypes)
+    if (d == dtype) return type;
   throw Error(ErrorKind::InvalidArgument, "invalid dtype");
 }
 

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-// c = a OP b with NumPy broadcasting. OP and T come from defines (see src/ops/CMakeLists).
+// c = a OP b with NumPy broadcasting. OP and T come from defines (see src/ops/binary.cmake).
 #include "common.glsl"
 
 #ifdef VEC4

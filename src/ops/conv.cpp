@@ -154,14 +154,15 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, 
   return span / stride + 1;
 }
 
-// Implicit-GEMM tile shapes, matching conv.cmake's variants.
-struct GemmTile {
+// Implicit-GEMM tile shapes of the convolution kernels, matching conv.cmake's variants (not
+// matmul's GemmTile: these are square and fixed at build time).
+struct ConvTile {
   const char* suffix;
   uint32_t size;     // BM = BN
   uint32_t threads;  // (BM / TM) * (BN / TN) with TM = TN = 4
 };
-constexpr GemmTile kLargeTile{"64", 64, 256};
-constexpr GemmTile kSmallTile{"32", 32, 64};
+constexpr ConvTile kLargeTile{"64", 64, 256};
+constexpr ConvTile kSmallTile{"32", 32, 64};
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (VKGRAPH_TUNE conv.large_min, default 128); below
 // that, small tiles give more parallelism.
@@ -169,7 +170,7 @@ uint64_t min_large_tile_groups() {
   return tuned("conv.large_min", 128);
 }
 
-uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const GemmTile& tile) {
+uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   return shapes::ceil_div(m, tile.size) * shapes::ceil_div(n, tile.size) * groups;
 }
@@ -201,7 +202,7 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
                            GemmKind kind, uint32_t splits, const ConvEpilogue& e) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
-  const GemmTile& tile = large ? kLargeTile : kSmallTile;
+  const ConvTile& tile = large ? kLargeTile : kSmallTile;
   uint64_t gx = shapes::ceil_div(n, tile.size), gy = shapes::ceil_div(m, tile.size),
            gz = groups * splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,

@@ -109,7 +109,10 @@ struct GraphStats {
   uint64_t activation_bytes = 0;            // after lifetime sharing
   uint64_t unplanned_activation_bytes = 0;  // if every activation had its own buffer
   uint64_t constant_bytes = 0;
-  uint64_t peak_device_bytes = 0;  // the allocator's high-water mark
+  // The Context allocator's high-water mark of device memory blocks: every graph and buffer on
+  // the Context counted, in whole blocks, so not this graph's own footprint (that is
+  // activation_bytes + constant_bytes, plus staging).
+  uint64_t context_peak_device_bytes = 0;
   size_t activation_buffers = 0;
   // Times the command buffers were recorded: once, plus once per rebinding of external I/O
   // after an execution. Replays record nothing.
