@@ -130,6 +130,20 @@ TEST(ShapeRules, GatherShapeReplacesTheAxisByTheIndexShape) {
   EXPECT_EQ(shapes::gather_shape({5}, {4}, 0), Shape{4});
 }
 
+TEST(ShapeRules, ConcatNeedsEqualDimsOffTheAxis) {
+  EXPECT_TRUE(shapes::concat_compatible({2, 3, 4}, {2, 7, 4}, 1));
+  EXPECT_TRUE(shapes::concat_compatible({2, 3}, {0, 3}, 0));
+  EXPECT_FALSE(shapes::concat_compatible({2, 3, 4}, {2, 3, 5}, 1));
+  EXPECT_FALSE(shapes::concat_compatible({2, 3, 4}, {2, 3}, 1));
+}
+
+TEST(ShapeRules, ReducedShapeKeepsOrDropsReducedDims) {
+  EXPECT_EQ(shapes::reduced_shape({2, 3, 4}, {false, true, false}, true), (Shape{2, 1, 4}));
+  EXPECT_EQ(shapes::reduced_shape({2, 3, 4}, {false, true, false}, false), (Shape{2, 4}));
+  EXPECT_EQ(shapes::reduced_shape({2, 3}, {true, true}, false), Shape{});
+  EXPECT_EQ(shapes::reduced_shape({2, 0}, {false, true}, true), (Shape{2, 1}));
+}
+
 TEST(ShapeRules, SliceClampsAndCounts) {
   using R = shapes::SliceRange;
   auto same = [](R a, R b) { return a.first == b.first && a.count == b.count && a.step == b.step; };

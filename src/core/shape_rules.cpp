@@ -138,6 +138,20 @@ Shape gather_shape(const Shape& data, const Shape& indices, int64_t axis) {
   return out;
 }
 
+bool concat_compatible(const Shape& first, const Shape& shape, int64_t axis) {
+  if (shape.size() != first.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && shape[d] != first[d]) return false;
+  return true;
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<bool>& reduced, bool keepdims) {
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!reduced[d] || keepdims) out.push_back(reduced[d] ? 1 : in[d]);
+  return out;
+}
+
 SliceRange resolve_slice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   int64_t s = start < 0 ? start + dim : start;
   int64_t e = end < 0 ? end + dim : end;

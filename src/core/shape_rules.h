@@ -51,6 +51,14 @@ std::vector<int64_t> resolve_perm(const Shape& shape, std::vector<int64_t> perm,
 // by all of `indices`' dims.
 Shape gather_shape(const Shape& data, const Shape& indices, int64_t axis);
 
+// Whether an input of `shape` can join one of `first` in ONNX Concat along `axis` (already
+// normalized): the same rank, and the same dims off the axis.
+bool concat_compatible(const Shape& first, const Shape& shape, int64_t axis);
+
+// The output shape of a reduction of `in` over the dims flagged in `reduced`: those dims
+// become 1 with `keepdims`, and are dropped without.
+Shape reduced_shape(const Shape& in, const std::vector<bool>& reduced, bool keepdims);
+
 // One axis of an ONNX Slice, clamped to a dim: `count` elements from index `first`, `step`
 // apart. With one element or none the step is never taken and is reported as 1, so callers
 // that multiply it into a stride cannot overflow.

@@ -247,18 +247,13 @@ HostTensor eval_reduce(const Node& n, bool product) {
   const std::vector<int64_t> axes = n.axes(raw, rank);
   const bool keepdims = n.attrs.get_int("keepdims", 1) != 0;
 
-  Shape kept = x.shape;  // the output shape with reduced dims kept as 1
-  for (int64_t a : axes) kept[a] = 1;
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : axes) reduced[a] = true;
   // Walking the input with these strides lands on the output element each input adds into.
-  std::vector<int64_t> strides = shapes::contiguous_strides(kept);
+  std::vector<int64_t> strides =
+      shapes::contiguous_strides(shapes::reduced_shape(x.shape, reduced, true));
   for (int64_t a : axes) strides[a] = 0;
-  Shape shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (keepdims || std::find(axes.begin(), axes.end(), d) == axes.end()) {
-      shape.push_back(kept[d]);
-    }
-  }
-  HostTensor out = n.output(x.dtype, shape);
+  HostTensor out = n.output(x.dtype, shapes::reduced_shape(x.shape, reduced, keepdims));
   const size_t count = static_cast<size_t>(out.numel());
   if (is_float(x.dtype)) {
     std::vector<double> acc(count, product ? 1.0 : 0.0);

@@ -226,12 +226,9 @@ HostTensor eval_concat(const Node& n) {
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     const HostTensor& t = n.in(i);
     n.require(t.dtype == first.dtype, "inputs have different dtypes");
-    bool compatible = t.shape.size() == first.shape.size();
-    for (int64_t d = 0; compatible && d < rank; ++d) {
-      compatible = d == axis || t.shape[d] == first.shape[d];
-    }
-    n.require(compatible, "input shapes " + shape_str(first.shape) + " and " + shape_str(t.shape) +
-                              " differ outside axis " + std::to_string(axis));
+    n.require(shapes::concat_compatible(first.shape, t.shape, axis),
+              "input shapes " + shape_str(first.shape) + " and " + shape_str(t.shape) +
+                  " differ outside axis " + std::to_string(axis));
     shape[axis] += t.shape[axis];
   }
   HostTensor out = n.output(first.dtype, shape);

@@ -115,9 +115,7 @@ TensorRef reduce(ComputeGraph& g, ReduceOp op, TensorRef x, std::vector<int64_t>
           name + ": axis " + std::to_string(axis) + " listed twice");
     reduced[a] = true;
   }
-  Shape out;
-  for (size_t d = 0; d < rank; ++d)
-    if (!reduced[d] || keepdims) out.push_back(reduced[d] ? 1 : xi.shape[d]);
+  Shape out = shapes::reduced_shape(xi.shape, reduced, keepdims);
 
   SplitDims s = split_dims(xi.shape, reduced);
   check(s.kept_shape.size() <= kMaxRank && s.reduced_shape.size() <= kMaxRank,

@@ -197,10 +197,7 @@ TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t 
   out[a] = 0;
   for (TensorRef t : inputs) {
     const TensorInfo ti = g.info(t);
-    bool same = ti.dtype == first.dtype && ti.shape.size() == first.shape.size();
-    for (size_t d = 0; same && d < ti.shape.size(); ++d)
-      same = static_cast<int>(d) == a || ti.shape[d] == first.shape[d];
-    if (!same)
+    if (ti.dtype != first.dtype || !shapes::concat_compatible(first.shape, ti.shape, a))
       throw Error(ErrorKind::InvalidArgument,
                   "concat: input '" + ti.name + "' " + shape_str(ti.shape) + " " +
                       dtype_name(ti.dtype) + " does not match " + shape_str(first.shape) + " " +
