@@ -196,7 +196,7 @@ void Importer::visit(const onnx::NodeProto& node) {
     throw Error(ErrorKind::Unsupported,
                 where(node) + ": operator domain '" + node.domain() + "' is not supported");
   for (int i = 0; i < node.input_size(); ++i)
-    if (!node.input(i).empty() && !values_.count(node.input(i)))
+    if (!node.input(i).empty() && !values_.count(node.input(i)) && !fusion_.view(node.input(i)))
       throw Error(ErrorKind::ModelFormat, where(node) + ": input '" + node.input(i) +
                                               "' is not produced by any earlier node");
   fold::Attrs attrs;
@@ -230,16 +230,21 @@ void Importer::visit(const onnx::NodeProto& node) {
     v.dtype = v.constant->dtype;
     return;
   }
-  if (try_fold(node, attrs)) return;
+  std::optional<fuse::Fusion> fusion;
   try {
-    lower(node, attrs);
+    if (fuse_) fusion = fusion_.rewrite(node);
+    if (fusion && !fusion->node) return;  // an elided Transpose, read as a view
+    if (!fusion && try_fold(node, attrs)) return;
+    if (!fusion) return lower(node, attrs, false);
+    absorbed_.insert(fusion->absorbed.begin(), fusion->absorbed.end());
+    lower(*fusion->node, fold::attrs_from_node(*fusion->node), !fusion->absorbed.empty());
   } catch (const NeedsInputValues& e) {
     graph_.set_label_scope("");
     if (needed_.empty()) first_need_ = e.message();
     needed_.insert(e.inputs().begin(), e.inputs().end());
     block(node);
-    for (const onnx::NodeProto* c : pending_absorbed_) block(*c);
-    pending_absorbed_.clear();
+    if (fusion)
+      for (const onnx::NodeProto* c : fusion->absorbed) block(*c);
   }
 }
 
@@ -247,17 +252,17 @@ void Importer::block(const onnx::NodeProto& node) {
   blocked_.insert(node.output().begin(), node.output().end());
 }
 
-void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs) {
+void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool absorbed_others) {
   std::set<std::string> sources = fold_sources(node);
-  auto it = lowerings_.find(node.op_type());
+  auto it = lowerings_.find(fuse::lowering_key(node));
   if (it == lowerings_.end()) {
     // Host-only ops (Range, ConstantOfShape, NonZero) run once their inputs' values are known.
     if (!sources.empty()) needs_values(node, "its result", sources);
     throw Error(ErrorKind::Unsupported, "unsupported operator " + where(node));
   }
-  pending_absorbed_.clear();
-  graph_.set_label_scope(node.op_type() + " '" + node.name() + "'");
-  node_half_ = fp16_ && computes_in_half(node.op_type());
+  const std::string& op_type = fuse::model_op_type(node);
+  graph_.set_label_scope(op_type + " '" + node.name() + "'");
+  node_half_ = fp16_ && computes_in_half(op_type);
   node_demoted_ = false;
   std::vector<Value> outs = it->second(*this, node, attrs);
   graph_.set_label_scope("");
@@ -267,12 +272,10 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs) {
     for (Value& v : outs)
       if (v.dtype == DType::Float16 && !v.constant) v.dtype = DType::Float32;
   node_half_ = false;
-  for (Value& v : outs) v.sources = v.constant ? std::set<std::string>{} : sources;
-  for (const onnx::NodeProto* c : pending_absorbed_) {
-    Value& fused = values_[c->output(0)] = outs[0];
-    fused.sources.clear();  // fused activations are not folded on the host
-  }
-  pending_absorbed_.clear();
+  // What a fused node computes beyond its first node (an activation, ...) is not folded on the
+  // host.
+  for (Value& v : outs)
+    v.sources = v.constant || absorbed_others ? std::set<std::string>{} : sources;
   for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(node.output_size()); ++i)
     if (!node.output(i).empty()) values_[node.output(i)] = std::move(outs[i]);
 }
@@ -297,29 +300,6 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 }
 
 TensorRef Importer::tensor(Value& v, const std::string& name) {
-  TensorRef t = stored(v, name);
-  if (v.perm.empty()) return t;
-  if (!v.materialized.valid() || graph_.info(v.materialized).dtype != graph_.info(t).dtype)
-    v.materialized = ops::transpose(graph_, t, v.perm);
-  return v.materialized;
-}
-
-ops::PermutedView Importer::view(const onnx::NodeProto& node, size_t i) {
-  input(node, i);
-  Value& v = values_.at(node.input(i));
-  return {stored(v, node.input(i)), v.perm};
-}
-
-bool Importer::only_view_readers(const onnx::NodeProto& node) const {
-  if (!fuse_ || graph_outputs_.count(node.output(0))) return false;
-  auto it = consumers_.find(node.output(0));
-  if (it == consumers_.end()) return false;
-  for (const onnx::NodeProto* c : it->second)
-    if (c->op_type() != "MatMul" && c->op_type() != "Transpose") return false;
-  return true;
-}
-
-TensorRef Importer::stored(Value& v, const std::string& name) {
   const bool demote = node_half_ && v.dtype == DType::Float32;
   const DType want = demote ? DType::Float16 : v.dtype;
   node_demoted_ |= demote;
@@ -389,8 +369,10 @@ void Importer::require_host_values(const onnx::NodeProto& node,
   if (!sources.empty()) needs_values(node, "its shape", sources);
 }
 
+// A fused node is named after the model's node it replaced, and reported as that node.
 std::string Importer::where(const onnx::NodeProto& node) const {
-  return node.op_type() + " node '" + node.name() + "' (opset " + std::to_string(opset_) + ")";
+  return fuse::model_op_type(node) + " node '" + node.name() + "' (opset " +
+         std::to_string(opset_) + ")";
 }
 
 void Importer::fail(const onnx::NodeProto& node, const std::string& problem) const {
@@ -409,27 +391,10 @@ void Importer::require_inputs(const onnx::NodeProto& node, size_t min, size_t ma
                   where(node) + ": required input " + std::to_string(i) + " is empty");
 }
 
-const onnx::NodeProto* Importer::sole_consumer(const onnx::NodeProto& node) const {
-  if (node.output_size() < 1 || graph_outputs_.count(node.output(0))) return nullptr;
-  auto it = consumers_.find(node.output(0));
-  if (it == consumers_.end() || it->second.size() != 1) return nullptr;
-  return it->second[0];
-}
-
-void Importer::absorb(const onnx::NodeProto& consumer) {
-  absorbed_.insert(&consumer);
-  pending_absorbed_.push_back(&consumer);
-}
-
-std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> Importer::take_activation(
-    const onnx::NodeProto& node, bool (*can_fuse)(ops::UnaryOp)) {
-  if (!fuse_) return std::nullopt;
-  const onnx::NodeProto* next = sole_consumer(node);
-  if (!next || next->input_size() < 1 || next->input(0) != node.output(0)) return std::nullopt;
-  auto act = activation_of(*next, *this);
-  if (!act || !can_fuse(act->first)) return std::nullopt;
-  absorb(*next);
-  return act;
+const std::vector<const onnx::NodeProto*>& Importer::consumers(const std::string& value) const {
+  static const std::vector<const onnx::NodeProto*> none;
+  auto it = consumers_.find(value);
+  return it == consumers_.end() ? none : it->second;
 }
 
 }  // namespace vkgraph::onnx_import

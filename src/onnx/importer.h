@@ -1,6 +1,7 @@
 #pragma once
 // ONNX ModelProto -> ComputeGraph. Nodes are visited in order; a node whose inputs are all
-// known on the host is folded there (fold.h), everything else is lowered to graph ops by a
+// known on the host is folded there (fold.h); the fusion pass (fuse.h) may rewrite a node, with
+// consumers it absorbs, into one fused node; everything else is lowered to graph ops by a
 // per-op lowering function. Lowerings live in lower_*.cpp, grouped by op family.
 #include <onnx/onnx_pb.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "onnx/fold.h"
+#include "onnx/fuse.h"
 #include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/ops.h"
@@ -25,10 +27,6 @@ struct Value {
   // In float16 mode a float32 value may live on the device in float16 (`tensor` is then a
   // Float16 tensor); `other` caches it in the other precision once a consumer needed that.
   TensorRef other;
-  // Non-empty: a Transpose not materialized, because only ops that read views consume it;
-  // the value is `tensor` with its dims permuted (see Importer::view).
-  std::vector<int64_t> perm;
-  TensorRef materialized;  // a lazy value copied once some reader needed it as a tensor
   Shape shape;
   DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
   // Model inputs whose values would make this value known on the host through folding; empty
@@ -73,7 +71,6 @@ class Importer {
   // --- for lowerings ---
   ComputeGraph& graph() { return graph_; }
   int opset() const { return opset_; }
-  bool fuse() const { return fuse_; }
   size_t num_inputs(const onnx::NodeProto& node) const;  // counts trailing omitted as absent
   bool has_input(const onnx::NodeProto& node, size_t i) const;
   // Whether input `i` exists and has been computed already (fusion looks at nodes ahead).
@@ -84,12 +81,6 @@ class Importer {
   // to the others, cast on the device where it lives in the other precision.
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
-  // The input as a permuted view of a stored tensor, for ops that read through strides: a
-  // Transpose left unmaterialized costs no copy there.
-  ops::PermutedView view(const onnx::NodeProto& node, size_t i);
-  // Whether every consumer of `node`'s first output reads views (MatMul) or composes them
-  // (Transpose), and the output is not a model output.
-  bool only_view_readers(const onnx::NodeProto& node) const;
   // A constant the lowering made (folded weights, a scalar operand), in the precision that
   // tensor() gives the node's float32 inputs; in float16, finite values saturate at 65504.
   TensorRef constant_tensor(HostTensor value, const std::string& name = "");
@@ -107,16 +98,10 @@ class Importer {
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& problem) const;
   void require_inputs(const onnx::NodeProto& node, size_t min, size_t max) const;
 
-  // Fusion: the node that alone consumes `node`'s first output, when that output is not a
-  // model output; null otherwise.
-  const onnx::NodeProto* sole_consumer(const onnx::NodeProto& node) const;
-  // Marks `consumer` as computed by the node being lowered: its first output becomes that
-  // node's first output, and it is not visited itself.
-  void absorb(const onnx::NodeProto& consumer);
-  // If the sole consumer of `node` (the node being lowered, or one it absorbed) is an
-  // activation that a fused epilogue can apply, absorbs it and returns it.
-  std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> take_activation(
-      const onnx::NodeProto& node, bool (*can_fuse)(ops::UnaryOp));
+  // --- for the fusion pass ---
+  // The nodes that read `value`, in model order.
+  const std::vector<const onnx::NodeProto*>& consumers(const std::string& value) const;
+  bool is_model_output(const std::string& value) const { return graph_outputs_.count(value) > 0; }
 
   static Value device_value(ComputeGraph& g, TensorRef t);
 
@@ -124,9 +109,8 @@ class Importer {
   void add_inputs(const std::map<std::string, Shape>& input_shapes,
                   const std::map<std::string, HostTensor>& input_values);
   void visit(const onnx::NodeProto& node);
-  void lower(const onnx::NodeProto& node, const fold::Attrs& attrs);
+  void lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool absorbed_others);
   std::set<std::string> fold_sources(const onnx::NodeProto& node) const;
-  TensorRef stored(Value& value, const std::string& name);  // tensor() without the view
   [[noreturn]] void needs_values(const onnx::NodeProto& node, const std::string& what,
                                  const std::set<std::string>& inputs) const;
   void block(const onnx::NodeProto& node);
@@ -143,8 +127,8 @@ class Importer {
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
   std::set<std::string> graph_outputs_;
-  std::set<const onnx::NodeProto*> absorbed_;
-  std::vector<const onnx::NodeProto*> pending_absorbed_;
+  fuse::Pass fusion_{*this};
+  std::set<const onnx::NodeProto*> absorbed_;  // computed by a fused node: not visited
   // Nodes that wait for model input values are skipped, with all that depends on them, so
   // that one build learns every input value it needs; build() then throws for them all.
   std::set<std::string> blocked_;

@@ -1,6 +1,5 @@
-// Neural-network ONNX ops: Conv, Gemm/MatMul, pooling, normalization, softmax, reductions.
-// Load-time fusions happen here: BatchNormalization folded into a preceding Conv, bias and
-// activations applied in the Conv/Gemm/MatMul epilogue.
+// Neural-network ONNX ops: Conv, Gemm/MatMul, pooling, normalization, softmax, reductions, and
+// the fused nodes of the fusion pass (fuse.h) that extend Conv, Gemm and MatMul with epilogues.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -70,21 +69,11 @@ std::vector<int64_t> resolve_pads(Importer& im, const onnx::NodeProto& node, con
   return pads;
 }
 
-// BatchNormalization after a Conv with constant weights becomes new weights and bias.
-bool fold_batch_norm(Importer& im, const onnx::NodeProto& conv, HostTensor& weight,
-                     std::optional<HostTensor>& bias, const onnx::NodeProto*& tail) {
-  const onnx::NodeProto* bn = im.sole_consumer(conv);
-  if (!bn || bn->op_type() != "BatchNormalization" || bn->input(0) != conv.output(0)) return false;
-  if (bn->output_size() > 1 && !bn->output(1).empty()) return false;
-  const HostTensor* p[4];
-  for (int i = 0; i < 4; ++i)
-    if (!(p[i] = im.constant(*bn, i + 1)) || p[i]->dtype != DType::Float32) return false;
-  fold::Attrs a = fold::attrs_from_node(*bn);
-  if (a.get_int("training_mode", 0)) return false;
-  float eps = float_attr(a, "epsilon", 1e-5f);
+// BatchNormalization's parameters (scale, bias, mean, var) folded into a Conv's float32
+// weights and bias: w' = w * k, b' = (b - mean) * k + bias with k = scale / sqrt(var + eps).
+void fold_batch_norm(HostTensor& weight, std::optional<HostTensor>& bias,
+                     const std::array<const HostTensor*, 4>& p, float eps) {
   int64_t cout = weight.shape[0];
-  for (auto* t : p)
-    if (t->numel() != cout) return false;
   int64_t per = weight.numel() / cout;
   if (!bias) bias = HostTensor(DType::Float32, {cout});
   for (int64_t c = 0; c < cout; ++c) {
@@ -94,13 +83,17 @@ bool fold_batch_norm(Importer& im, const onnx::NodeProto& conv, HostTensor& weig
     float& b = bias->data<float>()[c];
     b = static_cast<float>((b - p[2]->data<float>()[c]) * k + p[1]->data<float>()[c]);
   }
-  im.absorb(*bn);
-  tail = bn;
-  return true;
 }
 
-std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
-  im.require_inputs(node, 2, 3);
+// The operands of one convolution: Conv's, or FusedConv's after BatchNorm folding.
+struct ConvOperands {
+  TensorRef weight;
+  std::optional<TensorRef> bias, residual;
+  std::optional<fuse::Activation> activation;
+};
+
+std::vector<Value> emit_conv(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                             const ConvOperands& c) {
   Shape x = im.input(node, 0).shape, w = im.input(node, 1).shape;
   if (x.size() < 3 || x.size() > 5)
     im.fail(node, "only 1-D, 2-D and 3-D convolutions are supported; input is " + shape_str(x));
@@ -115,61 +108,62 @@ std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const f
     im.fail(node, "kernel_shape/strides/dilations do not match the input rank");
   std::vector<int64_t> pads = resolve_pads(im, node, a, x, kernel, strides, dil);
   int64_t groups = a.get_int("group", 1);
-
-  // Fusions: BN folding needs host weights; the epilogue takes bias and activation.
-  const onnx::NodeProto* tail = &node;
-  TensorRef weight, bias_t;
-  bool has_bias = im.has_input(node, 2);
-  const HostTensor* wc = im.constant(node, 1);
-  if (im.fuse() && wc && wc->dtype == DType::Float32 && (!has_bias || im.constant(node, 2))) {
-    HostTensor wf = *wc;
-    std::optional<HostTensor> bf;
-    if (has_bias) bf = *im.constant(node, 2);
-    if (fold_batch_norm(im, node, wf, bf, tail)) {
-      weight = im.constant_tensor(std::move(wf), node.input(1) + "/bn_folded");
-      if (bf) bias_t = im.constant_tensor(std::move(*bf), node.name() + "/bn_bias");
-    }
-  }
-  if (!weight.valid()) {
-    weight = im.tensor(node, 1);
-    if (has_bias) bias_t = im.tensor(node, 2);
-  }
-  std::optional<TensorRef> bias;
-  if (bias_t.valid()) bias = bias_t;
-  // Then an Add of a computed tensor (a residual block's skip connection) joins the epilogue,
-  // before the activation that may follow it.
-  std::optional<TensorRef> residual;
-  const onnx::NodeProto* add = im.fuse() ? im.sole_consumer(*tail) : nullptr;
-  if (add && add->op_type() == "Add" && add->input_size() == 2) {
-    int other = add->input(0) == tail->output(0) ? 1 : 0;
-    if (add->input(other) != tail->output(0) && im.available(*add, other) &&
-        !im.constant(*add, other) && im.input(*add, other).dtype == DType::Float32) {
-      residual = im.tensor(*add, other);
-      im.absorb(*add);
-      tail = add;
-    }
-  }
-  auto act = im.take_activation(*tail, ops::conv_can_fuse);
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
-  if (act) act_op = act->first, act_params = act->second;
+  if (c.activation) act_op = c.activation->op, act_params = c.activation->params;
 
   TensorRef y;
   if (n == 3) {
     ops::Conv3dParams p{array<3>(strides), array<6>(pads), array<3>(dil), groups};
-    y = ops::conv3d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
+    y = ops::conv3d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
+                    c.residual);
   } else if (n == 2) {
     ops::Conv2dParams p{array<2>(strides), array<4>(pads), array<2>(dil), groups};
-    y = ops::conv2d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
+    y = ops::conv2d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
+                    c.residual);
   } else {
     ops::Conv1dParams p;
     p.stride = strides[0];
     p.pads = {pads[0], pads[1]};
     p.dilation = dil[0];
     p.groups = groups;
-    y = ops::conv1d(im.graph(), im.tensor(node, 0), weight, bias, p, act_op, act_params, residual);
+    y = ops::conv1d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
+                    c.residual);
   }
   return {out(im, y)};
+}
+
+std::vector<Value> lower_conv(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  ConvOperands c;
+  c.weight = im.tensor(node, 1);
+  if (im.has_input(node, 2)) c.bias = im.tensor(node, 2);
+  return emit_conv(im, node, a, c);
+}
+
+// Conv with BatchNorm folded into its weights, a residual and an activation in its epilogue.
+std::vector<Value> lower_fused_conv(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
+  using namespace fuse;
+  im.require_inputs(node, 2, kConvInputs);
+  ConvOperands c;
+  if (im.has_input(node, kBnScale)) {
+    // The pass fuses BatchNormalization only where these are float32 host constants.
+    std::array<const HostTensor*, 4> bn;
+    for (int i = 0; i < 4; ++i) bn[i] = &im.host_value(node, kBnScale + i, "BatchNorm parameter");
+    HostTensor wf = im.host_value(node, kConvW, "weight");
+    std::optional<HostTensor> bf;
+    if (im.has_input(node, kConvBias)) bf = im.host_value(node, kConvBias, "bias");
+    fold_batch_norm(wf, bf, bn, float_attr(a, "bn_epsilon", 1e-5f));
+    c.weight = im.constant_tensor(std::move(wf), node.input(kConvW) + "/bn_folded");
+    c.bias = im.constant_tensor(std::move(*bf), node.name() + "/bn_bias");
+  } else {
+    c.weight = im.tensor(node, kConvW);
+    if (im.has_input(node, kConvBias)) c.bias = im.tensor(node, kConvBias);
+  }
+  if (im.has_input(node, kConvResidual)) c.residual = im.tensor(node, kConvResidual);
+  c.activation = activation(node, a);
+  return emit_conv(im, node, a, c);
 }
 
 std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& node,
@@ -197,14 +191,14 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
       out(im, ops::conv_transpose2d(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, p))};
 }
 
+// Gemm, and FusedGemm: Gemm with an activation in its epilogue.
 std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
   std::optional<TensorRef> c;
   if (im.has_input(node, 2)) c = im.tensor(node, 2);
-  auto act = im.take_activation(node, ops::matmul_can_fuse);
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
-  if (act) act_op = act->first, act_params = act->second;
+  if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
   TensorRef y =
       ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), c, float_attr(a, "alpha", 1.f),
                 float_attr(a, "beta", 1.f), a.get_int("transA", 0) != 0,
@@ -212,53 +206,19 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
   return {out(im, y)};
 }
 
-// MatMul followed by Add of a constant [N] bias (how Linear layers export) fuses the bias, and
-// then any activation after it.
-std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
-  im.require_inputs(node, 2, 2);
-  const onnx::NodeProto* tail = &node;
+// MatMul, and FusedMatMul: operands read through permutations (elided Transposes), a [N] bias,
+// a scale and an activation in the epilogue.
+std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, fuse::is_fused(node) ? 3 : 2);
   std::optional<TensorRef> bias;
-  const onnx::NodeProto* add = im.fuse() ? im.sole_consumer(node) : nullptr;
-  const Shape& b = im.input(node, 1).shape;
-  if (add && add->op_type() == "Add" && add->input_size() == 2 && b.size() >= 2) {
-    int other = add->input(0) == node.output(0) ? 1 : 0;
-    const HostTensor* c = im.constant(*add, other);
-    if (c && c->dtype == DType::Float32 && c->shape.size() == 1 && c->shape[0] == b.back()) {
-      bias = im.tensor(*add, other);
-      im.absorb(*add);
-      tail = add;
-    }
-  }
-  // Then a Mul or Div by a scalar constant (attention's 1/sqrt(d)) becomes the epilogue's scale.
-  float alpha = 1.f;
-  const onnx::NodeProto* scale = im.fuse() ? im.sole_consumer(*tail) : nullptr;
-  if (scale && (scale->op_type() == "Mul" || scale->op_type() == "Div") &&
-      scale->input_size() == 2) {
-    int other = scale->input(0) == tail->output(0) ? 1 : 0;
-    const HostTensor* c = im.constant(*scale, other);
-    bool divides_by_c = scale->op_type() == "Div" && other == 1;
-    // numpy.matmul's result rank; a constant of higher rank would broadcast it up.
-    size_t ra = im.input(node, 0).shape.size(), rb = b.size();
-    size_t out_rank = std::max(ra, rb) - (ra == 1) - (rb == 1) + (ra == 1 && rb == 1);
-    if (c && c->dtype == DType::Float32 && c->numel() == 1 && c->shape.size() <= out_rank &&
-        (scale->op_type() == "Mul" || divides_by_c)) {
-      float v = c->data<float>()[0];
-      alpha = divides_by_c ? 1.f / v : v;
-      // x / v as x * (1 / v) is within an ulp only while 1 / v is a normal number.
-      if (std::isnormal(alpha) || (!divides_by_c && alpha == 0.f)) {
-        im.absorb(*scale);
-        tail = scale;
-      } else {
-        alpha = 1.f;
-      }
-    }
-  }
-  auto act = im.take_activation(*tail, ops::matmul_can_fuse);
+  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
-  if (act) act_op = act->first, act_params = act->second;
-  return {out(im, ops::matmul_permuted(im.graph(), im.view(node, 0), im.view(node, 1), bias, act_op,
-                                       act_params, alpha))};
+  if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
+  return {out(im, ops::matmul_permuted(
+                      im.graph(), ops::PermutedView{im.tensor(node, 0), fuse::perm(node, a, 0)},
+                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)}, bias, act_op,
+                      act_params, fuse::alpha(node, a)))};
 }
 
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -469,6 +429,9 @@ Lowering arg_lowering(bool is_min) {
 
 void register_nn(LoweringTable& t) {
   t["Conv"] = lower_conv;
+  t[fuse::fused_key("FusedConv")] = lower_fused_conv;
+  t[fuse::fused_key("FusedGemm")] = lower_gemm;
+  t[fuse::fused_key("FusedMatMul")] = lower_matmul;
   t["ConvTranspose"] = lower_conv_transpose;
   t["Gemm"] = lower_gemm;
   t["MatMul"] = lower_matmul;

@@ -99,25 +99,14 @@ Value out(Importer& im, TensorRef t) {
   return Importer::device_value(im.graph(), t);
 }
 
-// A Transpose whose only readers are MatMuls (directly or through more Transposes) is not
-// copied: its value stays a permuted view of the input, which MatMul reads through strides.
-// Consecutive Transposes compose into one permutation, so a chain costs at most one copy.
+// A Transpose that only MatMuls read is elided by the fusion pass (fuse.h), which also
+// composes chains; what reaches here is copied.
 std::vector<Value> lower_transpose(Importer& im, const onnx::NodeProto& node,
                                    const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
-  const Value& in = im.input(node, 0);
   const std::vector<int64_t> perm =
-      ops::resolve_perm(in.shape, int_list(im, node, 99, a, "perm"), im.where(node));
-  // The permutation of the stored tensor: this one after the input's own.
-  std::vector<int64_t> composed;
-  for (int64_t d : perm) composed.push_back(in.perm.empty() ? d : in.perm[d]);
-  if (in.constant || !im.only_view_readers(node))
-    return {out(im, ops::transpose(im.graph(), im.view(node, 0).tensor, composed))};
-  Value v = in;
-  v.perm = composed;
-  v.shape.clear();
-  for (int64_t d : perm) v.shape.push_back(in.shape[d]);
-  return {v};
+      ops::resolve_perm(im.input(node, 0).shape, int_list(im, node, 99, a, "perm"), im.where(node));
+  return {out(im, ops::transpose(im.graph(), im.tensor(node, 0), perm))};
 }
 
 std::vector<Value> lower_concat(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {

@@ -1,0 +1,313 @@
+#include "onnx/fuse.h"
+
+#include <cmath>
+
+#include "onnx/importer.h"
+
+namespace vkgraph::onnx_import::fuse {
+namespace {
+
+using onnx::NodeProto;
+
+// A node of the private domain, named after the model's node it replaces.
+NodeProto fused_node(const NodeProto& root, const char* op_type) {
+  NodeProto n;
+  n.set_name(root.name());
+  n.set_op_type(op_type);
+  n.set_domain(kDomain);
+  return n;
+}
+
+void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_float(NodeProto& n, const char* name, float value) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+// The fused node's output is the last absorbed node's; before any is absorbed, root's.
+void set_output(NodeProto& n, const Fusion& f, const NodeProto& root) {
+  n.clear_output();
+  n.add_output(f.absorbed.empty() ? root.output(0) : f.absorbed.back()->output(0));
+}
+
+// The input of `consumer` that is not `value` (a binary node reading `value` once).
+int other_input(const NodeProto& consumer, const std::string& value) {
+  return consumer.input(0) == value ? 1 : 0;
+}
+
+// An activation that alone reads `tail`'s output, which the kernel's epilogue can apply:
+// absorbed into `f` and recorded on `n`.
+void take_activation(Pass& p, const NodeProto& tail, bool (*can_fuse)(ops::UnaryOp), Fusion& f,
+                     NodeProto& n) {
+  const NodeProto* next = p.sole_consumer(tail.output(0));
+  if (!next || next->input_size() < 1 || next->input(0) != tail.output(0)) return;
+  auto act = activation_of(*next, p.importer());
+  if (!act || !can_fuse(act->first)) return;
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name("activation");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(static_cast<int64_t>(act->first));
+  a = n.add_attribute();
+  a->set_name("activation_params");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  a->add_floats(act->second.alpha);
+  a->add_floats(act->second.beta);
+  f.absorbed.push_back(next);
+}
+
+// ---- the patterns ----
+
+// A BatchNormalization that alone reads the Conv's output folds into the weights when they,
+// the bias and its parameters are float32 host constants of matching size (inference mode).
+const NodeProto* foldable_batch_norm(Pass& p, const NodeProto& conv) {
+  const Importer& im = p.importer();
+  const HostTensor* w = im.constant(conv, 1);
+  if (!w || w->dtype != DType::Float32 || w->shape.empty() || w->shape[0] <= 0) return nullptr;
+  const HostTensor* b = im.has_input(conv, 2) ? im.constant(conv, 2) : nullptr;
+  if (im.has_input(conv, 2) && (!b || b->dtype != DType::Float32 || b->numel() != w->shape[0]))
+    return nullptr;
+  const NodeProto* bn = p.sole_consumer(conv.output(0));
+  if (!bn || bn->op_type() != "BatchNormalization" || bn->input_size() < 5 ||
+      bn->input(0) != conv.output(0))
+    return nullptr;
+  if (bn->output_size() > 1 && !bn->output(1).empty()) return nullptr;
+  for (int i = 1; i <= 4; ++i) {
+    const HostTensor* t = im.constant(*bn, i);
+    if (!t || t->dtype != DType::Float32 || t->numel() != w->shape[0]) return nullptr;
+  }
+  if (fold::attrs_from_node(*bn).get_int("training_mode", 0)) return nullptr;
+  return bn;
+}
+
+// Conv [-> BatchNormalization] [-> Add(residual)] [-> activation] => FusedConv.
+std::optional<Fusion> conv_epilogue(const NodeProto& conv, Pass& p) {
+  const Importer& im = p.importer();
+  if (conv.input_size() < 2 || conv.input_size() > 3) return std::nullopt;
+  Fusion f;
+  NodeProto n = fused_node(conv, "FusedConv");
+  *n.mutable_attribute() = conv.attribute();
+  for (int i = 0; i < kConvInputs; ++i) n.add_input(i < conv.input_size() ? conv.input(i) : "");
+  const NodeProto* tail = &conv;
+  if (const NodeProto* bn = foldable_batch_norm(p, conv)) {
+    for (int i = 0; i < 4; ++i) n.set_input(kBnScale + i, bn->input(1 + i));
+    auto eps = fold::attrs_from_node(*bn).floats;
+    set_float(n, "bn_epsilon", eps.count("epsilon") ? eps.at("epsilon") : 1e-5f);
+    f.absorbed.push_back(tail = bn);
+  }
+  // A residual block's skip connection: an Add of a tensor computed already.
+  const NodeProto* add = p.sole_consumer(tail->output(0));
+  if (add && add->op_type() == "Add" && add->input_size() == 2) {
+    int other = other_input(*add, tail->output(0));
+    if (add->input(other) != tail->output(0) && im.available(*add, other) &&
+        !im.constant(*add, other) && im.input(*add, other).dtype == DType::Float32) {
+      n.set_input(kConvResidual, add->input(other));
+      f.absorbed.push_back(tail = add);
+    }
+  }
+  take_activation(p, *tail, ops::conv_can_fuse, f, n);
+  if (f.absorbed.empty()) return std::nullopt;
+  set_output(n, f, conv);
+  f.node = std::move(n);
+  return f;
+}
+
+// Gemm -> activation => FusedGemm.
+std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
+  Fusion f;
+  NodeProto n = fused_node(gemm, "FusedGemm");
+  *n.mutable_attribute() = gemm.attribute();
+  *n.mutable_input() = gemm.input();
+  take_activation(p, gemm, ops::matmul_can_fuse, f, n);
+  if (f.absorbed.empty()) return std::nullopt;
+  set_output(n, f, gemm);
+  f.node = std::move(n);
+  return f;
+}
+
+// MatMul of elided Transposes' views [-> Add(constant [N] bias)] [-> Mul/Div by a scalar
+// constant] [-> activation] => FusedMatMul. Linear layers export as MatMul + Add; attention's
+// 1/sqrt(d) as the Mul or Div.
+std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
+  const Importer& im = p.importer();
+  if (mm.input_size() != 2 || mm.input(0).empty() || mm.input(1).empty()) return std::nullopt;
+  const Pass::View a = p.resolve(mm, 0), b = p.resolve(mm, 1);
+  Fusion f;
+  NodeProto n = fused_node(mm, "FusedMatMul");
+  n.add_input(a.source);
+  n.add_input(b.source);
+  n.add_input("");
+  if (!a.perm.empty()) set_ints(n, "perm_a", a.perm);
+  if (!b.perm.empty()) set_ints(n, "perm_b", b.perm);
+  const NodeProto* tail = &mm;
+  const NodeProto* add = p.sole_consumer(mm.output(0));
+  if (add && add->op_type() == "Add" && add->input_size() == 2 && b.shape.size() >= 2) {
+    int other = other_input(*add, mm.output(0));
+    const HostTensor* c = im.constant(*add, other);
+    if (c && c->dtype == DType::Float32 && c->shape.size() == 1 && c->shape[0] == b.shape.back()) {
+      n.set_input(2, add->input(other));
+      f.absorbed.push_back(tail = add);
+    }
+  }
+  const NodeProto* scale = p.sole_consumer(tail->output(0));
+  if (scale && (scale->op_type() == "Mul" || scale->op_type() == "Div") &&
+      scale->input_size() == 2) {
+    int other = other_input(*scale, tail->output(0));
+    const HostTensor* c = im.constant(*scale, other);
+    const bool divides_by_c = scale->op_type() == "Div" && other == 1;
+    // numpy.matmul's result rank; a constant of higher rank would broadcast it up.
+    size_t ra = a.shape.size(), rb = b.shape.size();
+    size_t out_rank = std::max(ra, rb) - (ra == 1) - (rb == 1) + (ra == 1 && rb == 1);
+    if (c && c->dtype == DType::Float32 && c->numel() == 1 && c->shape.size() <= out_rank &&
+        (scale->op_type() == "Mul" || divides_by_c)) {
+      float v = c->data<float>()[0];
+      float alpha = divides_by_c ? 1.f / v : v;
+      // x / v as x * (1 / v) is within an ulp only while 1 / v is a normal number.
+      if (std::isnormal(alpha) || (!divides_by_c && alpha == 0.f)) {
+        set_float(n, "alpha", alpha);
+        f.absorbed.push_back(tail = scale);
+      }
+    }
+  }
+  take_activation(p, *tail, ops::matmul_can_fuse, f, n);
+  if (f.absorbed.empty() && a.perm.empty() && b.perm.empty()) return std::nullopt;
+  set_output(n, f, mm);
+  f.node = std::move(n);
+  return f;
+}
+
+// Whether every reader of `node`'s output reads views (MatMul) or composes them (Transpose),
+// and the output is not a model output.
+bool only_view_readers(const Pass& p, const NodeProto& node) {
+  const Importer& im = p.importer();
+  if (im.is_model_output(node.output(0))) return false;
+  const auto& readers = im.consumers(node.output(0));
+  if (readers.empty()) return false;
+  for (const NodeProto* r : readers)
+    if (r->op_type() != "MatMul" && r->op_type() != "Transpose") return false;
+  return true;
+}
+
+// A Transpose that only MatMuls read (directly or through more Transposes) is elided: its
+// readers read its input through strides. Chains compose into one permutation, so a chain read
+// by anything else costs one copy, from the chain's input.
+std::optional<Fusion> transpose_view(const NodeProto& t, Pass& p) {
+  const Importer& im = p.importer();
+  if (t.input_size() != 1 || t.input(0).empty()) return std::nullopt;
+  const Pass::View in = p.resolve(t, 0);
+  const fold::Attrs attrs = fold::attrs_from_node(t);
+  const std::vector<int64_t>* given = attrs.find_ints("perm");
+  const std::vector<int64_t> perm =
+      ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{}, im.where(t));
+  // The permutation of the stored tensor: this one after the input's own.
+  std::vector<int64_t> composed;
+  Shape shape;
+  for (int64_t d : perm) {
+    composed.push_back(in.perm.empty() ? d : in.perm[d]);
+    shape.push_back(in.shape[d]);
+  }
+  if (only_view_readers(p, t)) {
+    p.elide(t.output(0), {in.source, composed, shape});
+    return Fusion{};
+  }
+  if (in.perm.empty()) return std::nullopt;
+  NodeProto n = t;
+  n.set_input(0, in.source);
+  n.clear_attribute();
+  set_ints(n, "perm", composed);
+  return Fusion{std::move(n), {}};
+}
+
+// The patterns, by the op type of the node they start at, tried in order; the first that
+// matches rewrites the node.
+struct Pattern {
+  const char* root;
+  std::optional<Fusion> (*match)(const NodeProto& root, Pass& pass);
+};
+constexpr Pattern kPatterns[] = {
+    {"Conv", conv_epilogue},
+    {"Gemm", gemm_activation},
+    {"MatMul", matmul_epilogue},
+    {"Transpose", transpose_view},
+};
+
+const std::map<std::string, std::string>& model_op_types() {
+  static const std::map<std::string, std::string> types = {
+      {"FusedConv", "Conv"}, {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"}};
+  return types;
+}
+
+}  // namespace
+
+std::optional<Fusion> Pass::rewrite(const NodeProto& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
+  // Folding goes first where it may: a foldable op of host constants is computed on the host.
+  bool on_device = false;
+  for (int i = 0; i < node.input_size(); ++i)
+    on_device |= !node.input(i).empty() && !im_.constant(node, i);
+  if (!on_device && fold::can_fold(node.op_type())) return std::nullopt;
+  for (const Pattern& pattern : kPatterns)
+    if (node.op_type() == pattern.root)
+      if (std::optional<Fusion> f = pattern.match(node, *this)) return f;
+  return std::nullopt;
+}
+
+const Pass::View* Pass::view(const std::string& value) const {
+  auto it = views_.find(value);
+  return it == views_.end() ? nullptr : &it->second;
+}
+
+Pass::View Pass::resolve(const NodeProto& node, size_t i) const {
+  if (const View* v = view(node.input(i))) return *v;
+  return {node.input(i), {}, im_.input(node, i).shape};
+}
+
+const NodeProto* Pass::sole_consumer(const std::string& value) const {
+  if (im_.is_model_output(value)) return nullptr;
+  const auto& readers = im_.consumers(value);
+  return readers.size() == 1 ? readers[0] : nullptr;
+}
+
+bool is_fused(const NodeProto& node) {
+  return node.domain() == kDomain;
+}
+
+const std::string& model_op_type(const NodeProto& node) {
+  if (!is_fused(node)) return node.op_type();
+  auto it = model_op_types().find(node.op_type());
+  return it == model_op_types().end() ? node.op_type() : it->second;
+}
+
+std::string lowering_key(const NodeProto& node) {
+  return is_fused(node) ? fused_key(node.op_type()) : node.op_type();
+}
+
+std::optional<Activation> activation(const NodeProto& node, const fold::Attrs& attrs) {
+  auto it = attrs.ints.find("activation");
+  if (!is_fused(node) || it == attrs.ints.end()) return std::nullopt;
+  Activation act{static_cast<ops::UnaryOp>(it->second), {}};
+  if (auto p = attrs.float_lists.find("activation_params");
+      p != attrs.float_lists.end() && p->second.size() == 2)
+    act.params = {p->second[0], p->second[1]};
+  return act;
+}
+
+float alpha(const NodeProto& node, const fold::Attrs& attrs) {
+  auto it = attrs.floats.find("alpha");
+  return is_fused(node) && it != attrs.floats.end() ? it->second : 1.f;
+}
+
+std::vector<int64_t> perm(const NodeProto& node, const fold::Attrs& attrs, size_t input) {
+  const std::vector<int64_t>* p =
+      is_fused(node) ? attrs.find_ints(input ? "perm_b" : "perm_a") : nullptr;
+  return p ? *p : std::vector<int64_t>{};
+}
+
+}  // namespace vkgraph::onnx_import::fuse

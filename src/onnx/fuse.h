@@ -1,0 +1,113 @@
+#pragma once
+// The load-time fusion pass. It rewrites ONNX nodes into nodes of the private domain
+// `ai.vkgraph` (FusedConv, FusedGemm, FusedMatMul) that say everything their lowering emits in
+// one op: the nodes a fused node replaces are not lowered at all. Lowerings then handle one node
+// each and know nothing of fusion.
+//
+// The pass runs node by node, just before a node is lowered, rather than over the whole graph
+// up front: whether a weight, a bias or a scale is a host constant is often learnt only while
+// importing (Shape arithmetic folds once the shapes of lowered values are known), and whether a
+// residual is computed yet depends on the node order. The Importer answers both. Patterns look
+// forward from their first node, at consumers not visited yet; the nodes they absorb are skipped
+// when the importer reaches them.
+//
+// Adding a pattern: write a function `std::optional<Fusion> f(const onnx::NodeProto& root,
+// Context&)` in fuse.cpp, list it in `kPatterns` under its root's op type, give its fused node a
+// lowering (importer.h: register_*) and a test in tests/gpu/test_onnx_fusion.cpp (fused against
+// unfused, and a case where it must not fire).
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx/fold.h"
+#include "vkgraph/ops.h"
+
+namespace vkgraph::onnx_import {
+class Importer;
+}
+
+namespace vkgraph::onnx_import::fuse {
+
+inline constexpr const char* kDomain = "ai.vkgraph";
+
+// The result of a pattern at `root`.
+struct Fusion {
+  // What the importer lowers instead of root. Its name is root's; its outputs are the outputs
+  // of the last node it replaces. Unset: root is elided (it produces a view, see Context).
+  std::optional<onnx::NodeProto> node;
+  std::vector<const onnx::NodeProto*> absorbed;  // nodes after root that `node` computes
+};
+
+// An activation applied in a fused epilogue.
+struct Activation {
+  ops::UnaryOp op;
+  ops::UnaryParams params;
+};
+
+// The pass's state over one import: Transposes it elided, which their readers read as
+// permuted views of the elided chain's input (a view's source is never itself a view).
+class Pass {
+ public:
+  explicit Pass(const Importer& importer) : im_(importer) {}
+
+  // The fused node that replaces `node`, or nullopt to lower `node` itself. A foldable node
+  // whose inputs are all host constants is left to folding.
+  std::optional<Fusion> rewrite(const onnx::NodeProto& node);
+
+  // A Transpose output the pass elided: readers see `source` permuted by `perm`.
+  struct View {
+    std::string source;
+    std::vector<int64_t> perm;
+    Shape shape;  // the view's (permuted) shape
+  };
+  const View* view(const std::string& value) const;
+
+  // --- for patterns ---
+  const Importer& importer() const { return im_; }
+  // The node that alone consumes `value`, when that is not a model output; null otherwise.
+  const onnx::NodeProto* sole_consumer(const std::string& value) const;
+  // Input `i` of `node` as the node sees it: itself, or the source and permutation of an
+  // elided view.
+  View resolve(const onnx::NodeProto& node, size_t i) const;
+  void elide(const std::string& value, View view) { views_[value] = std::move(view); }
+
+ private:
+  const Importer& im_;
+  std::map<std::string, View> views_;
+};
+
+// The op type of the model's node that a fused node replaced (FusedConv -> Conv); other nodes'
+// own op type. Error messages, labels and the float16 policy speak of the model's node.
+const std::string& model_op_type(const onnx::NodeProto& node);
+bool is_fused(const onnx::NodeProto& node);
+// The key of a node's lowering: the op type, prefixed by the domain for fused nodes so that a
+// model's own node can never reach a fused lowering.
+std::string lowering_key(const onnx::NodeProto& node);
+inline std::string fused_key(const std::string& op_type) {
+  return std::string(kDomain) + "." + op_type;
+}
+
+// The epilogue attributes of a fused node, as its lowering reads them; defaults for other nodes.
+std::optional<Activation> activation(const onnx::NodeProto& node, const fold::Attrs& attrs);
+float alpha(const onnx::NodeProto& node, const fold::Attrs& attrs);  // FusedMatMul's scale
+std::vector<int64_t> perm(const onnx::NodeProto& node, const fold::Attrs& attrs, size_t input);
+
+// Input positions of FusedConv: x, w, bias, then BatchNormalization's four parameters (folded
+// into the weights by the lowering) and the residual added before the activation; absent ones
+// are empty names.
+enum ConvInput : int {
+  kConvX,
+  kConvW,
+  kConvBias,
+  kBnScale,
+  kBnBias,
+  kBnMean,
+  kBnVar,
+  kConvResidual,
+  kConvInputs
+};
+
+}  // namespace vkgraph::onnx_import::fuse
