@@ -1,7 +1,7 @@
-// Load-time fusions on ONNX graphs. Attention: Transposes that only MatMuls read stay views (no
-// copy), chains of them compose, and a Mul or Div by a scalar after a MatMul becomes its
-// epilogue scale. Residual blocks: the skip connection's Add (and the activation after it)
-// join the convolution's epilogue. Each model runs with load-time fusion on and off
+// The fusion pass (src/onnx/fuse.h), pattern by pattern. Attention: Transposes that only MatMuls
+// read stay views (no copy), chains of them compose, and a Mul or Div by a scalar after a MatMul
+// becomes its epilogue scale. Residual blocks: the skip connection's Add (and the activation after
+// it) join the convolution's epilogue. Each model runs with load-time fusion on and off
 // (SessionOptions::fuse), which must agree, and the fused graph must have fewer nodes.
 #include <onnx/onnx_pb.h>
 
@@ -163,6 +163,169 @@ TEST_F(OnnxFusion, ResidualBlocksFuseTheirAdd) {
     EXPECT_EQ(r.fused_nodes, 3u + casts);
     EXPECT_EQ(r.plain_nodes, 7u + casts);
   }
+}
+
+// Pattern conv_epilogue: BatchNormalization folds into the Conv's weights and bias, and the
+// activation after it joins the epilogue (one node instead of three), in fp32 and fp16 mode.
+TEST_F(OnnxFusion, ConvBatchNormActivationIsOneNode) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    for (bool conv_bias : {false, true}) {
+      SCOPED_TRACE(conv_bias ? "conv bias" : "no conv bias");
+      ModelBuilder m(14);
+      m.input("x", kFloat, {1, 4, 5, 5});
+      m.output("y", kFloat);
+      m.initializer("w", Shape{6, 4, 3, 3}, random_floats(216));
+      m.initializer("b", Shape{6}, random_floats(6));
+      m.initializer("scale", Shape{6}, random_floats(6));
+      m.initializer("shift", Shape{6}, random_floats(6));
+      m.initializer("mean", Shape{6}, random_floats(6));
+      m.initializer("var", Shape{6}, random_floats(6, 0.5f, 1.5f));
+      if (conv_bias)
+        m.node("Conv", {"x", "w", "b"}, {"c"});
+      else
+        m.node("Conv", {"x", "w"}, {"c"});
+      m.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"n"});
+      m.node("Relu", {"n"}, {"y"});
+      Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 4, 5, 5})}}, fp16);
+      expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+      const size_t casts = fp16 ? 2 : 0;
+      EXPECT_EQ(r.fused_nodes, 1u + casts);
+      EXPECT_EQ(r.plain_nodes, 3u + casts);
+    }
+  }
+}
+
+// conv_epilogue must not fire where the intermediate is seen elsewhere: the Conv's output is a
+// model output, BatchNorm's parameters are computed, the Add's other input comes later in the
+// node order or is a constant.
+TEST_F(OnnxFusion, ConvEpilogueKeepsIntermediatesOthersRead) {
+  ModelBuilder m(14);
+  m.input("x", kFloat, {1, 4, 5, 5});
+  m.input("var", kFloat, {4});
+  m.output("c1", kFloat);
+  m.output("y1", kFloat);
+  m.output("y2", kFloat);
+  m.output("y3", kFloat);
+  m.output("y4", kFloat);
+  m.initializer("w", Shape{4, 4, 1, 1}, random_floats(16));
+  m.initializer("scale", Shape{4}, random_floats(4));
+  m.initializer("shift", Shape{4}, random_floats(4));
+  m.initializer("mean", Shape{4}, random_floats(4));
+  m.initializer("cvar", Shape{4}, random_floats(4, 0.5f, 1.5f));
+  m.initializer("k", Shape{1, 4, 1, 1}, random_floats(4));
+  m.node("Conv", {"x", "w"}, {"c1"});  // a model output, also read by Relu
+  m.node("Relu", {"c1"}, {"y1"});
+  m.node("Conv", {"x", "w"}, {"c2"});  // BatchNorm with a variance known on the device only
+  m.node("BatchNormalization", {"c2", "scale", "shift", "mean", "var"}, {"y2"});
+  m.node("Conv", {"x", "w"}, {"c3"});  // the Add's other input is computed after the Conv
+  m.node("Sigmoid", {"x"}, {"later"});
+  m.node("Add", {"c3", "later"}, {"y3"});
+  m.node("Conv", {"x", "w"}, {"c4"});  // an Add of a constant is no residual
+  m.node("Add", {"c4", "k"}, {"y4"});
+  HostTensor var = random_tensor(rng, DType::Float32, {4});
+  for (int64_t i = 0; i < 4; ++i) var.data<float>()[i] = std::abs(var.data<float>()[i]) + 0.5f;
+  Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 4, 5, 5})}, {"var", var}});
+  ASSERT_EQ(r.fused.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  EXPECT_EQ(r.fused_nodes, r.plain_nodes);
+  EXPECT_EQ(r.plain_nodes, 9u);
+}
+
+// Pattern gemm_activation: the activation after a Gemm joins its epilogue; not where the Gemm's
+// output is a model output or the activation is not one the epilogue applies (Sin).
+TEST_F(OnnxFusion, GemmActivationIsOneNode) {
+  ModelBuilder m(14);
+  m.input("a", kFloat, {3, 5});
+  m.output("y", kFloat);
+  m.output("g2", kFloat);
+  m.output("y2", kFloat);
+  m.output("y3", kFloat);
+  m.initializer("w", Shape{4, 5}, random_floats(20));
+  m.initializer("c", Shape{4}, random_floats(4));
+  onnx::NodeProto& gemm = m.node("Gemm", {"a", "w", "c"}, {"g"});
+  onnx::AttributeProto* t = gemm.add_attribute();
+  t->set_name("transB");
+  t->set_type(onnx::AttributeProto::INT);
+  t->set_i(1);
+  onnx::AttributeProto* alpha = gemm.add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.5f);
+  m.node("Sigmoid", {"g"}, {"y"});
+  *m.node("Gemm", {"a", "w", "c"}, {"g2"}).mutable_attribute() = gemm.attribute();
+  m.node("Relu", {"g2"}, {"y2"});
+  *m.node("Gemm", {"a", "w", "c"}, {"g3"}).mutable_attribute() = gemm.attribute();
+  m.node("Sin", {"g3"}, {"y3"});
+  Runs r = run_both(m, {{"a", random_tensor(rng, DType::Float32, {3, 5})}});
+  ASSERT_EQ(r.fused.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  EXPECT_EQ(r.fused_nodes, 5u);
+  EXPECT_EQ(r.plain_nodes, 6u);
+}
+
+// Pattern matmul_epilogue on a MatMul of host constants: MatMul does not fold on the host, so it
+// is lowered, and fused, like any other.
+TEST_F(OnnxFusion, MatMulOfConstantsFusesItsEpilogue) {
+  ModelBuilder m(14);
+  m.input("x", kFloat, {3, 4});
+  m.output("y", kFloat);
+  m.initializer("a", Shape{3, 5}, random_floats(15));
+  m.initializer("w", Shape{5, 4}, random_floats(20));
+  m.initializer("bias", Shape{4}, random_floats(4));
+  m.node("MatMul", {"a", "w"}, {"mm"});
+  m.node("Add", {"mm", "bias"}, {"biased"});
+  m.node("Relu", {"biased"}, {"r"});
+  m.node("Add", {"r", "x"}, {"y"});
+  Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {3, 4})}});
+  expect_near(r.fused[0], r.plain[0], 1e-5f);
+  EXPECT_EQ(r.fused_nodes, 2u);
+  EXPECT_EQ(r.plain_nodes, 4u);
+}
+
+// Pattern matmul_epilogue must not fire where the bias is not a host constant of the output's
+// last dim, or the MatMul's output has a second reader.
+TEST_F(OnnxFusion, MatMulEpilogueNeedsAConstantBiasAndOneReader) {
+  ModelBuilder m(14);
+  m.input("a", kFloat, {3, 5});
+  m.input("dyn_bias", kFloat, {4});
+  m.output("y1", kFloat);
+  m.output("y2", kFloat);
+  m.output("y3", kFloat);
+  m.output("y4", kFloat);
+  m.initializer("w", Shape{5, 4}, random_floats(20));
+  m.initializer("row_bias", Shape{3, 1}, random_floats(3));
+  m.node("MatMul", {"a", "w"}, {"m1"});
+  m.node("Add", {"m1", "dyn_bias"}, {"y1"});
+  m.node("MatMul", {"a", "w"}, {"m2"});
+  m.node("Add", {"m2", "row_bias"}, {"y2"});
+  m.node("MatMul", {"a", "w"}, {"m3"});  // read by Relu and Tanh
+  m.node("Relu", {"m3"}, {"y3"});
+  m.node("Tanh", {"m3"}, {"y4"});
+  Runs r = run_both(m, {{"a", random_tensor(rng, DType::Float32, {3, 5})},
+                        {"dyn_bias", random_tensor(rng, DType::Float32, {4})}});
+  ASSERT_EQ(r.fused.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  EXPECT_EQ(r.fused_nodes, r.plain_nodes);
+  EXPECT_EQ(r.plain_nodes, 7u);
+}
+
+// Pattern transpose_view must not fire where the Transpose's output is a model output, even
+// when only a MatMul reads it otherwise.
+TEST_F(OnnxFusion, TransposeThatIsAModelOutputIsCopied) {
+  ModelBuilder m(14);
+  m.input("x", kFloat, {4, 3});
+  m.input("w", kFloat, {4, 2});
+  m.output("t", kFloat);
+  m.output("y", kFloat);
+  set_ints(m.node("Transpose", {"x"}, {"t"}), "perm", {1, 0});
+  m.node("MatMul", {"t", "w"}, {"y"});
+  Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {4, 3})},
+                        {"w", random_tensor(rng, DType::Float32, {4, 2})}});
+  for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  EXPECT_EQ(r.fused_nodes, 2u);
+  EXPECT_EQ(r.plain_nodes, 2u);
 }
 
 TEST_F(OnnxFusion, BadPermutationIsAnError) {
