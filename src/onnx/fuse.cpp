@@ -232,9 +232,13 @@ struct Pattern {
   std::optional<Fusion> (*match)(const NodeProto& root, Pass& pass);
 };
 constexpr Pattern kPatterns[] = {
+    // Conv [-> BatchNormalization] [-> Add(residual)] [-> activation] => FusedConv
     {"Conv", conv_epilogue},
+    // Gemm -> activation => FusedGemm
     {"Gemm", gemm_activation},
+    // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> activation] => FusedMatMul
     {"MatMul", matmul_epilogue},
+    // Transpose read only by MatMul/Transpose => elided, read as a strided view
     {"Transpose", transpose_view},
 };
 
