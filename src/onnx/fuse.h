@@ -12,9 +12,10 @@
 // when the importer reaches them.
 //
 // Adding a pattern: write a function `std::optional<Fusion> f(const onnx::NodeProto& root,
-// Context&)` in fuse.cpp, list it in `kPatterns` under its root's op type, give its fused node a
-// lowering (importer.h: register_*) and a test in tests/gpu/test_onnx_fusion.cpp (fused against
-// unfused, and a case where it must not fire).
+// Pass&)` in fuse.cpp, list it in `kPatterns` under its root's op type (and a new fused op type
+// in `model_op_types`), give its fused node a lowering registered under `fused_key(op)` and a
+// test in tests/gpu/test_onnx_fusion.cpp (fused against unfused, and a case where it must not
+// fire). docs/notes/arch-fusion.md lists the patterns and their tests.
 #include <onnx/onnx_pb.h>
 
 #include <map>
