@@ -16,6 +16,7 @@
 #include "vkgraph/vk/barrier.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/command.h"
+#include "vkgraph/vk/pipeline.h"
 
 namespace vkgraph::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "vkgraph/graph/hazard_tracker.h"
+#include "graph/hazard_tracker.h"
 
 namespace vkgraph {
 

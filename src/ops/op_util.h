@@ -8,6 +8,7 @@
 #include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/vk/context.h"
 
 namespace vkgraph::ops {
 

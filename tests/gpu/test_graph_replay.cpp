@@ -1,8 +1,8 @@
 // ComputeGraph's recording, chunked submission and replay against the synchronization
 // contract (DESIGN.md rules 1, 4, 5): results checked element by element on every run, the
 // sync trace checked for the shape of each submission and for the final device->host barrier,
-// the wrap-around barrier between replays, the test switches that break the contract, and
-// lifetime-based activation memory planning.
+// the wrap-around barrier between replays, the test hooks (graph_testing.h) that break the
+// contract, and lifetime-based activation memory planning.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -10,8 +10,9 @@
 #include <optional>
 
 #include "foundation_test.h"
+#include "graph/hazard_tracker.h"
+#include "graph_testing.h"
 #include "ops/op_util.h"
-#include "vkgraph/graph/hazard_tracker.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/sync_trace.h"
@@ -285,8 +286,8 @@ TEST_F(GraphReplay, DroppedBarrierAtAChunkBoundaryIsReportedAtSubmit) {
     if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
     GraphOptions go;
     go.nodes_per_command_buffer = 4;
-    go.testing_drop_barrier_before_node = 4;
     ComputeGraph g(ctx, go);
+    inject_sync_faults(g, {.drop_barrier_before_node = 4});
     DagGraph dag(g, 8);
     dag.upload(g, dag.random_inputs(rng));
     g.execute();
@@ -299,9 +300,8 @@ TEST_F(GraphReplay, DroppedBarrierAtAChunkBoundaryIsReportedAtSubmit) {
 TEST_F(GraphReplay, DroppedBarrierInsideAChunkIsReported) {
   auto ctx = own_context({});
   if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
-  GraphOptions go;
-  go.testing_drop_barrier_before_node = 3;  // node 3 reads node 2's result
-  ComputeGraph g(ctx, go);
+  ComputeGraph g(ctx);
+  inject_sync_faults(g, {.drop_barrier_before_node = 3});  // node 3 reads node 2's result
   DagGraph dag(g, 6);
   dag.upload(g, dag.random_inputs(rng));
   g.execute();
@@ -315,9 +315,8 @@ TEST_F(GraphReplay, OmittedFinalBarrierIsReportedByTheAudit) {
   vk::ContextOptions options;
   options.sync_trace = true;
   auto ctx = own_context(options);
-  GraphOptions go;
-  go.testing_omit_final_barrier = true;
-  ComputeGraph g(ctx, go);
+  ComputeGraph g(ctx);
+  inject_sync_faults(g, {.omit_final_barrier = true});
   DagGraph dag(g, 5);
   dag.upload(g, dag.random_inputs(rng));
   g.execute();

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "foundation_test.h"
-#include "vkgraph/graph/hazard_tracker.h"
+#include "graph/hazard_tracker.h"
 #include "vkgraph/vk/barrier.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/command.h"

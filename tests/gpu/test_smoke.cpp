@@ -1,4 +1,5 @@
 #include "gpu_test.h"
+#include "graph_testing.h"
 #include "vkgraph/ops.h"
 
 namespace vkgraph::testing {
@@ -26,9 +27,8 @@ namespace vkgraph::testing {
 TEST(SmokeNegative, DroppedBarrierIsReported) {
   auto ctx = make_context({});
   if (!ctx->validation_enabled()) GTEST_SKIP() << "needs the validation layer";
-  GraphOptions o;
-  o.testing_drop_barrier_before_node = 1;
-  ComputeGraph g(ctx, o);
+  ComputeGraph g(ctx);
+  inject_sync_faults(g, {.drop_barrier_before_node = 1});
   auto a = g.add_input({64}, DType::Float32, "a");
   auto b = ops::binary(g, ops::BinaryOp::Add, a, a);
   auto c = ops::binary(g, ops::BinaryOp::Mul, b, b);
