@@ -1,5 +1,6 @@
-// .npy and TensorProto I/O: round trips for every dtype, and malformed inputs, each of which
-// must surface as a vkgraph::Error of the right kind rather than a crash.
+// .npy I/O and the core types (TensorProto I/O: test_tensor_proto.cpp): round trips for every
+// dtype, and malformed inputs, each of which must surface as a vkgraph::Error of the right kind
+// rather than a crash.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,9 +11,9 @@
 #include <vector>
 
 #include "expect_error.h"
+#include "tensor_test_util.h"
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
-#include "vkgraph/onnx_tensor.h"
 #include "vkgraph/tensor_io.h"
 #include "vkgraph/types.h"
 
@@ -20,52 +21,7 @@ namespace vkgraph {
 namespace {
 
 namespace fs = std::filesystem;
-using vkgraph::testing::expect_error;
-
-const std::string kTestData = VKGRAPH_ONNX_TESTDATA_DIR;
-
-// A per-test scratch directory, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("vkgraph_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-// One small tensor per dtype, with values that exercise sign and (for Float16) subnormals.
-std::vector<HostTensor> sample_tensors() {
-  return {
-      HostTensor::from(DType::Float32, {2, 3},
-                       std::vector<float>{0.f, -1.5f, 3.25f, 1e-30f, 7.f, -0.f}),
-      HostTensor::from(DType::Float16, {3}, std::vector<uint16_t>{0x3c00, 0x8001, 0x7bff}),
-      HostTensor::from(DType::Int32, {2, 1, 2},
-                       std::vector<int32_t>{-2147483647 - 1, -1, 0, 2147483647}),
-      HostTensor::from(DType::Int64, {}, std::vector<int64_t>{-9000000000000000000}),
-      HostTensor::from(DType::Bool, {4}, std::vector<uint8_t>{1, 0, 0, 1}),
-      HostTensor(DType::Float32, {0, 5}),  // empty
-  };
-}
-
-void expect_same(const HostTensor& a, const HostTensor& b) {
-  EXPECT_EQ(a.dtype, b.dtype);
-  EXPECT_EQ(a.shape, b.shape);
-  EXPECT_EQ(a.bytes, b.bytes);
-}
-
-std::vector<uint8_t> to_bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
+using namespace vkgraph::testing;
 
 // A format 1.0 .npy with an arbitrary header text and data payload.
 std::vector<uint8_t> npy_v1(const std::string& header, size_t data_bytes) {
@@ -288,214 +244,6 @@ TEST(Npy, FileErrors) {
   HostTensor inconsistent(DType::Float32, {4});
   inconsistent.bytes.resize(3);
   expect_error([&] { encode_npy(inconsistent); }, ErrorKind::InvalidArgument, "holds 3 bytes");
-}
-
-// ---- TensorProto ------------------------------------------------------------------------------
-
-TEST(TensorProto, RoundTripEveryDtype) {
-  TempDir dir;
-  for (const HostTensor& t : sample_tensors()) {
-    SCOPED_TRACE(dtype_name(t.dtype));
-    const onnx::TensorProto proto = onnx_io::tensor_to_proto(t, "x");
-    EXPECT_EQ(proto.name(), "x");
-    EXPECT_TRUE(onnx_io::is_native_onnx_type(proto.data_type()));
-    expect_same(onnx_io::tensor_from_proto(proto), t);
-    const std::string path = dir.file(std::string(dtype_name(t.dtype)) + ".pb");
-    onnx_io::write_tensor_pb(path, t, "y");
-    std::string name;
-    expect_same(onnx_io::read_tensor_pb(path, &name), t);
-    EXPECT_EQ(name, "y");
-  }
-}
-
-TEST(TensorProto, TypedFields) {
-  using TP = onnx::TensorProto;
-  TP p;
-  p.set_data_type(TP::FLOAT);
-  p.add_dims(2);
-  p.add_float_data(1.5f);
-  p.add_float_data(-2.f);
-  HostTensor t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Float32);
-  EXPECT_EQ(t.as_double(1), -2.0);
-
-  p.Clear();
-  p.set_data_type(TP::FLOAT16);
-  p.add_int32_data(0x3c00);  // bit patterns in the low 16 bits
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.shape, Shape{});
-  EXPECT_EQ(t.as_double(0), 1.0);
-
-  p.Clear();
-  p.set_data_type(TP::INT64);
-  p.add_dims(1);
-  p.add_int64_data(-5);
-  EXPECT_EQ(onnx_io::tensor_from_proto(p).as_int(0), -5);
-
-  p.Clear();
-  p.set_data_type(TP::BOOL);
-  p.add_dims(2);
-  p.add_int32_data(0);
-  p.add_int32_data(7);
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{0, 1}));
-}
-
-TEST(TensorProto, ConvertedTypes) {
-  using TP = onnx::TensorProto;
-  TP p;
-  p.set_data_type(TP::INT8);
-  p.add_dims(2);
-  p.add_int32_data(-128);
-  p.add_int32_data(127);
-  HostTensor t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Int32);
-  EXPECT_EQ(t.as_int(0), -128);
-
-  p.Clear();
-  p.set_data_type(TP::UINT16);
-  p.add_dims(2);
-  const uint16_t u16[] = {65535, 1};
-  p.set_raw_data(u16, sizeof(u16));
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Int32);
-  EXPECT_EQ(t.as_int(0), 65535);
-
-  p.Clear();
-  p.set_data_type(TP::DOUBLE);
-  p.add_dims(2);
-  const double d[] = {0.1, 1e300};
-  p.set_raw_data(d, sizeof(d));
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Float32);
-  EXPECT_EQ(t.data<float>()[0], 0.1f);
-  EXPECT_TRUE(std::isinf(t.data<float>()[1]));
-
-  p.Clear();
-  p.set_data_type(TP::UINT32);
-  p.add_uint64_data(4294967295u);
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Int64);
-  EXPECT_EQ(t.as_int(0), 4294967295);
-
-  p.Clear();
-  p.set_data_type(TP::UINT64);
-  p.add_uint64_data(uint64_t{1} << 63);
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::Unsupported, "int64");
-}
-
-TEST(TensorProto, MalformedProtosAreRejected) {
-  using TP = onnx::TensorProto;
-  TP p;
-  p.set_name("w");
-  p.set_data_type(TP::FLOAT);
-  p.add_dims(3);
-  p.set_raw_data(std::string(8, '\0'));
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "raw_data holds 8");
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "'w'");
-
-  p.set_raw_data(std::string(12, '\0'));
-  p.add_float_data(1.f);
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "both");
-
-  p.clear_raw_data();
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "holds 1 values");
-
-  p.clear_float_data();
-  p.clear_dims();
-  p.add_dims(-1);
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "invalid dims");
-  p.clear_dims();
-  for (int i = 0; i < 3; ++i) p.add_dims(int64_t{1} << 30);
-  p.set_raw_data(std::string(4, '\0'));
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "invalid dims");
-  p.clear_dims();
-  p.add_dims(int64_t{1} << 60);  // fits int64 but not the 4 bytes present
-  expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::ModelFormat, "raw_data");
-
-  TP ext;
-  ext.set_data_type(TP::FLOAT);
-  ext.set_data_location(TP::EXTERNAL);
-  auto* entry = ext.add_external_data();
-  entry->set_key("location");
-  entry->set_value("weights.bin");
-  expect_error([&] { onnx_io::tensor_from_proto(ext); }, ErrorKind::Unsupported, "external");
-
-  TP str;
-  str.set_data_type(TP::STRING);
-  str.add_string_data("a");
-  expect_error([&] { onnx_io::tensor_from_proto(str); }, ErrorKind::Unsupported, "STRING");
-  TP bf;
-  bf.set_data_type(TP::BFLOAT16);
-  expect_error([&] { onnx_io::tensor_from_proto(bf); }, ErrorKind::Unsupported, "BFLOAT16");
-  TP untyped;
-  expect_error([&] { onnx_io::tensor_from_proto(untyped); }, ErrorKind::ModelFormat, "data_type");
-}
-
-// Corrupted serialized protos either parse into something tensor_from_proto accepts or
-// rejects, or fail to parse; never a crash or an allocation sized by a corrupt dim.
-TEST(TensorProto, CorruptedProtosNeverCrash) {
-  const std::string good =
-      onnx_io::tensor_to_proto(sample_tensors()[2], "tensor").SerializeAsString();
-  std::mt19937 rng(99);
-  int parsed = 0;
-  for (int trial = 0; trial < 3000; ++trial) {
-    std::string bad = good;
-    for (int k = 0; k < 1 + trial % 3; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
-    onnx::TensorProto proto;
-    if (!proto.ParseFromString(bad)) continue;
-    ++parsed;
-    try {
-      onnx_io::tensor_from_proto(proto);
-    } catch (const Error&) {
-    }
-  }
-  EXPECT_GT(parsed, 0);
-}
-
-TEST(TensorProto, FileErrors) {
-  TempDir dir;
-  expect_error([&] { onnx_io::read_tensor_pb(dir.file("none.pb")); }, ErrorKind::Io, "none.pb");
-  write_file_bytes(dir.file("junk.pb"), to_bytes("\xff\xff\xff\xff junk"));
-  expect_error([&] { onnx_io::read_tensor_pb(dir.file("junk.pb")); }, ErrorKind::ModelFormat,
-               "junk.pb");
-}
-
-TEST(TensorProto, ReadsOnnxTestData) {
-  const std::string dir = kTestData + "/node/test_add/test_data_set_0/";
-  if (!fs::exists(dir)) GTEST_SKIP() << "no ONNX test data at " << kTestData;
-  const HostTensor a = onnx_io::read_tensor_pb(dir + "input_0.pb");
-  const HostTensor b = onnx_io::read_tensor_pb(dir + "input_1.pb");
-  const HostTensor sum = onnx_io::read_tensor_pb(dir + "output_0.pb");
-  EXPECT_EQ(a.dtype, DType::Float32);
-  EXPECT_EQ(a.shape, (Shape{3, 4, 5}));
-  ASSERT_EQ(sum.shape, a.shape);
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    EXPECT_NEAR(a.as_double(i) + b.as_double(i), sum.as_double(i), 1e-5);
-  }
-  const HostTensor shape = onnx_io::read_tensor_pb(
-      kTestData + "/node/test_reshape_negative_dim/test_data_set_0/input_1.pb");
-  EXPECT_EQ(shape.dtype, DType::Int64);
-  EXPECT_EQ(shape.shape, Shape{3});
-}
-
-// Every tensor file of the node tests reads or fails with a vkgraph::Error (sequence and
-// optional inputs are other message types; string and bfloat16 are Unsupported).
-TEST(TensorProto, EveryNodeTestFileReadsOrFailsCleanly) {
-  const fs::path root = kTestData + "/node";
-  if (!fs::exists(root)) GTEST_SKIP() << "no ONNX test data at " << kTestData;
-  int read = 0, rejected = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.path().extension() != ".pb") continue;
-    try {
-      onnx_io::read_tensor_pb(entry.path().string());
-      ++read;
-    } catch (const Error&) {
-      ++rejected;
-    }
-  }
-  std::printf("[          ] tensor files read: %d, rejected with Error: %d\n", read, rejected);
-  EXPECT_GT(read, 1500);
 }
 
 }  // namespace

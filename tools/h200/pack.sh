@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKGRAPH_BUILD_HOST_TESTS=ON >/dev/null
-# test_gpu too: run_all.sh runs the GPU suite on the device under validation.
-cmake --build build-h200 --target vkgraph_cli test_gpu
+cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKGRAPH_BUILD_TESTS=ON >/dev/null
+# The GPU suites too: run_all.sh runs them on the device under validation.
+cmake --build build-h200 --target vkgraph_cli test_gpu test_gpu_onnx
 
 # The device machine gets the working tree without .git; run_all.sh reads the commit here.
 # "-dirty" when tracked files differ from it, since the binary was built from the working tree.

@@ -237,26 +237,34 @@ vk_bench_ops() {
   record bench_op "$rc" "$t0"
 }
 
-# The GPU test suite on this device, under the validation layer with synchronization
-# validation (lavapipe runs dispatches one at a time; here missing barriers and driver
-# differences show). Runs when build-h200/tests/test_gpu was carried; summary -> info.txt.
+# The GPU test suites on this device (test_gpu: the C++ graph API; test_gpu_onnx: the ONNX
+# frontend), under the validation layer with synchronization validation (lavapipe runs
+# dispatches one at a time; here missing barriers and driver differences show). Runs when
+# build-h200/tests/test_gpu was carried; summary -> info.txt.
 gpu_tests() {
-  local bin=./build-h200/tests/test_gpu t0=$SECONDS lim rc
-  [ -f "$bin" ] || { log "gpu_tests: $bin not carried; skipped"; return 0; }
-  chmod +x "$bin"
+  local t0=$SECONDS lim left rc=0 one name bin
+  [ -f ./build-h200/tests/test_gpu ] || { log "gpu_tests: build-h200/tests/test_gpu not carried; skipped"; return 0; }
   lim=$(limit 120 40)
   ((lim < 5)) && { record gpu_tests skipped-no-time "$t0"; return 0; }
   log "gpu_tests: start (limit ${lim}s)"
-  VK_ADD_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d VKGRAPH_PIPELINE_CACHE=off \
-    LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$VK_LD" \
-    timeout -k 5 "$lim" "$bin" >"$WORK/test_gpu.log" 2>&1
-  rc=$?
-  {
-    echo "# --- test_gpu on this device (validation + sync validation), exit status $rc ---"
-    grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]' "$WORK/test_gpu.log"
-    grep -B1 -A6 'Failure$' "$WORK/test_gpu.log" | head -60
-  } >>"$OUT/info.txt"
-  tail -20 "$WORK/test_gpu.log"
+  for name in test_gpu test_gpu_onnx; do
+    bin=./build-h200/tests/$name
+    [ -f "$bin" ] || { log "gpu_tests: $bin not carried; skipped"; continue; }
+    chmod +x "$bin"
+    left=$((lim - (SECONDS - t0)))
+    ((left < 5)) && { rc=124; log "gpu_tests: no time left for $name"; break; }
+    VK_ADD_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d VKGRAPH_PIPELINE_CACHE=off \
+      LD_LIBRARY_PATH="/tmp/vl/usr/lib/x86_64-linux-gnu:$VK_LD" \
+      timeout -k 5 "$left" "$bin" >"$WORK/$name.log" 2>&1
+    one=$?
+    ((one != 0)) && rc=$one
+    {
+      echo "# --- $name on this device (validation + sync validation), exit status $one ---"
+      grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]' "$WORK/$name.log"
+      grep -B1 -A6 'Failure$' "$WORK/$name.log" | head -60
+    } >>"$OUT/info.txt"
+    tail -20 "$WORK/$name.log"
+  done
   record gpu_tests "$rc" "$t0"
 }
 
