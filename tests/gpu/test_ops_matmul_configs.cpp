@@ -1,0 +1,307 @@
+// matmul under other tile configurations, split-K and float16 operands, against the
+// double-precision CPU reference of matmul_test_util.h.
+#include "matmul_test_util.h"
+
+namespace vkgraph::testing {
+namespace {
+
+using namespace matmul_reference;
+
+// --- other tile configurations -------------------------------------------------------------
+
+// Every layout through the current configuration: the tiled kernel with A and B walked along
+// either dim, and GEMV with B contiguous along K (linear) or along N (matmul).
+class MatmulConfigs : public MatmulTest {
+ protected:
+  void check_all_layouts() {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "trans_a=" << ta << " trans_b=" << tb);
+        check_gemm(37, 21, 45, ta, tb, Shape{45}, 1.f, 1.f);
+        check_gemm(3, 21, 45, ta, tb, Shape{3, 1}, 1.f, 1.f);
+      }
+    check_linear({1, 77}, 29, true);
+    check_linear({3, 50}, 9, false);
+    check_matmul({2, 77}, {77, 29});
+    check_matmul({2, 19, 23}, {23, 41});
+  }
+};
+
+TEST_F(MatmulConfigs, SmallOddTiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 3, 2, 5};
+  c.large.reset();
+  c.gemv_rows = 2;
+  c.gemv_contig = 8;
+  c.gemv_other = 4;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+}
+
+// The device's 8x8-per-thread vec4 tile on every shape, with several tiles, partial ones and a
+// K that leaves a partial slice; then a small vec4 tile with blocked lanes and odd K steps.
+TEST_F(MatmulConfigs, LargeVec4Tiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  ASSERT_TRUE(c.large.has_value());
+  EXPECT_TRUE(c.large->vec4());
+  c.large_min_tiles = 0;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(150, 70, 260, false, false, Shape{260}, 1.f, 1.f);
+  check_gemm(150, 70, 260, true, true, Shape{150, 1}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulConfigs, SmallVec4TilesBlockedLanes) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 4, 8, 3};
+  c.large.reset();
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(40, 31, 70, false, true, Shape{70}, 1.f, 1.f);
+}
+
+// Workgroups walking bands of 3 tile rows: row counts that leave a short last band, with a
+// batch and under split-K (both in gl_WorkGroupID.z).
+TEST_F(MatmulConfigs, BandedWorkgroupOrder) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 2, 2, 4};
+  c.large.reset();
+  c.group_m = 3;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(60, 45, 20, false, true, Shape{20}, 1.f, 1.f);
+  check_matmul({2, 37, 23}, {23, 41});
+  ops::SplitKPolicy policy;
+  policy.min_k = 16;
+  policy.min_slice = 16;
+  ops::override_split_k_policy(policy);
+  check_gemm(60, 45, 100, true, false, Shape{60, 1}, 0.5f, 2.f);
+}
+
+// The device's small tile, chosen for GEMMs with few default tiles, alone and under split-K.
+TEST_F(MatmulConfigs, SmallTileForFewTiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  ASSERT_TRUE(c.small.has_value());
+  c.large.reset();
+  c.small_max_tiles = 1000;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+  check_gemm(70, 45, 100, false, true, Shape{100}, 1.f, 1.f);
+  ops::SplitKPolicy policy;
+  policy.min_k = 16;
+  policy.min_slice = 16;
+  ops::override_split_k_policy(policy);
+  check_gemm(70, 45, 100, true, false, Shape{70, 1}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulConfigs, GemvSharedMemoryReduction) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.gemv_subgroup = false;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+}
+
+TEST_F(MatmulConfigs, GemvSubgroupReduction) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  if (!context()->features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
+  c.gemv_subgroup = true;
+  ops::override_matmul_config(c);
+  check_all_layouts();
+}
+
+TEST_F(MatmulConfigs, RejectsConfigBeyondDeviceLimits) {
+  ops::MatmulConfig c;
+  c.tile.threads_x = context()->limits().maxComputeWorkGroupInvocations;
+  c.tile.threads_y = 2;
+  ops::override_matmul_config(c);
+  ComputeGraph g(context());
+  auto a = g.add_input({4, 4}, DType::Float32, "a");
+  try {
+    ops::matmul(g, a, a);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("matmul config"), std::string::npos) << e.what();
+  }
+}
+
+// --- split-K -------------------------------------------------------------------------------
+
+// The default policy on the shapes it is meant for (batch-1 ResNet-18 3x3 convs with 32x32
+// tiles of 64 threads, transformer projections with 64x64 tiles of 256 threads) and on a large
+// GEMM: slices of >= 64 until ~65536 threads run.
+TEST(SplitKHeuristic, DefaultPolicy) {
+  ops::override_split_k_policy(std::nullopt);
+  ops::SplitK conv4 = ops::choose_split_k(16 * 2, 64, 4608);
+  EXPECT_EQ(conv4.splits, 32u);  // capped by max_splits
+  EXPECT_EQ(conv4.k_chunk, 144);
+  ops::SplitK conv3 = ops::choose_split_k(8 * 7, 64, 2304);
+  EXPECT_EQ(conv3.splits, 18u);
+  EXPECT_EQ(conv3.k_chunk, 128);
+  ops::SplitK conv1 = ops::choose_split_k(2 * 98, 64, 576);
+  EXPECT_EQ(conv1.splits, 5u);  // the last slice shorter
+  EXPECT_EQ(conv1.k_chunk, 128);
+  ops::SplitK attn = ops::choose_split_k(8 * 2, 256, 512);
+  EXPECT_EQ(attn.splits, 8u);
+  EXPECT_EQ(attn.k_chunk, 64);
+  EXPECT_EQ(ops::choose_split_k(64 * 64, 256, 4096).splits, 1u);  // enough tiles already
+  EXPECT_EQ(ops::choose_split_k(4, 256, 128).splits, 1u);         // K too shallow
+}
+
+// Split-K forced onto small shapes: K >= 16 is cut into slices of 16 (the last shorter).
+class MatmulSplitK : public MatmulConfigs {
+ protected:
+  void SetUp() override {
+    MatmulConfigs::SetUp();
+    ops::SplitKPolicy policy;
+    policy.min_k = 16;
+    policy.min_slice = 8;
+    ops::override_split_k_policy(policy);
+  }
+};
+
+TEST_F(MatmulSplitK, AllLayouts) {
+  check_all_layouts();
+}
+
+TEST_F(MatmulSplitK, SmallOddTiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.tile = {8, 4, 3, 2, 5};
+  c.large.reset();
+  ops::override_matmul_config(c);
+  check_gemm(37, 100, 45, true, false, Shape{37, 45}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulSplitK, LargeVec4Tiles) {
+  ops::MatmulConfig c = ops::choose_matmul_config(*context());
+  c.large_min_tiles = 0;
+  ops::override_matmul_config(c);
+  check_gemm(130, 100, 140, false, true, Shape{130, 140}, 0.5f, 2.f);
+}
+
+TEST_F(MatmulSplitK, BatchesBiasAndActivation) {
+  HostMat a = random({3, 20, 100}), b = random({3, 100, 30}), bias = random({20, 1});
+  Reference want = reference_matmul(a, b);
+  apply_bias(want, 1, &bias, 1);
+  apply_activation(want, UnaryOp::GeluTanh, {});
+  run_and_check(
+      {a, b, bias},
+      [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
+        return ops::matmul(g, in[0], in[1], in[2], UnaryOp::GeluTanh);
+      },
+      want);
+}
+
+TEST_F(MatmulSplitK, AddsPartialAndReducePasses) {
+  ComputeGraph g(context());
+  TensorRef a = g.add_input({37, 100}, DType::Float32, "a");
+  TensorRef b = g.add_input({100, 45}, DType::Float32, "b");
+  g.add_output(ops::matmul(g, a, b), "c");
+  g.prepare();
+  EXPECT_EQ(g.stats().nodes, 2u);
+}
+
+// --- float16 ---------------------------------------------------------------------------------
+
+// fp16 operands, bias and result with fp32 accumulation: the portable tiled kernel (16-bit
+// storage) on lavapipe, the cooperative-matrix kernel where the device has one and the shape
+// fits. The reference multiplies the fp16-rounded inputs in double; the result is rounded once
+// to fp16, so errors stay within a couple of fp16 ulps of the largest magnitude.
+class MatmulFloat16 : public MatmulTest {
+ protected:
+  void SetUp() override {
+    MatmulTest::SetUp();
+    if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+  }
+
+  static std::vector<uint16_t> to_half(const std::vector<float>& v) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half(v[i]);
+    return h;
+  }
+
+  // C[m, n] = act(sum_k A[m, k] B[k, n] + bias[n]); B stored [N, K] for linear.
+  void check(int64_t m, int64_t k, int64_t n, bool linear, bool bias) {
+    SCOPED_TRACE(::testing::Message()
+                 << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias);
+    std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
+                          c = to_half(random_floats(n));
+    ComputeGraph g(context());
+    auto ta = g.add_input({m, k}, DType::Float16, "a");
+    auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
+    auto tc = g.add_input({n}, DType::Float16, "bias");
+    std::optional<TensorRef> tbias = bias ? std::optional(tc) : std::nullopt;
+    auto y = linear ? ops::linear(g, ta, tb, tbias, UnaryOp::Relu) : ops::matmul(g, ta, tb, tbias);
+    EXPECT_EQ(g.info(y).dtype, DType::Float16);
+    g.add_output(y, "y");
+    g.copy_to_input(0, a.data(), a.size() * 2);
+    g.copy_to_input(1, b.data(), b.size() * 2);
+    g.copy_to_input(2, c.data(), c.size() * 2);
+    g.execute();
+    std::vector<uint16_t> got(m * n, 0xFFFF);
+    g.copy_from_output(0, got.data(), got.size() * 2);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = bias ? half_to_float(c[j]) : 0.0;
+        for (int64_t q = 0; q < k; ++q)
+          want += double(half_to_float(a[i * k + q])) *
+                  half_to_float(b[linear ? j * k + q : q * n + j]);
+        if (linear) want = std::max(want, 0.0);
+        float v = half_to_float(got[i * n + j]);
+        ASSERT_NEAR(v, want, 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
+            << "at " << i << "," << j;
+      }
+  }
+};
+
+TEST_F(MatmulFloat16, MatchesReference) {
+  check(37, 45, 21, false, false);
+  check(64, 32, 128, false, false);
+  check(3, 50, 9, true, true);
+  check(70, 33, 80, true, true);
+  check(128, 64, 256, false, false);  // whole 128x128x32 tiles: tensor cores where available
+}
+
+// Where the device has cooperative matrices: the 128 x 128 and the 64 x 64 tile, each storing
+// fragments directly and through the bias epilogue.
+TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
+  for (uint64_t small_below : {uint64_t{0}, uint64_t{1} << 20}) {
+    SCOPED_TRACE("coopmat_small_below " + std::to_string(small_below));
+    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+    cfg.coopmat_small_below = small_below;
+    ops::override_matmul_config(cfg);
+    check(128, 64, 256, false, false);
+    check(128, 64, 256, false, true);
+    check(256, 96, 128, false, true);
+  }
+}
+
+TEST_F(MatmulFloat16, PortableKernelWhereCoopmatWouldFit) {
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.use_coopmat = false;
+  ops::override_matmul_config(cfg);
+  check(128, 64, 256, false, false);
+}
+
+TEST_F(MatmulFloat16, LargeVec4Tiles) {
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.large_min_tiles = 0;
+  ops::override_matmul_config(cfg);
+  check(130, 20, 140, false, true);
+  check(128, 16, 128, true, false);
+}
+
+TEST_F(MatmulFloat16, RejectsMixedDtypes) {
+  ComputeGraph g(context());
+  auto a = g.add_input({4, 4}, DType::Float16, "a");
+  auto b = g.add_input({4, 4}, DType::Float32, "b");
+  try {
+    ops::matmul(g, a, b);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
