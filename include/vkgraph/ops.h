@@ -250,7 +250,7 @@ namespace vkgraph::ops {
 enum class LogicalOp { And, Or, Xor };
 enum class ScatterReduction { None, Add, Mul, Max, Min };
 enum class PadMode { Constant, Reflect, Edge, Wrap };
-enum class ResizeMode { Nearest, Linear };
+enum class ResizeMode { Nearest, Linear, Cubic };
 enum class ResizeCoordinates { HalfPixel, Asymmetric, AlignCorners, PytorchHalfPixel };
 enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
@@ -261,6 +261,9 @@ struct ResizeOptions {
   // The model's scales when it gives scales rather than sizes (ONNX maps coordinates with the
   // given scale, not out/in); 0 means output size / input size.
   float scale_h = 0.f, scale_w = 0.f;
+  float cubic_coeff_a = -0.75f;  // Cubic: Keys' A (-0.75 as PyTorch, -0.5 as TensorFlow)
+  bool exclude_outside =
+      false;  // Cubic: taps outside the image get weight 0, the rest renormalised
 };
 
 struct TopKResult {
@@ -316,9 +319,18 @@ TensorRef cumsum(ComputeGraph& g, TensorRef x, int64_t axis, bool exclusive = fa
 // f32, i32, i64; 0 <= k <= axis length. Output is always sorted (which ONNX sorted=0 also
 // allows); ties keep the lower index first; NaN ranks above every number.
 TopKResult topk(ComputeGraph& g, TensorRef x, int64_t k, int64_t axis = -1, bool largest = true);
-// x: NCHW; out_shape: [N, C, H', W'] (only H and W change). Nearest: any dtype; Linear: f32,
-// f16.
+// x: NCHW; out_shape: [N, C, H', W'] (only H and W change). Nearest: any dtype; Linear and
+// Cubic: f32, f16.
 TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options = {});
 
 }  // namespace vkgraph::ops
+#include "vkgraph/ops/det.h"
+#include "vkgraph/ops/grid_sample.h"
+#include "vkgraph/ops/loss.h"
+#include "vkgraph/ops/lrn.h"
+#include "vkgraph/ops/nd_index.h"
+#include "vkgraph/ops/one_hot.h"
+#include "vkgraph/ops/pointwise.h"
+#include "vkgraph/ops/reverse_sequence.h"
+#include "vkgraph/ops/roi_align.h"

@@ -64,6 +64,14 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_elementwise(lowerings_);
   register_nn(lowerings_);
   register_tensor(lowerings_);
+  register_loss(lowerings_);
+  register_grid_sample(lowerings_);
+  register_linalg(lowerings_);
+  register_local_norm(lowerings_);
+  register_signal(lowerings_);
+  register_nd_index(lowerings_);
+  register_one_hot(lowerings_);
+  register_pointwise(lowerings_);
   add_inputs(input_shapes, input_values);
 }
 

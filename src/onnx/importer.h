@@ -57,6 +57,14 @@ void register_einsum(LoweringTable& table);
 void register_elementwise(LoweringTable& table);
 void register_nn(LoweringTable& table);
 void register_tensor(LoweringTable& table);
+void register_loss(LoweringTable& table);
+void register_grid_sample(LoweringTable& table);
+void register_linalg(LoweringTable& table);
+void register_local_norm(LoweringTable& table);
+void register_signal(LoweringTable& table);
+void register_nd_index(LoweringTable& table);
+void register_one_hot(LoweringTable& table);
+void register_pointwise(LoweringTable& table);
 
 class Importer {
  public:

@@ -78,14 +78,7 @@ Lowering unary_lowering() {
 
 Lowering passthrough() {
   return [](Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
-    im.require_inputs(node, 1, 3);
-    if (node.op_type() == "Dropout") {
-      if (node.output_size() > 1 && !node.output(1).empty())
-        im.fail(node, "the mask output of Dropout is not supported");
-      const HostTensor* training = im.constant(node, 2);
-      if (im.has_input(node, 2) && (!training || training->as_int(0) != 0))
-        im.fail(node, "training_mode Dropout is not supported (inference only)");
-    }
+    im.require_inputs(node, 1, 1);
     Value v = im.input(node, 0);
     return std::vector<Value>{v};
   };
@@ -255,7 +248,6 @@ void register_elementwise(LoweringTable& t) {
   t["PRelu"] = lower_prelu;
   t["Trilu"] = lower_trilu;
   t["Identity"] = passthrough();
-  t["Dropout"] = passthrough();
 }
 
 }  // namespace vkgraph::onnx_import

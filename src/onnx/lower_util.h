@@ -1,0 +1,26 @@
+#pragma once
+// Helpers for the lowerings of the op families in lower_<family>.cpp.
+#include <utility>
+
+#include "onnx/importer.h"
+
+namespace vkgraph::onnx_import {
+
+// A device tensor as the node's output value.
+inline Value device(Importer& im, TensorRef t) { return Importer::device_value(im.graph(), t); }
+
+// Op errors name the op ("gather_nd: ..."); a lowering runs its op calls through with_node so
+// the message names the model node too, as its own checks do.
+template <typename F>
+auto with_node(const Importer& im, const onnx::NodeProto& node, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const NeedsInputValues&) {
+    throw;  // the build collects these; its message names the node already
+  } catch (const Error& e) {
+    if (e.message().rfind(im.where(node), 0) == 0) throw;
+    throw Error(e.kind(), im.where(node) + ": " + e.message());
+  }
+}
+
+}  // namespace vkgraph::onnx_import

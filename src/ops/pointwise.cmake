@@ -1,0 +1,6 @@
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DTYPE)
+  vkgraph_shader(is_inf_${dtype} ${CMAKE_CURRENT_LIST_DIR}/pointwise.comp DTYPE_${DTYPE}=1 OP_ISINF=1)
+  vkgraph_shader(is_nan_${dtype} ${CMAKE_CURRENT_LIST_DIR}/pointwise.comp DTYPE_${DTYPE}=1 OP_ISNAN=1)
+  vkgraph_shader(shrink_${dtype} ${CMAKE_CURRENT_LIST_DIR}/pointwise.comp DTYPE_${DTYPE}=1 OP_SHRINK=1)
+endforeach()
