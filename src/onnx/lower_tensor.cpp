@@ -284,6 +284,8 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   if (auto it = a.strings.find("mode"); it != a.strings.end()) mode = it->second;
   if (mode == "linear" || mode == "bilinear")
     o.mode = ops::ResizeMode::Linear;
+  else if (mode == "cubic")
+    o.mode = ops::ResizeMode::Cubic;
   else if (mode != "nearest")
     im.fail(node, "unsupported mode '" + mode + "'");
   std::string ctm = "half_pixel";
@@ -307,6 +309,8 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
       {"ceil", ops::ResizeNearest::Ceil}};
   if (!nms.count(nm)) im.fail(node, "unsupported nearest_mode '" + nm + "'");
   o.nearest = nms.at(nm);
+  if (auto it = a.floats.find("cubic_coeff_a"); it != a.floats.end()) o.cubic_coeff_a = it->second;
+  o.exclude_outside = a.get_int("exclude_outside", 0) != 0;
   if (a.find_ints("axes")) im.fail(node, "attribute axes is not supported");
   // Inputs: opset 10 (X, scales); 11+ (X, roi, scales, sizes); Upsample-7 has an attribute.
   size_t scales_at = im.opset() < 11 ? 1 : 2, sizes_at = 3;

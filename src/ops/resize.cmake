@@ -5,4 +5,6 @@ endforeach()
 foreach(dtype f32 f16)
   string(TOUPPER ${dtype} DT)
   vkgraph_shader(resize_linear_${dtype} ${CMAKE_CURRENT_LIST_DIR}/resize.comp DTYPE_${DT}=1)
+  vkgraph_shader(resize_cubic_${dtype} ${CMAKE_CURRENT_LIST_DIR}/resize.comp DTYPE_${DT}=1
+                 MODE_CUBIC=1)
 endforeach()

@@ -1,8 +1,10 @@
 #version 450
-// Resize of the two spatial dims of NCHW, nearest (any element size) or bilinear (f32, f16).
-// ONNX maps each output coordinate back to the input through the coordinate transformation
-// mode; nearest then rounds by nearest_mode, linear blends the two neighbours (clamped to the
-// edge, which equals ONNX's edge padding).
+// Resize of the two spatial dims of NCHW, nearest (any element size), bilinear or bicubic
+// (f32, f16). ONNX maps each output coordinate back to the input through the coordinate
+// transformation mode; nearest then rounds by nearest_mode, linear blends the two neighbours
+// (clamped to the edge, which equals ONNX's edge padding), cubic the four on each axis with
+// Keys' kernel of parameter A, taps beyond the edge reading the edge (or, with
+// exclude_outside, dropped and the remaining weights renormalised).
 #include "common.glsl"
 #ifdef MODE_NEAREST
 #include "shape_ops.glsl"
@@ -23,6 +25,8 @@ layout(push_constant) uniform Params {
   float scale_h;  // output / input, or the model's explicit scale
   float scale_w;
   int exact;  // bit 0 (H), bit 1 (W): the scale is exactly out / in, nearest rounds exactly
+  float cubic_a;
+  int exclude_outside;
 } p;
 
 float source_coord(int o, int in_len, int out_len, float scale) {
@@ -73,6 +77,22 @@ int nearest(float c_in, int in_len) {
 }
 #endif
 
+#ifdef MODE_CUBIC
+// Weights of taps floor(c) - 1 .. floor(c) + 2 at fraction t, for one axis of `len`.
+vec4 cubic_weights(float t, int first, int len) {
+  float a = p.cubic_a;
+  vec4 d = vec4(t + 1.0, t, 1.0 - t, 2.0 - t);  // distance of each tap
+  vec4 w;
+  for (int k = 0; k < 4; ++k) {
+    float x = d[k];
+    w[k] = x <= 1.0 ? ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+                    : ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+    if (p.exclude_outside != 0 && (first + k < 0 || first + k >= len)) w[k] = 0.0;
+  }
+  return p.exclude_outside != 0 ? w / (w.x + w.y + w.z + w.w) : w;
+}
+#endif
+
 void main() {
   int i = int(linear_index());
   if (i >= p.n) return;
@@ -85,6 +105,18 @@ void main() {
   int sy = (p.exact & 1) != 0 ? nearest_exact(oy, p.in_h, p.out_h) : nearest(cy, p.in_h);
   int sx = (p.exact & 2) != 0 ? nearest_exact(ox, p.in_w, p.out_w) : nearest(cx, p.in_w);
   y[i] = x[plane + sy * p.in_w + sx];
+#elif defined(MODE_CUBIC)
+  int fy = int(floor(cy)), fx = int(floor(cx));
+  vec4 wy = cubic_weights(cy - float(fy), fy - 1, p.in_h);
+  vec4 wx = cubic_weights(cx - float(fx), fx - 1, p.in_w);
+  float acc = 0.0;
+  for (int ky = 0; ky < 4; ++ky) {
+    int row = plane + clamp(fy - 1 + ky, 0, p.in_h - 1) * p.in_w;
+    float r = 0.0;
+    for (int kx = 0; kx < 4; ++kx) r += wx[kx] * T(x[row + clamp(fx - 1 + kx, 0, p.in_w - 1)]);
+    acc += wy[ky] * r;
+  }
+  y[i] = ELEM(acc);
 #else
   cy = clamp(cy, 0.0, float(p.in_h - 1));
   cx = clamp(cx, 0.0, float(p.in_w - 1));

@@ -1,4 +1,5 @@
-// Resize of NCHW images: nearest (any dtype) or bilinear (f32, f16), ONNX coordinate modes.
+// Resize of NCHW images: nearest (any dtype), bilinear or bicubic (f32, f16), ONNX coordinate
+// modes.
 #include <limits>
 
 #include "shape_ops.h"
@@ -9,9 +10,18 @@ namespace vkgraph::ops {
 TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options) {
   const TensorInfo xi = g.info(x);
-  bool linear = options.mode == ResizeMode::Linear;
-  std::string shader = linear ? "resize_linear_" + float_suffix(g, xi.dtype, "resize (linear)")
-                              : "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+  std::string shader;
+  switch (options.mode) {
+    case ResizeMode::Nearest:
+      shader = "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+      break;
+    case ResizeMode::Linear:
+      shader = "resize_linear_" + float_suffix(g, xi.dtype, "resize (linear)");
+      break;
+    case ResizeMode::Cubic:
+      shader = "resize_cubic_" + float_suffix(g, xi.dtype, "resize (cubic)");
+      break;
+  }
   bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&
                out_shape[1] == xi.shape[1] && out_shape[2] >= 0 && out_shape[3] >= 0;
   if (!valid)
@@ -45,7 +55,9 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
       .add(checked_i32(out_shape[3], "resize", "dim"))
       .add(scale(options.scale_h, out_shape[2], xi.shape[2]))
       .add(scale(options.scale_w, out_shape[3], xi.shape[3]))
-      .add(exact_bits);
+      .add(exact_bits)
+      .add(options.cubic_coeff_a)
+      .add(static_cast<int32_t>(options.exclude_outside));
   add_elementwise(
       g, shader, {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), "resize",
       {static_cast<uint32_t>(options.coordinates), static_cast<uint32_t>(options.nearest)});
