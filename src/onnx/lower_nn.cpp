@@ -166,20 +166,57 @@ std::vector<Value> lower_fused_conv(Importer& im, const onnx::NodeProto& node,
   return emit_conv(im, node, a, c);
 }
 
+// ConvTranspose in 1-D (lifted to 2-D with a unit height) and 2-D. output_shape and auto_pad
+// SAME_* decide the pads as ONNX defines: total = stride * (in - 1) + output_padding +
+// (k - 1) * dilation + 1 - out, floor(total / 2) at the start for SAME_UPPER and at the end
+// otherwise. A negative end pad (output_shape beyond the natural size) becomes extra
+// output_padding.
 std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& node,
                                         const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
-  Shape x = im.input(node, 0).shape;
-  if (x.size() != 4) im.fail(node, "only 2-D ConvTranspose is supported");
-  if (a.find_ints("output_shape")) im.fail(node, "attribute output_shape is not supported");
-  std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+  Shape x = im.input(node, 0).shape, w = im.input(node, 1).shape;
+  const bool one_d = x.size() == 3;
+  if (x.size() != 4 && !one_d) im.fail(node, "only 1-D and 2-D ConvTranspose are supported");
+  if (w.size() != x.size()) im.fail(node, "weight rank differs from the input's");
+  const size_t dims = x.size() - 2;
+  std::vector<int64_t> s = ints_or(a, "strides", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> d = ints_or(a, "dilations", std::vector<int64_t>(dims, 1));
+  std::vector<int64_t> op = ints_or(a, "output_padding", std::vector<int64_t>(dims, 0));
+  std::vector<int64_t> pads = ints_or(a, "pads", std::vector<int64_t>(2 * dims, 0));
+  if (s.size() != dims || d.size() != dims || op.size() != dims || pads.size() != 2 * dims)
+    im.fail(node, "strides/dilations/output_padding/pads do not match the input's rank");
+  const std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
+  const auto* output_shape = a.find_ints("output_shape");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
     im.fail(node, "auto_pad " + auto_pad + " is not supported");
+  if (auto_pad == "VALID") pads.assign(2 * dims, 0);
+  if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (output_shape && output_shape->size() != dims)
+      im.fail(node, "output_shape does not match the input's rank");
+    for (size_t i = 0; i < dims; ++i) {
+      const int64_t in = x[2 + i], k = w[2 + i];
+      const int64_t want = output_shape ? (*output_shape)[i] : in * s[i];
+      const int64_t total = s[i] * (in - 1) + op[i] + (k - 1) * d[i] + 1 - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor
+      // SAME_UPPER puts the odd pad at the end; output_shape and SAME_LOWER at the start.
+      const bool upper = auto_pad == "SAME_UPPER";
+      pads[i] = upper ? half : total - half;
+      pads[dims + i] = upper ? total - half : half;
+      if (pads[i] < 0) im.fail(node, "output_shape larger than the transpose produces");
+      if (pads[dims + i] < 0) {
+        op[i] -= pads[dims + i];
+        pads[dims + i] = 0;
+      }
+    }
+  }
+  if (one_d) {  // [N, C, L] as [N, C, 1, L]
+    s.insert(s.begin(), 1);
+    d.insert(d.begin(), 1);
+    op.insert(op.begin(), 0);
+    pads = {0, pads[0], 0, pads[1]};
+  }
   ops::ConvTranspose2dParams p;
-  auto s = ints_or(a, "strides", {1, 1}), d = ints_or(a, "dilations", {1, 1}),
-       op = ints_or(a, "output_padding", {0, 0}), pads = ints_or(a, "pads", {0, 0, 0, 0});
-  if (s.size() != 2 || d.size() != 2 || op.size() != 2 || pads.size() != 4)
-    im.fail(node, "strides/dilations/output_padding/pads do not match a 2-D convolution");
   p.strides = {s[0], s[1]};
   p.dilations = {d[0], d[1]};
   p.output_padding = {op[0], op[1]};
@@ -187,8 +224,18 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   p.groups = a.get_int("group", 1);
   std::optional<TensorRef> bias;
   if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  return {
-      out(im, ops::conv_transpose2d(im.graph(), im.tensor(node, 0), im.tensor(node, 1), bias, p))};
+  ComputeGraph& g = im.graph();
+  TensorRef xt = im.tensor(node, 0), wt = im.tensor(node, 1);
+  if (one_d) {
+    xt = g.add_view(xt, {x[0], x[1], 1, x[2]});
+    wt = g.add_view(wt, {w[0], w[1], 1, w[2]});
+  }
+  TensorRef y = ops::conv_transpose2d(g, xt, wt, bias, p);
+  if (one_d) {
+    Shape ys = g.info(y).shape;
+    y = g.add_view(y, {ys[0], ys[1], ys[3]});
+  }
+  return {out(im, y)};
 }
 
 // Gemm, and FusedGemm: Gemm with an activation in its epilogue.
@@ -273,13 +320,45 @@ std::vector<Value> lower_global_pool(Importer& im, const onnx::NodeProto& node,
   return {out(im, max ? ops::global_max_pool(im.graph(), x) : ops::global_avg_pool(im.graph(), x))};
 }
 
+// Training mode normalizes with the batch's own statistics (the population variance, as
+// ONNX's reference computes it) and also returns the updated running statistics,
+// running = input * momentum + batch * (1 - momentum): reductions and elementwise ops feeding
+// the inference kernel.
+std::vector<Value> lower_batch_norm_training(Importer& im, const onnx::NodeProto& node,
+                                             const fold::Attrs& a) {
+  ComputeGraph& g = im.graph();
+  TensorRef x = im.tensor(node, 0);
+  const Shape shape = g.info(x).shape;
+  if (shape.size() < 2) im.fail(node, "input must be [N, C, ...]");
+  std::vector<int64_t> axes{0};
+  for (size_t d = 2; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  using ops::BinaryOp;
+  TensorRef mean = ops::reduce(g, ops::ReduceOp::Mean, x, axes, true);
+  TensorRef centred = ops::binary(g, BinaryOp::Sub, x, mean);
+  TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
+                              ops::binary(g, BinaryOp::Mul, centred, centred), axes, false);
+  mean = g.add_view(mean, {shape[1]});
+  TensorRef y = ops::batch_norm_inference(g, x, im.tensor(node, 1), im.tensor(node, 2), mean, var,
+                                          float_attr(a, "epsilon", 1e-5f));
+  const float momentum = float_attr(a, "momentum", 0.9f);
+  auto running = [&](size_t input, TensorRef batch) {
+    TensorRef keep =
+        im.constant_tensor(HostTensor::from(DType::Float32, {}, std::vector<float>{momentum}));
+    TensorRef take = im.constant_tensor(
+        HostTensor::from(DType::Float32, {}, std::vector<float>{1.f - momentum}));
+    return ops::binary(g, BinaryOp::Add,
+                       ops::binary(g, BinaryOp::Mul, im.tensor(node, input), keep),
+                       ops::binary(g, BinaryOp::Mul, batch, take));
+  };
+  return {out(im, y), out(im, running(3, mean)), out(im, running(4, var))};
+}
+
 std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node,
                                     const fold::Attrs& a) {
   im.require_inputs(node, 5, 5);
-  if (a.get_int("training_mode", 0)) im.fail(node, "training_mode=1 is not supported");
+  if (a.get_int("training_mode", 0)) return lower_batch_norm_training(im, node, a);
   for (int i = 1; i < node.output_size(); ++i)
-    if (!node.output(i).empty())
-      im.fail(node, "training outputs (running mean/var) are not supported");
+    if (!node.output(i).empty()) im.fail(node, "running mean/var outputs need training_mode=1");
   TensorRef y = ops::batch_norm_inference(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
                                           im.tensor(node, 2), im.tensor(node, 3),
                                           im.tensor(node, 4), float_attr(a, "epsilon", 1e-5f));
