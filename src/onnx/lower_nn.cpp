@@ -6,6 +6,7 @@
 
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
+#include "vkgraph/ops/max_pool_indices.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -271,8 +272,7 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);
   bool max = node.op_type() == "MaxPool";
-  if (max && node.output_size() > 1 && !node.output(1).empty())
-    im.fail(node, "the Indices output of MaxPool is not supported");
+  const bool with_indices = max && node.output_size() > 1 && !node.output(1).empty();
   if (a.get_int("storage_order", 0) != 0) im.fail(node, "storage_order=1 is not supported");
   Shape x = im.input(node, 0).shape;
   const auto* k = a.find_ints("kernel_shape");
@@ -288,6 +288,21 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
   bool include_pad = a.get_int("count_include_pad", 0) != 0;
   TensorRef in = im.tensor(node, 0);
+  if (with_indices) {  // windows lifted to 3-D with unit leading dims
+    auto lift = [&](const std::vector<int64_t>& v, int64_t unit) {
+      std::vector<int64_t> r(3 - n, unit);
+      r.insert(r.end(), v.begin(), v.end());
+      return array<3>(r);
+    };
+    std::vector<int64_t> p6(3 - n, 0);
+    p6.insert(p6.end(), pads.begin(), pads.begin() + n);
+    p6.insert(p6.end(), 3 - n, 0);
+    p6.insert(p6.end(), pads.begin() + n, pads.end());
+    ops::Pool3dParams p{lift(*k, 1),  lift(strides, 1), array<6>(p6),
+                        lift(dil, 1), ceil_mode,        include_pad};
+    ops::MaxPoolWithIndices r = ops::max_pool_with_indices(im.graph(), in, p);
+    return {out(im, r.values), out(im, r.indices)};
+  }
   if (n == 3) {
     ops::Pool3dParams p{array<3>(*k),  array<3>(strides), array<6>(pads),
                         array<3>(dil), ceil_mode,         include_pad};

@@ -2,11 +2,17 @@
 // MaxPool (POOL_MAX) / AveragePool (POOL_AVG) over NCDHW, one invocation per output element;
 // 1-D and 2-D pooling run with unit leading spatial dims. Windows may hang over the padding
 // and, with ceil_mode, past it; only taps inside the input are read. With count_include_pad,
-// the average divides by the taps inside the padded input.
+// the average divides by the taps inside the padded input. MaxPool with POOL_INDICES also
+// writes where each maximum came from: its flat index into the whole input (ONNX's Indices,
+// storage order 0) as an int64 pair of words, the first maximum on ties, -1 for a window with
+// no element.
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
+#if POOL_INDICES
+layout(std430, binding = 2) writeonly buffer Indices { int index_words[]; };
+#endif
 layout(push_constant) uniform Params {
   int total;
   int in_d, in_h, in_w, out_d, out_h, out_w;
@@ -30,6 +36,7 @@ void main() {
   int iw0 = ow * p.stride_w - p.pad_l;
 #if POOL_MAX
   float r = uintBitsToFloat(0xff800000u);  // -inf: the max of no element
+  int where = -1;
 #else
   float r = 0.0;
   int n_in = 0, n_padded = 0;
@@ -45,7 +52,15 @@ void main() {
         int iw = iw0 + kw * p.dil_w;
         bool tap_in = row_in && uint(iw) < uint(p.in_w);
 #if POOL_MAX
-        if (tap_in) r = max(r, T(x[row + iw]));
+        if (tap_in) {
+          float v = T(x[row + iw]);
+          // Strictly greater keeps the first maximum; a NaN wins and stays (GLSL's max() leaves
+          // NaN to the implementation).
+          if (where < 0 || v > r || (isnan(v) && !isnan(r))) {
+            where = row + iw;
+            r = v;
+          }
+        }
 #else
         if (tap_in) {
           r += T(x[row + iw]);
@@ -62,4 +77,8 @@ void main() {
   r = divisor > 0 ? r / float(divisor) : 0.0;
 #endif
   y[idx] = ELEM(r);
+#if POOL_INDICES
+  index_words[2 * idx] = where;
+  index_words[2 * idx + 1] = where < 0 ? -1 : 0;
+#endif
 }

@@ -7,6 +7,7 @@
 
 #include "op_util.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/max_pool_indices.h"
 
 namespace vkgraph::ops {
 namespace {
@@ -46,8 +47,9 @@ Shape checked_input(ComputeGraph& g, TensorRef x, bool rank_exact, size_t rank,
 
 // Every windowed pooling, with its window lifted to 3-D; `spatial` is the caller's spatial
 // rank and `layout` its input layout, for messages.
+// With `indices` (max only), also makes and fills MaxPool's Int64 Indices output.
 TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layout,
-                  const Pool3dParams& params, bool is_max) {
+                  const Pool3dParams& params, bool is_max, TensorRef* indices = nullptr) {
   const std::string op =
       std::string(is_max ? "max_pool" : "avg_pool") + std::to_string(spatial) + "d";
   const std::string dtype = float_suffix(g, g.info(x).dtype, op);
@@ -82,8 +84,12 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
   for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
   DispatchDesc d;
-  d.shader = (is_max ? "max_pool_" : "avg_pool_") + dtype;
+  d.shader = (is_max ? (indices ? "max_pool_indices_" : "max_pool_") : "avg_pool_") + dtype;
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
+  if (indices) {
+    *indices = g.add_tensor(ys, DType::Int64);
+    d.bindings.push_back({*indices, Access::Write});
+  }
   d.groups = groups_for(static_cast<uint64_t>(numel(ys)));
   d.local = {kLocal, 1, 1};
   d.push = pc.take();
@@ -144,6 +150,30 @@ TensorRef max_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params) {
 }
 TensorRef avg_pool3d(ComputeGraph& g, TensorRef x, const Pool3dParams& params) {
   return pool_nd(g, x, 3, "[N, C, D, H, W]", params, false);
+}
+
+MaxPoolWithIndices max_pool_with_indices(ComputeGraph& g, TensorRef x, const Pool3dParams& params) {
+  const size_t rank = g.info(x).shape.size();
+  check(rank >= 3 && rank <= 5, ErrorKind::InvalidArgument,
+        "max_pool_with_indices: input must be [N, C, D1, ...] with 1 to 3 spatial dims, got " +
+            shape_str(g.info(x).shape));
+  const size_t spatial = rank - 2;
+  // Lifted dims must be trivial: unit kernel, stride and dilation, no pads.
+  for (size_t i = 0; i < 3 - spatial; ++i)
+    check(params.kernel[i] == 1 && params.strides[i] == 1 && params.dilations[i] == 1 &&
+              params.pads[i] == 0 && params.pads[i + 3] == 0,
+          ErrorKind::InvalidArgument,
+          "max_pool_with_indices: the window has more dims than the input's " +
+              std::to_string(spatial));
+  // The 3-D kernel reads a rank-5 view; 1-D and 2-D inputs get unit leading spatial dims.
+  Shape xs = g.info(x).shape, lifted(xs.begin(), xs.begin() + 2);
+  lifted.insert(lifted.end(), 3 - spatial, 1);
+  lifted.insert(lifted.end(), xs.begin() + 2, xs.end());
+  TensorRef indices;
+  TensorRef y = pool_nd(g, g.add_view(x, lifted), 3, "[N, C, D, H, W]", params, true, &indices);
+  Shape ys = g.info(y).shape, out(ys.begin(), ys.begin() + 2);
+  out.insert(out.end(), ys.end() - spatial, ys.end());
+  return {g.add_view(y, out), g.add_view(indices, out)};
 }
 
 TensorRef global_avg_pool(ComputeGraph& g, TensorRef x) {
