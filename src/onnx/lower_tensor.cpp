@@ -297,7 +297,8 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
       {"half_pixel", ops::ResizeCoordinates::HalfPixel},
       {"asymmetric", ops::ResizeCoordinates::Asymmetric},
       {"align_corners", ops::ResizeCoordinates::AlignCorners},
-      {"pytorch_half_pixel", ops::ResizeCoordinates::PytorchHalfPixel}};
+      {"pytorch_half_pixel", ops::ResizeCoordinates::PytorchHalfPixel},
+      {"tf_half_pixel_for_nn", ops::ResizeCoordinates::TfHalfPixelForNn}};
   if (!ctms.count(ctm)) im.fail(node, "unsupported coordinate_transformation_mode '" + ctm + "'");
   o.coordinates = ctms.at(ctm);
   std::string nm = im.opset() < 11 ? "floor" : "round_prefer_floor";

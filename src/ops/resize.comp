@@ -10,7 +10,7 @@
 #include "shape_ops.glsl"
 #endif
 
-// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
+// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn
 layout(constant_id = 3) const int COORD = 0;
 // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
 layout(constant_id = 4) const int NEAREST = 0;
@@ -32,6 +32,7 @@ layout(push_constant) uniform Params {
 float source_coord(int o, int in_len, int out_len, float scale) {
   float c = float(o);
   if (COORD == 1) return c / scale;
+  if (COORD == 4) return (c + 0.5) / scale;
   // ONNX takes the resized length as in * scale, which a given scale makes fractional.
   float resized_len = float(in_len) * scale;
   if (COORD == 2)
@@ -56,6 +57,9 @@ int nearest_exact(int o, int in_len, int out_len) {
     den = out_len;
   } else if (COORD == 2) {
     if (out_len > 1) num = o * (in_len - 1), den = out_len - 1;
+  } else if (COORD == 4) {
+    num = (2 * o + 1) * in_len;
+    den = 2 * out_len;
   } else if (COORD == 0 || out_len > 1) {
     num = (2 * o + 1) * in_len - out_len;
     den = 2 * out_len;
