@@ -251,7 +251,13 @@ enum class LogicalOp { And, Or, Xor };
 enum class ScatterReduction { None, Add, Mul, Max, Min };
 enum class PadMode { Constant, Reflect, Edge, Wrap };
 enum class ResizeMode { Nearest, Linear, Cubic };
-enum class ResizeCoordinates { HalfPixel, Asymmetric, AlignCorners, PytorchHalfPixel };
+enum class ResizeCoordinates {
+  HalfPixel,
+  Asymmetric,
+  AlignCorners,
+  PytorchHalfPixel,
+  TfHalfPixelForNn
+};
 enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
 struct ResizeOptions {
@@ -329,6 +335,7 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
 #include "vkgraph/ops/grid_sample.h"
 #include "vkgraph/ops/loss.h"
 #include "vkgraph/ops/lrn.h"
+#include "vkgraph/ops/max_pool_indices.h"
 #include "vkgraph/ops/nd_index.h"
 #include "vkgraph/ops/one_hot.h"
 #include "vkgraph/ops/pointwise.h"
