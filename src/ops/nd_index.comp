@@ -62,7 +62,8 @@ void main() {
 #if defined(GATHER)
   int t = i / p.slice, s = i % p.slice;
   int o = tuple_offset(t);
-  dst[i] = o < 0 ? TO_ELEM(VALUE(0)) : data[(t / p.per_batch) * p.batch_stride + o + s];
+  // Selected as VALUE: a select of 8-bit values would need shaderInt8.
+  dst[i] = TO_ELEM(o < 0 ? VALUE(0) : TO_VALUE(data[(t / p.per_batch) * p.batch_stride + o + s]));
 #elif defined(SCATTER_NONE)
   int t = i / p.slice, s = i % p.slice;
   int o = tuple_offset(t);
