@@ -29,7 +29,7 @@ TupleLayout tuple_layout(ComputeGraph& g, const TensorInfo& data, TensorRef indi
                                                 shape_str(data.shape) + " (batch_dims " +
                                                 std::to_string(batch_dims) + ")");
   l.tuples = numel(Shape(ii.shape.begin(), ii.shape.end() - 1));
-  const std::vector<int64_t> stride = contiguous_strides(data.shape);
+  const std::vector<int64_t> stride = shapes::contiguous_strides(data.shape);
   for (int64_t j = 0; j < l.k; ++j) {
     l.dims.push_back(checked_i32(data.shape[batch_dims + j], op, "dim"));
     l.strides.push_back(checked_i32(stride[batch_dims + j], op, "stride"));
