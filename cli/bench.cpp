@@ -198,7 +198,7 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
 
 // Host-to-host y = 2x over n floats: staging copies versus host memory bound to the graph
 // (imported where possible). Wall time per run, and bytes the host copies.
-int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
+int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs, const GraphOptions& go) {
   size_t bytes = static_cast<size_t>(n) * 4;
   size_t align = std::max<size_t>(ctx->features().min_imported_host_pointer_alignment, 64);
   size_t padded = (bytes + align - 1) / align * align;
@@ -206,7 +206,7 @@ int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
   std::unique_ptr<float, decltype(&std::free)> x(alloc(), &std::free), y(alloc(), &std::free);
   for (int64_t i = 0; i < n; ++i) x.get()[i] = static_cast<float>(i % 1000);
   for (IOMode mode : {IOMode::Staged, IOMode::External}) {
-    ComputeGraph g(ctx);
+    ComputeGraph g(ctx, go);
     TensorRef in = g.add_input({n}, DType::Float32, "x", mode);
     TensorRef out = ops::binary(g, ops::BinaryOp::Add, in, in);
     g.add_output(out, "y", mode);
@@ -239,10 +239,11 @@ int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
 // Host cost of execute() on a graph whose GPU work is next to nothing: a chain of `nodes`
 // adds on 64 floats. execute() is timed as its two halves, submit() and wait(); host minus
 // GPU (timestamps) per run is what the runtime and driver add on the host.
-int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
+int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs,
+                   const GraphOptions& go) {
   check(nodes > 0, ErrorKind::InvalidArgument, "bench-op overhead: N must be positive");
   constexpr int64_t kElems = 64;
-  ComputeGraph g(ctx);
+  ComputeGraph g(ctx, go);
   TensorRef x = g.add_input({kElems}, DType::Float32, "x");
   HostTensor step(DType::Float32, {kElems});
   for (int64_t i = 0; i < kElems; ++i) step.data<float>()[i] = 0.5f + 0.25f * (i % 4);
@@ -291,7 +292,9 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
 // Flags after the sizes: --check (gemm: compare sampled entries with a host reference),
 // --runs N. `fp16` (the common --fp16): gemm with fp16 inputs and output.
 int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOptions& options,
-                 int runs, bool fp16) {
+                 int runs, bool fp16, std::shared_ptr<const ops::Tuning> tuning) {
+  GraphOptions go;
+  go.tuning = std::move(tuning);
   std::vector<std::string> args;
   bool check = false;
   for (size_t i = 0; i < all_args.size(); ++i) {
@@ -309,19 +312,18 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
-    return bench_io(ctx, std::stoll(args[1]), runs);
+    return bench_io(ctx, std::stoll(args[1]), runs, go);
   }
   if (args[0] == "overhead") {
     // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
     const int64_t nodes = args.size() > 1 ? std::stoll(args[1]) : 100;
-    int rc = bench_overhead(ctx, nodes, 1000);
+    int rc = bench_overhead(ctx, nodes, 1000, go);
     if (ctx->spin_wait_us() == 0) return rc;
     vk::ContextOptions sleeping = options;
     sleeping.spin_wait_us = 0;
     ctx.reset();
-    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000);
+    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000, go);
   }
-  GraphOptions go;
   go.profile = true;
   ComputeGraph g(ctx, go);
   uint32_t seed = 3;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -225,7 +226,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16,
-            bool bench) {
+            bool bench, std::shared_ptr<const ops::Tuning> tuning) {
   if (args.empty()) throw Error(ErrorKind::InvalidArgument, "run: missing MODEL");
   int warmup = 10, runs = 100;
   size_t top = 15;
@@ -235,6 +236,7 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
   SessionOptions so;
   so.context_options = options;
   so.fp16 = fp16;
+  so.graph.tuning = std::move(tuning);
   int repeat = 1;
   for (size_t i = 1; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
@@ -388,18 +390,22 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stderr);
       return 2;
     }
+    // The one read of VKGRAPH_TUNE: every graph built below gets these knobs explicitly.
+    std::shared_ptr<const ops::Tuning> tuning;
+    if (const char* spec = std::getenv("VKGRAPH_TUNE"))
+      tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(spec));
     std::string cmd = rest[0];
     std::vector<std::string> cmd_args(rest.begin() + 1, rest.end());
     if (cmd == "info") return cmd_info(options);
     if (cmd == "demo") return cli::run_demo(options);
-    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false);
-    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true);
-    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16);
+    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false, tuning);
+    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true, tuning);
+    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16, tuning);
     if (cmd == "check") {
       if (cmd_args.size() != 1)
         throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
       auto r = cli::run_case(cmd_args[0], vk::Context::create(options),
-                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16);
+                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16, tuning);
       std::printf("%s: %s%s%s\n", cmd_args[0].c_str(), cli::status_name(r.status),
                   r.detail.empty() ? "" : ": ", r.detail.c_str());
       return r.status == cli::CaseResult::Status::Pass ? 0 : 1;
@@ -407,7 +413,8 @@ int main(int argc, char** argv) {
     if (cmd == "conformance") {
       if (cmd_args.empty())
         throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
-      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16);
+      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16,
+                                  tuning);
     }
     throw Error(ErrorKind::InvalidArgument, "unknown command '" + cmd + "' (see vkgraph --help)");
   } catch (const std::exception& e) {

@@ -147,9 +147,10 @@ void ComputeGraph::add_dispatch(DispatchDesc desc) {
                                               " bytes, over the device's maxStorageBufferRange (" +
                                               std::to_string(range) + ")");
   }
-  vk::find_shader(desc.shader);  // unknown shader: fail at build time, not at encode
+  // Unknown shader: fail at build time, not at encode.
+  const vk::ShaderInfo& shader = desc.shader.resolve();
   Node n{Node::Kind::Dispatch};
-  n.label = desc.label.empty() ? desc.shader : desc.label;
+  n.label = desc.label.empty() ? std::string(shader.name) : desc.label;
   if (!impl_->label_scope.empty()) n.label = impl_->label_scope + ": " + n.label;
   n.dispatch = std::move(desc);
   impl_->state.nodes.push_back(std::move(n));

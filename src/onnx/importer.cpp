@@ -10,30 +10,6 @@
 namespace vkgraph::onnx_import {
 
 namespace {
-// The op types whose lowerings compute float32 values in float16 in float16 mode: every op
-// they emit has float16 variants (float16 storage, float32 arithmetic), and every float
-// constant they make goes through Importer::constant_tensor. Other ops get float32 tensors,
-// cast on the device where a value lives in float16.
-bool computes_in_half(const std::string& op_type) {
-  static const std::set<std::string> ops = {
-      // elementwise
-      "Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "PRelu", "Relu", "Sigmoid", "Tanh",
-      "Exp", "Log", "Neg", "Sqrt", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
-      "Cos", "Erf", "Softplus", "Mish", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
-      "Gelu", "Clip", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-      "Softsign", "ThresholdedRelu", "Celu",
-      // networks
-      "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-      "GroupNormalization", "Softmax", "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax",
-      "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare",
-      "ReduceLogSum", "ArgMax", "ArgMin", "DepthToSpace", "SpaceToDepth",
-      // data movement
-      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
-      "Gather", "GatherElements", "Expand", "Tile", "Pad", "Where", "Resize", "Upsample"};
-  return ops.count(op_type) > 0;
-}
-
 // Finite constants beyond float16's range saturate to +-65504 rather than become infinite:
 // exporters write "minus infinity" masks as finfo(float32).min or -1e9, and an infinite one
 // would turn 0 * mask into NaN.
@@ -262,9 +238,9 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   }
   const std::string& op_type = fuse::model_op_type(node);
   graph_.set_label_scope(op_type + " '" + node.name() + "'");
-  node_half_ = fp16_ && computes_in_half(op_type);
+  node_half_ = fp16_ && it->second.half;
   node_demoted_ = false;
-  std::vector<Value> outs = it->second(*this, node, attrs);
+  std::vector<Value> outs = it->second.lower(*this, node, attrs);
   graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
   // Float16 results of float32 operands are float32 values held in float16.

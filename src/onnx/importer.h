@@ -50,7 +50,20 @@ class NeedsInputValues : public Error {
 class Importer;
 using Lowering =
     std::function<std::vector<Value>(Importer&, const onnx::NodeProto&, const fold::Attrs&)>;
-using LoweringTable = std::map<std::string, Lowering>;
+// A lowering and whether, in float16 mode, it computes float32 values in float16: every op it
+// emits has float16 variants (the `float16` property of their shader families, vkgraph/shaders/)
+// and every float constant it makes goes through Importer::constant_tensor. Lowerings without
+// it get float32 tensors, cast on the device where a value lives in float16.
+struct LoweringEntry {
+  LoweringEntry() = default;
+  LoweringEntry(Lowering l, bool computes_in_half = false)
+      : lower(std::move(l)), half(computes_in_half) {}
+  template <typename F>
+  LoweringEntry(F f, bool computes_in_half = false) : lower(std::move(f)), half(computes_in_half) {}
+  Lowering lower;
+  bool half = false;
+};
+using LoweringTable = std::map<std::string, LoweringEntry>;
 
 // Each lower_*.cpp adds its ops.
 void register_einsum(LoweringTable& table);

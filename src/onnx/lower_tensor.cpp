@@ -7,6 +7,12 @@
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
+#include "vkgraph/shaders/gather.h"
+#include "vkgraph/shaders/pad.h"
+#include "vkgraph/shaders/resize_linear.h"
+#include "vkgraph/shaders/resize_nearest.h"
+#include "vkgraph/shaders/strided_copy.h"
+#include "vkgraph/shaders/where.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -353,22 +359,22 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
 }  // namespace
 
 void register_tensor(LoweringTable& t) {
-  t["Reshape"] = lower_reshape;
-  t["Flatten"] = lower_flatten;
-  t["Squeeze"] = lower_squeeze;
-  t["Unsqueeze"] = lower_unsqueeze;
-  t["Transpose"] = lower_transpose;
-  t["Concat"] = lower_concat;
-  t["Split"] = lower_split;
-  t["Slice"] = lower_slice;
-  t["Gather"] = lower_gather;
-  t["GatherElements"] = lower_gather;
+  t["Reshape"] = {lower_reshape, shaders::strided_copy::float16};
+  t["Flatten"] = {lower_flatten, shaders::strided_copy::float16};
+  t["Squeeze"] = {lower_squeeze, shaders::strided_copy::float16};
+  t["Unsqueeze"] = {lower_unsqueeze, shaders::strided_copy::float16};
+  t["Transpose"] = {lower_transpose, shaders::strided_copy::float16};
+  t["Concat"] = {lower_concat, shaders::strided_copy::float16};
+  t["Split"] = {lower_split, shaders::strided_copy::float16};
+  t["Slice"] = {lower_slice, shaders::strided_copy::float16};
+  t["Gather"] = {lower_gather, shaders::gather::float16};
+  t["GatherElements"] = {lower_gather, shaders::gather::float16};
   t["ScatterElements"] = lower_scatter;
   t["Scatter"] = lower_scatter;
-  t["Expand"] = lower_expand;
-  t["Tile"] = lower_tile;
-  t["Pad"] = lower_pad;
-  t["Where"] = lower_where;
+  t["Expand"] = {lower_expand, shaders::strided_copy::float16};
+  t["Tile"] = {lower_tile, shaders::pad::float16};
+  t["Pad"] = {lower_pad, shaders::pad::float16};
+  t["Where"] = {lower_where, shaders::where::float16};
   t["Equal"] = compare_lowering(ops::CompareOp::Equal);
   t["Less"] = compare_lowering(ops::CompareOp::Less);
   t["LessOrEqual"] = compare_lowering(ops::CompareOp::LessOrEqual);
@@ -382,8 +388,9 @@ void register_tensor(LoweringTable& t) {
   t["CastLike"] = lower_cast;
   t["CumSum"] = lower_cumsum;
   t["TopK"] = lower_topk;
-  t["Resize"] = lower_resize;
-  t["Upsample"] = lower_resize;
+  t["Resize"] = {lower_resize, shaders::resize_linear::float16 && shaders::resize_nearest::float16};
+  t["Upsample"] = {lower_resize,
+                   shaders::resize_linear::float16 && shaders::resize_nearest::float16};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -3,6 +3,8 @@
 
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/resize_linear.h"
+#include "vkgraph/shaders/resize_nearest.h"
 
 namespace vkgraph::ops {
 
@@ -10,8 +12,10 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options) {
   const TensorInfo xi = g.info(x);
   bool linear = options.mode == ResizeMode::Linear;
-  std::string shader = linear ? "resize_linear_" + float_suffix(g, xi.dtype, "resize (linear)")
-                              : "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+  vk::ShaderId shader =
+      linear ? declared(shaders::resize_linear::find(float_dtype(g, xi.dtype, "resize (linear)")),
+                        "resize")
+             : declared(shaders::resize_nearest::find(elem_bits(g, xi.dtype, "resize")), "resize");
   bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&
                out_shape[1] == xi.shape[1] && out_shape[2] >= 0 && out_shape[3] >= 0;
   if (!valid)

@@ -17,6 +17,9 @@
 #include "vkgraph/types.h"
 
 namespace vkgraph {
+namespace ops {
+struct Tuning;
+}
 
 namespace vk {
 class Context;
@@ -39,7 +42,7 @@ struct Binding {
 // One compute dispatch. Specialization constants 0..2 are the workgroup size; `spec` holds the
 // shader's own constants (ids 3, 4, ...).
 struct DispatchDesc {
-  std::string shader;
+  vk::ShaderRef shader;
   std::vector<Binding> bindings;  // binding i of set 0
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::array<uint32_t, 3> local{64, 1, 1};
@@ -86,6 +89,9 @@ struct GraphOptions {
   bool plan_memory = true;                 // share activation memory between tensors by lifetime
   bool profile = false;                    // per-node timestamps
   ExternalSync external;
+  // Kernel tuning for the ops that build this graph (vkgraph/ops/tuning.h); null: the device's
+  // defaults. The graph only carries it.
+  std::shared_ptr<const ops::Tuning> tuning;
 };
 
 struct TensorInfo {
