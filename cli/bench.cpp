@@ -199,10 +199,24 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
 // Host-to-host y = 2x over n floats: staging copies versus host memory bound to the graph
 // (imported where possible). Wall time per run, and bytes the host copies.
 int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs, const GraphOptions& go) {
+  // One tensor of n floats: beyond the device's storage range no graph could hold it, so say
+  // so before allocating host memory for it.
+  const uint64_t range = ctx->limits().maxStorageBufferRange;
+  if (n < 1 || static_cast<uint64_t>(n) > range / 4)
+    throw Error(ErrorKind::InvalidArgument,
+                "bench-op io: N = " + std::to_string(n) + " floats is beyond this device's " +
+                    "maxStorageBufferRange of " + std::to_string(range) +
+                    " bytes (N <= " + std::to_string(range / 4) + ")");
   size_t bytes = static_cast<size_t>(n) * 4;
   size_t align = std::max<size_t>(ctx->features().min_imported_host_pointer_alignment, 64);
   size_t padded = (bytes + align - 1) / align * align;
-  auto alloc = [&] { return static_cast<float*>(std::aligned_alloc(align, padded)); };
+  auto alloc = [&] {
+    auto* p = static_cast<float*>(std::aligned_alloc(align, padded));
+    if (!p)
+      throw Error(ErrorKind::OutOfMemory, "bench-op io: cannot allocate " + std::to_string(padded) +
+                                              " bytes of host memory");
+    return p;
+  };
   std::unique_ptr<float, decltype(&std::free)> x(alloc(), &std::free), y(alloc(), &std::free);
   for (int64_t i = 0; i < n; ++i) x.get()[i] = static_cast<float>(i % 1000);
   for (IOMode mode : {IOMode::Staged, IOMode::External}) {
@@ -301,7 +315,7 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     if (all_args[i] == "--check")
       check = true;
     else if (all_args[i] == "--runs" && i + 1 < all_args.size())
-      runs = std::max(1, std::atoi(all_args[++i].c_str()));
+      runs = static_cast<int>(parse_int(all_args[++i], "--runs", 1, 1'000'000'000));
     else
       args.push_back(all_args[i]);
   }
@@ -312,11 +326,12 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
-    return bench_io(ctx, std::stoll(args[1]), runs, go);
+    return bench_io(ctx, parse_int(args[1], "bench-op io N", 1, INT64_MAX), runs, go);
   }
   if (args[0] == "overhead") {
     // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
-    const int64_t nodes = args.size() > 1 ? std::stoll(args[1]) : 100;
+    const int64_t nodes =
+        args.size() > 1 ? parse_int(args[1], "bench-op overhead N", 1, 100'000) : 100;
     int rc = bench_overhead(ctx, nodes, 1000, go);
     if (ctx->spin_wait_us() == 0) return rc;
     vk::ContextOptions sleeping = options;
@@ -336,7 +351,7 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   };
   auto num = [&](size_t i) -> int64_t {
     if (i >= args.size()) throw Error(ErrorKind::InvalidArgument, "bench-op: missing size");
-    return std::stoll(args[i]);
+    return parse_int(args[i], "bench-op " + args[0] + " size", 1, INT32_MAX);
   };
   double flops = 0, bytes = 0;
   int64_t gm = 0, gn = 0, gk = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // Pieces of the vkgraph command-line tool shared between its commands.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -9,6 +10,10 @@
 #include "vkgraph/session.h"
 
 namespace vkgraph::cli {
+
+// `text` as a whole decimal integer in [lo, hi], else InvalidArgument naming `what` (the
+// option or argument) and the value: "--repeat abc", "-5" or "0" are errors, not 1.
+int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi);
 
 // Prints every validation-layer message the context collected; 1 if there were any.
 int report_validation(vk::Context& context);
