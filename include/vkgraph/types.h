@@ -29,10 +29,13 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 
   HostTensor() = default;
-  HostTensor(DType dtype, Shape shape);  // zero-filled
+  // Zero-filled. A negative dim is InvalidArgument, more bytes than the host has OutOfMemory.
+  HostTensor(DType dtype, Shape shape);
+  // `values` must fill `shape` exactly, in elements of the dtype's size (InvalidArgument).
   template <typename T>
   static HostTensor from(DType dtype, Shape shape, const std::vector<T>& values) {
     HostTensor t(dtype, std::move(shape));
+    check_values(t, values.size(), sizeof(T));
     t.bytes.assign(reinterpret_cast<const uint8_t*>(values.data()),
                    reinterpret_cast<const uint8_t*>(values.data()) + values.size() * sizeof(T));
     return t;
@@ -48,6 +51,7 @@ struct HostTensor {
   const T* data() const {
     return reinterpret_cast<const T*>(bytes.data());
   }
+  static void check_values(const HostTensor& t, size_t count, size_t elem_size);  // for from()
   // Element i converted to double / int64, whatever the dtype.
   double as_double(int64_t i) const;
   int64_t as_int(int64_t i) const;

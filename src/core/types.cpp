@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "vkgraph/error.h"
 
@@ -116,7 +117,21 @@ HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move
   const size_t elem = dtype_size(dtype);
   check(static_cast<uint64_t>(count) <= std::numeric_limits<size_t>::max() / elem,
         ErrorKind::InvalidArgument, "tensor of shape " + shape_str(this->shape) + " is too large");
-  bytes.assign(static_cast<size_t>(count) * elem, 0);
+  try {
+    bytes.assign(static_cast<size_t>(count) * elem, 0);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::OutOfMemory, "tensor of shape " + shape_str(this->shape) + " (" +
+                                            std::to_string(static_cast<uint64_t>(count) * elem) +
+                                            " bytes) does not fit in host memory");
+  }
+}
+
+void HostTensor::check_values(const HostTensor& t, size_t count, size_t elem_size) {
+  if (elem_size != dtype_size(t.dtype) || count != static_cast<size_t>(t.numel()))
+    throw Error(ErrorKind::InvalidArgument, "HostTensor::from: " + std::to_string(count) +
+                                                " values of " + std::to_string(elem_size) +
+                                                " bytes for a " + dtype_name(t.dtype) +
+                                                " tensor of shape " + shape_str(t.shape));
 }
 
 namespace {
