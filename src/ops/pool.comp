@@ -45,7 +45,7 @@ void main() {
         int iw = iw0 + kw * p.dil_w;
         bool tap_in = row_in && uint(iw) < uint(p.in_w);
 #if POOL_MAX
-        if (tap_in) r = max(r, T(x[row + iw]));
+        if (tap_in) r = max_nan(r, T(x[row + iw]));  // a NaN in the window gives NaN
 #else
         if (tap_in) {
           r += T(x[row + iw]);
