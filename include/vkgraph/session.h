@@ -9,8 +9,14 @@
 // folded into a preceding Conv, and bias, a residual Add and activations are fused into
 // Conv/Gemm/MatMul epilogues, as is a scalar scale after MatMul; Transposes that only MatMuls
 // read are not copied. Later runs with the same input shapes replay the recorded command
-// buffers; a new input shape re-plans and re-records. One Session is used by one thread at a
-// time.
+// buffers; a new input shape re-plans and re-records.
+//
+// Threads: run() may be called from several threads at once; the runs take turns (a mutex
+// inside the Session; one graph holds one execution's inputs and outputs), so each returns
+// the outputs of its own feeds. For runs in parallel, use one Session per thread (they may
+// share a Context). inputs() and outputs() can change during a run (needs_value marks found
+// while building, output dtypes) and graph() is replaced by a run that rebuilds: read them
+// while no run is in flight. Moving a Session is not thread-safe.
 //
 // Inputs whose values the model needs while it is built (a Reshape target shape, Slice
 // starts, Resize scales, ... given as model inputs) are value-specialised: inputs() marks them
@@ -77,6 +83,7 @@ class Session {
 
  private:
   struct Impl;
+  Impl& impl() const;  // InvalidState after a move
   std::unique_ptr<Impl> impl_;
 };
 

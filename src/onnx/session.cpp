@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <set>
 
 #include "onnx/importer.h"
@@ -26,10 +27,14 @@ struct Session::Impl {
   std::map<std::string, Shape> built_for;          // input shapes the current graph was built with
   std::map<std::string, HostTensor> built_values;  // values of the needs_value inputs
   LoadTimes times;
+  // run() is whole under this lock: the graph holds one execution's inputs and outputs, and
+  // a run may rebuild it, so runs from several threads take turns.
+  std::mutex run_mutex;
 
   void load(const void* bytes, size_t size, const std::string& what) {
     auto t0 = std::chrono::steady_clock::now();
     model = onnx_import::parse_model(bytes, size, what);
+    check_input_shapes();
     context = options.context ? options.context : vk::Context::create(options.context_options);
     times.parse_ms = ms_since(t0);
     // Build now when every input shape is known, so load errors surface at load time.
@@ -40,6 +45,28 @@ struct Session::Impl {
     } catch (const onnx_import::NeedsInputValues& e) {
       mark_needs_value(e.inputs());  // built by the first run, which gives the values
     }
+  }
+
+  // SessionOptions::input_shapes must name model inputs: a misspelt name would otherwise be
+  // ignored and the model run with other shapes than asked.
+  void check_input_shapes() const {
+    for (auto& [name, shape] : options.input_shapes) {
+      bool known = false;
+      for (auto& in : model.inputs) known |= in.name == name;
+      if (!known)
+        throw Error(ErrorKind::InvalidArgument, "input_shapes names unknown input '" + name +
+                                                    "'; the model's inputs are: " + input_names());
+      for (int64_t d : shape)
+        if (d < -1)
+          throw Error(ErrorKind::InvalidArgument, "input_shapes['" + name + "'] = " +
+                                                      shape_str(shape) + ": dims are >= 0 or -1");
+    }
+  }
+
+  std::string input_names() const {
+    std::string names;
+    for (auto& in : model.inputs) names += (names.empty() ? "" : ", ") + in.name;
+    return names;
   }
 
   void mark_needs_value(const std::set<std::string>& names) {
@@ -109,6 +136,9 @@ Session::Session(const std::string& path, SessionOptions options)
 
 Session::Session(const void* model_bytes, size_t size, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
+  if (!model_bytes && size > 0)
+    throw Error(ErrorKind::InvalidArgument,
+                "Session: model_bytes is null but size is " + std::to_string(size));
   impl_->options = std::move(options);
   impl_->load(model_bytes, size, "model bytes");
 }
@@ -117,37 +147,40 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
+Session::Impl& Session::impl() const {
+  if (!impl_) throw Error(ErrorKind::InvalidState, "Session: used after it was moved from");
+  return *impl_;
+}
+
 const std::vector<ValueInfo>& Session::inputs() const {
-  return impl_->model.inputs;
+  return impl().model.inputs;
 }
 const std::vector<ValueInfo>& Session::outputs() const {
-  return impl_->model.outputs;
+  return impl().model.outputs;
 }
 int Session::opset() const {
-  return onnx_import::ai_onnx_opset(impl_->model.proto);
+  return onnx_import::ai_onnx_opset(impl().model.proto);
 }
 ComputeGraph* Session::graph() {
-  return impl_->graph.get();
+  return impl().graph.get();
 }
 const LoadTimes& Session::load_times() const {
-  return impl_->times;
+  return impl().times;
 }
 vk::Context& Session::context() {
-  return *impl_->context;
+  return *impl().context;
 }
 
 std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& feeds,
                                      const std::vector<std::string>& output_names) {
-  Impl& s = *impl_;
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.run_mutex);
   for (auto& [name, t] : feeds) {
     bool known = false;
     for (auto& in : s.model.inputs) known |= in.name == name;
-    if (!known) {
-      std::string names;
-      for (auto& in : s.model.inputs) names += (names.empty() ? "" : ", ") + in.name;
+    if (!known)
       throw Error(ErrorKind::InvalidArgument,
-                  "unknown input '" + name + "'; the model's inputs are: " + names);
-    }
+                  "unknown input '" + name + "'; the model's inputs are: " + s.input_names());
   }
   std::map<std::string, Shape> shapes;
   for (auto& in : s.model.inputs) {

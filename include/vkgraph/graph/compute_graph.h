@@ -6,6 +6,10 @@
 // device->host barrier, so outputs are read after: barrier, fence wait, invalidate, read.
 //
 // Threads: one graph is used by one thread at a time. Several graphs may share a Context.
+// Running methods (prepare, copy_to_input, bind_*, submit, wait, execute, copy_from_output,
+// read_output) called from a second thread while one is inside any of them throw
+// InvalidState instead of racing; a sequence of them (inputs, execute, outputs) is the
+// caller's to serialise. Session::run does, so one Session may be shared by threads.
 #include <vulkan/vulkan.h>
 
 #include <array>
