@@ -141,6 +141,11 @@ TEST_F(ApiEntryPoints, ComputeGraphPointersAndSizes) {
   expect_error([&] { g.add_constant(short_constant, "c"); }, ErrorKind::InvalidArgument,
                "12 bytes for shape [4]");
   TensorRef x = g.add_input({4}, DType::Float32, "x");
+  try {
+    ops::binary(g, ops::BinaryOp::Add, x, TensorRef{12345});  // not a tensor of this graph
+    ADD_FAILURE() << "a foreign TensorRef was accepted";
+  } catch (const Error&) {
+  }
   g.add_output(ops::binary(g, ops::BinaryOp::Add, x, x), "y");
   g.prepare();
   expect_error([&] { g.copy_to_input(0, nullptr, 16); }, ErrorKind::InvalidArgument,
