@@ -39,6 +39,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_einsum(lowerings_);
   register_elementwise(lowerings_);
   register_nn(lowerings_);
+  register_attention(lowerings_);
   register_tensor(lowerings_);
   add_inputs(input_shapes, input_values);
 }
@@ -91,6 +92,8 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
       throw Error(ErrorKind::ModelFormat, where(node) + ": has no output");
     for (auto& name : node.input())
       if (!name.empty()) consumers_[name].push_back(&node);
+    for (auto& name : node.output())
+      if (!name.empty()) producers_[name] = &node;
   }
 }
 
@@ -371,6 +374,11 @@ const std::vector<const onnx::NodeProto*>& Importer::consumers(const std::string
   static const std::vector<const onnx::NodeProto*> none;
   auto it = consumers_.find(value);
   return it == consumers_.end() ? none : it->second;
+}
+
+const onnx::NodeProto* Importer::producer(const std::string& value) const {
+  auto it = producers_.find(value);
+  return it == producers_.end() ? nullptr : it->second;
 }
 
 }  // namespace vkgraph::onnx_import

@@ -69,6 +69,7 @@ using LoweringTable = std::map<std::string, LoweringEntry>;
 void register_einsum(LoweringTable& table);
 void register_elementwise(LoweringTable& table);
 void register_nn(LoweringTable& table);
+void register_attention(LoweringTable& table);
 void register_tensor(LoweringTable& table);
 
 class Importer {
@@ -114,6 +115,8 @@ class Importer {
   // --- for the fusion pass ---
   // The nodes that read `value`, in model order.
   const std::vector<const onnx::NodeProto*>& consumers(const std::string& value) const;
+  // The node whose output `value` is; null for graph inputs and initializers.
+  const onnx::NodeProto* producer(const std::string& value) const;
   bool is_model_output(const std::string& value) const { return graph_outputs_.count(value) > 0; }
 
   static Value device_value(ComputeGraph& g, TensorRef t);
@@ -139,6 +142,7 @@ class Importer {
   LoweringTable lowerings_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
+  std::map<std::string, const onnx::NodeProto*> producers_;
   std::set<std::string> graph_outputs_;
   fuse::Pass fusion_{*this};
   std::set<const onnx::NodeProto*> absorbed_;  // computed by a fused node: not visited
