@@ -68,7 +68,9 @@ void main() {
   float acc[kMaxAcc];
   for (uint i = 0; i < kMaxAcc; ++i) acc[i] = 0.0;
 
-  for (uint col0 = 0; col0 < p.skv; col0 += BC) {
+  // Causal: key tiles wholly past the block's last row contribute nothing.
+  const uint col_end = p.causal != 0 ? min(p.skv, row0 + BR) : p.skv;
+  for (uint col0 = 0; col0 < col_end; col0 += BC) {
     barrier();  // the previous tile's readers are done
     for (uint e = t; e < BC * D; e += wg) {
       uint r = e / D, c = e % D;

@@ -147,39 +147,43 @@ TEST_F(OnnxAttention, LegacyExportIsOneDispatch) {
 }
 
 // onnxscript's aten_scaled_dot_product_attention with is_causal (the mask a constant after
-// folding), as the dynamo exporter emits it: the two Muls by sqrt(scale) fold into the kernel's
-// one scale; Kᵀ's Reshape/Transpose/Reshape stays a copy.
+// folding) or a constant float mask, as the dynamo exporter emits it: the two Muls by sqrt(scale)
+// fold into the kernel's one scale; Kᵀ's Reshape/Transpose/Reshape stays a copy.
 TEST_F(OnnxAttention, DynamoScaledDotProductAttention) {
   for (bool fp16 : {false, true}) {
     if (fp16 && !half_ok()) continue;
-    for (int64_t s : {7, 130}) {
-      SCOPED_TRACE("s " + std::to_string(s) + (fp16 ? " fp16" : ""));
-      ModelBuilder m(18);
-      for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, kH, s, kD});
-      m.output("y", kFloat);
-      m.initializer("squeezed", std::vector<int64_t>{-1, s, kD});
-      m.initializer("kt_shape", std::vector<int64_t>{kB, kH, kD, s});
-      m.initializer("scale", Shape{}, std::vector<float>{0.125f});
-      m.initializer("ratio", Shape{}, std::vector<float>{0.f});
-      m.initializer("causal", Shape{s, s}, causal_additive(s));
-      m.node("Reshape", {"k", "squeezed"}, {"k3"});
-      set_ints(m.node("Transpose", {"k3"}, {"k3t"}), "perm", {0, 2, 1});
-      m.node("Reshape", {"k3t", "kt_shape"}, {"kt"});
-      m.node("Sqrt", {"scale"}, {"root"});
-      m.node("Mul", {"q", "root"}, {"qs"});
-      m.node("Mul", {"kt", "root"}, {"kts"});
-      m.node("MatMul", {"qs", "kts"}, {"raw"});
-      m.node("Add", {"raw", "causal"}, {"masked"});
-      set_int(m.node("Softmax", {"masked"}, {"probs"}), "axis", -1);
-      m.node("Dropout", {"probs", "ratio"}, {"dropped"});
-      m.node("MatMul", {"dropped", "v"}, {"y"});
-      Runs r = run_both(m, qkv({kB, kH, s, kD}, {kB, kH, s, kD}), fp16);
-      expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
-      // Fused: Kᵀ's Transpose, attention. Unfused: Transpose, 2 Muls, 2 MatMuls, Add, Softmax
-      // (Dropout in inference is no node).
-      EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 4));
-      EXPECT_EQ(r.plain_nodes, 7u + casts(fp16, 4));
-    }
+    for (int64_t s : {7, 130})
+      for (bool causal : {true, false}) {
+        SCOPED_TRACE("s " + std::to_string(s) + (causal ? " causal" : " constant mask") +
+                     (fp16 ? " fp16" : ""));
+        ModelBuilder m(18);
+        for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, kH, s, kD});
+        m.output("y", kFloat);
+        m.initializer("squeezed", std::vector<int64_t>{-1, s, kD});
+        m.initializer("kt_shape", std::vector<int64_t>{kB, kH, kD, s});
+        m.initializer("scale", Shape{}, std::vector<float>{0.125f});
+        m.initializer("ratio", Shape{}, std::vector<float>{0.f});
+        // The kernel masks a causal constant by index; any other constant it reads.
+        m.initializer("causal", Shape{s, s},
+                      causal ? causal_additive(s) : random_floats(s * s, -4, 0));
+        m.node("Reshape", {"k", "squeezed"}, {"k3"});
+        set_ints(m.node("Transpose", {"k3"}, {"k3t"}), "perm", {0, 2, 1});
+        m.node("Reshape", {"k3t", "kt_shape"}, {"kt"});
+        m.node("Sqrt", {"scale"}, {"root"});
+        m.node("Mul", {"q", "root"}, {"qs"});
+        m.node("Mul", {"kt", "root"}, {"kts"});
+        m.node("MatMul", {"qs", "kts"}, {"raw"});
+        m.node("Add", {"raw", "causal"}, {"masked"});
+        set_int(m.node("Softmax", {"masked"}, {"probs"}), "axis", -1);
+        m.node("Dropout", {"probs", "ratio"}, {"dropped"});
+        m.node("MatMul", {"dropped", "v"}, {"y"});
+        Runs r = run_both(m, qkv({kB, kH, s, kD}, {kB, kH, s, kD}), fp16);
+        expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+        // Fused: Kᵀ's Transpose, attention. Unfused: Transpose, 2 Muls, 2 MatMuls, Add, Softmax
+        // (Dropout in inference is no node).
+        EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 4));
+        EXPECT_EQ(r.plain_nodes, 7u + casts(fp16, 4));
+      }
   }
 }
 
