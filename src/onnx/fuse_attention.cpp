@@ -102,14 +102,12 @@ std::optional<AttentionMask> where_mask(const Pass& p, const NodeProto& where,
   return kind;
 }
 
-// An inference Dropout (identity) that alone reads `value`.
+// An inference Dropout (identity) that alone reads `value`, on the terms its own lowering
+// (passthrough, lower_elementwise.cpp) accepts: no mask output, training_mode a constant 0.
 const NodeProto* inference_dropout(const Pass& p, const std::string& value) {
   const NodeProto* d = p.sole_consumer(value);
   if (!d || d->op_type() != "Dropout" || d->input(0) != value) return nullptr;
-  if (d->output_size() > 1 && !d->output(1).empty() &&
-      !p.importer().consumers(d->output(1)).empty())
-    return nullptr;
-  if (p.importer().is_model_output(d->output_size() > 1 ? d->output(1) : "")) return nullptr;
+  if (d->output_size() > 1 && !d->output(1).empty()) return nullptr;
   if (d->input_size() > 2 && !d->input(2).empty()) {
     const HostTensor* training = p.importer().constant(*d, 2);
     if (!training || training->numel() != 1 || training->as_int(0) != 0) return nullptr;
