@@ -54,6 +54,15 @@ std::pair<uint32_t, uint32_t> tile_rows(int64_t d) {
   return {8, 8};
 }
 
+// Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
+// fp16 cooperative matrices and subgroups of 32 (its workgroup is one), head dim 64 or 128.
+// VKGRAPH_TUNE=attention.coopmat=0 turns it off (to compare with the portable kernel).
+bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d) {
+  const vk::DeviceFeatures& f = g.context().features();
+  return dtype == "f16" && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
+         (d == 64 || d == 128) && tuned("attention.coopmat", 1) != 0;
+}
+
 }  // namespace
 
 TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& kt,
@@ -98,7 +107,8 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
   }
   pc.add(params.scale).add(params.causal ? uint32_t{1} : uint32_t{0});
 
-  const auto [br, bc] = tile_rows(D);
+  const bool coopmat = coopmat_fits(g, dtype, D);
+  const auto [br, bc] = coopmat ? std::pair<uint32_t, uint32_t>{16, 32} : tile_rows(D);
   const int64_t row_blocks = (S + br - 1) / br;
   check(row_blocks <= 65535 && B * H <= 65535, ErrorKind::Unsupported,
         op + ": " + std::to_string(row_blocks) + " row blocks x " + std::to_string(B * H) +
@@ -107,15 +117,17 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
   const Shape out_shape = g.info(q.tensor).shape.size() == 3 ? Shape{H, S, D} : Shape{B, H, S, D};
   TensorRef out = g.add_tensor(out_shape, g.info(q.tensor).dtype);
   DispatchDesc d;
-  d.shader = std::string(mask ? "attention_mask_" : "attention_") + dtype;
+  const std::string masked = mask ? "mask_" : "";
+  d.shader = coopmat ? "attention_coopmat_" + masked + "d" + std::to_string(D) + "_f16"
+                     : "attention_" + masked + dtype;
   d.bindings = {{q.tensor, Access::Read},
                 {kt.tensor, Access::Read},
                 {v.tensor, Access::Read},
                 {out, Access::Write}};
   if (mask) d.bindings.push_back({*mask, Access::Read});
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
-  d.local = {kWorkgroup, 1, 1};
-  d.spec = {br, bc};
+  d.local = {coopmat ? 32u : kWorkgroup, 1, 1};
+  if (!coopmat) d.spec = {br, bc};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));

@@ -176,6 +176,24 @@ TEST_F(AttentionTest, GroupedQueryAndLayouts) {
   }
 }
 
+// attention_coopmat.comp (float16, head dims 64 and 128, where the device has cooperative
+// matrices: the H200, not lavapipe). Its probabilities are rounded to float16 before P V, within
+// the float16 tolerance. The float16 cases above take it too on such a device.
+TEST_F(AttentionTest, CooperativeMatrixVariant) {
+  const auto& f = context()->features();
+  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
+    GTEST_SKIP() << "no 16x16x16 float16 cooperative matrices with subgroups of 32";
+  for (int64_t d : {64, 128})
+    for (int64_t s : {1, 16, 33, 130}) {
+      Case c;
+      c.b = 2, c.h = 4, c.hkv = 2, c.s = s, c.skv = s + 17, c.d = d, c.fp16 = true;
+      c.mask = c.q_view = true;
+      check(c);
+      c.mask = false, c.causal = true, c.k_transposed = true, c.hkv = 1;
+      check(c);
+    }
+}
+
 // A row whose scores are all -inf: unfused Softmax gives exp(-inf - -inf) = NaN for it; so
 // does the fused kernel. Other rows are unaffected.
 TEST_F(AttentionTest, FullyMaskedRowIsNaNAsUnfused) {
