@@ -284,3 +284,51 @@ TEST_F(OnnxAttention, PatternMustNotFire) {
 
 }  // namespace
 }  // namespace vkgraph::testing
+
+namespace vkgraph::testing {
+namespace {
+
+// Real exports by the legacy exporter (torch 1.13; tools/export_attention_tests.py):
+// nn.MultiheadAttention (q scaled by a Div before the scores' MatMul, kᵀ and v views) and a
+// Hugging Face BERT layer with its additive finfo.min mask, one head of 64 each.
+class OnnxAttentionExported : public GpuTest {
+ protected:
+  Runs run_file(const std::string& name, const std::map<std::string, HostTensor>& feeds,
+                bool fp16) {
+    const std::string path = std::string(VKGRAPH_SOURCE_DIR) + "/tests/models/" + name;
+    SessionOptions on, off;
+    on.context = off.context = context();
+    on.fp16 = off.fp16 = fp16;
+    off.fuse = false;
+    Session fused(path, on), plain(path, off);
+    Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
+    r.fused_nodes = fused.graph()->stats().nodes;
+    r.plain_nodes = plain.graph()->stats().nodes;
+    return r;
+  }
+};
+
+TEST_F(OnnxAttentionExported, LegacyMultiheadAttentionAndBert) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    HostTensor x = random_tensor(rng, DType::Float32, {2, 7, 64});
+    HostTensor mask(DType::Float32, {2, 7});
+    for (int64_t i = 0; i < 14; ++i) mask.data<float>()[i] = i < 12 ? 1.f : 0.f;
+    Runs mha = run_file("attention_mha_legacy.onnx", {{"x", x}}, fp16);
+    expect_near(mha.fused[0], mha.plain[0], fp16 ? 1e-2f : 1e-5f);
+    Runs bert = run_file("attention_bert_legacy.onnx", {{"x", x}, {"mask", mask}}, fp16);
+    expect_near(bert.fused[0], bert.plain[0], fp16 ? 1e-2f : 1e-5f);
+    // MHA fused: in-projection MatMul, 3 Slices, q's Transpose (read by the Div), the Div,
+    // attention, the context's Transpose, out-projection Gemm, the batch_first Transpose.
+    // BERT fused: 3 projections, the mask's Sub and Mul, attention (a single head's Transposes
+    // are views).
+    EXPECT_EQ(mha.fused_nodes, 10u + casts(fp16, 2));
+    EXPECT_EQ(mha.plain_nodes, 16u + casts(fp16, 2));
+    EXPECT_EQ(bert.fused_nodes, 6u + casts(fp16, 3));
+    EXPECT_EQ(bert.plain_nodes, 14u + casts(fp16, 3));
+  }
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
