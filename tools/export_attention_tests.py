@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/models/attention_*.onnx: small attention blocks exported by PyTorch's legacy
-(TorchScript) exporter, which tests/gpu/test_onnx_attention.cpp loads. Needs torch (Debian's
+(TorchScript) exporter, which tests/onnx/test_onnx_attention.cpp loads. Needs torch (Debian's
 python3-torch, 1.13, is enough); not part of setup or CI, the models are checked in.
 
   /usr/bin/python3 tools/export_attention_tests.py
