@@ -1,6 +1,7 @@
 #include "onnx/fuse_attention.h"
 
 #include <cmath>
+#include <limits>
 
 #include "onnx/importer.h"
 
@@ -34,10 +35,12 @@ int other_input(const NodeProto& consumer, const std::string& value) {
   return consumer.input(0) == value ? 1 : 0;
 }
 
-// The value of a float32 scalar constant input (any rank, one element), if it is one.
-std::optional<float> scalar(const Importer& im, const NodeProto& node, int i) {
+// The value of a float32 scalar constant input (one element, of a rank that does not broadcast
+// the other operand, of rank `max_rank`, up), if it is one.
+std::optional<float> scalar(const Importer& im, const NodeProto& node, int i, size_t max_rank) {
   const HostTensor* c = im.constant(node, i);
-  if (!c || c->dtype != DType::Float32 || c->numel() != 1) return std::nullopt;
+  if (!c || c->dtype != DType::Float32 || c->numel() != 1 || c->shape.size() > max_rank)
+    return std::nullopt;
   return c->data<float>()[0];
 }
 
@@ -82,7 +85,7 @@ std::optional<AttentionMask> where_mask(const Pass& p, const NodeProto& where,
   if (!scores_when_true && where.input(2) != scores) return std::nullopt;
   if (where.input(1) == where.input(2)) return std::nullopt;
   const int fill_at = scores_when_true ? 2 : 1;
-  std::optional<float> fill = scalar(im, where, fill_at);
+  std::optional<float> fill = scalar(im, where, fill_at, score_shape.size());
   if (!fill || !im.available(where, 0) || im.input(where, 0).dtype != DType::Bool)
     return std::nullopt;
   if (!broadcasts_to(im.input(where, 0).shape, score_shape)) return std::nullopt;
@@ -127,6 +130,13 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   for (size_t i = 0; i + 2 < rank; ++i)
     if (ks[i] != qs[i] && ks[i] != 1) return std::nullopt;
   if (!is_float32(im, s.q.source) || !is_float32(im, s.kt.source)) return std::nullopt;
+  // What ops::attention takes (else the unfused ops run): head dim <= 256, at most 65535
+  // workgroups a dimension (8 query rows a workgroup at least), 32-bit element indices.
+  const int64_t heads = rank == 4 ? qs[0] * qs[1] : qs[0];
+  const int64_t kMax32 = std::numeric_limits<uint32_t>::max();
+  if (qs.back() < 1 || qs.back() > 256 || heads > 65535 || (qs[rank - 2] + 7) / 8 > 65535 ||
+      numel(qs) > kMax32 || numel(ks) > kMax32)
+    return std::nullopt;
   Shape score_shape(qs.begin(), qs.end() - 1);
   score_shape.push_back(ks.back());
 
@@ -138,7 +148,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
       sc && (sc->op_type() == "Mul" || sc->op_type() == "Div") && sc->input_size() == 2) {
     const int other = other_input(*sc, mm.output(0));
     const bool divides = sc->op_type() == "Div";
-    std::optional<float> c = scalar(im, *sc, other);
+    std::optional<float> c = scalar(im, *sc, other, rank);
     if (c && (!divides || other == 1)) {
       const float factor = divides ? 1.f / *c : *c;
       // x / c as x * (1 / c) is within an ulp only while 1 / c is a normal number.
@@ -221,8 +231,9 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   auto scaled = [&](const NodeProto& n) -> std::optional<std::pair<int, float>> {
     if (n.op_type() != "Mul" || n.input_size() != 2) return std::nullopt;
     for (int c : {1, 0})
-      if (auto v = scalar(im, n, c); v && computed(p, n, 1 - c) && !im.constant(n, 1 - c))
-        return std::make_pair(1 - c, *v);
+      if (computed(p, n, 1 - c) && !im.constant(n, 1 - c))
+        if (auto v = scalar(im, n, c, p.resolve(n, 1 - c).shape.size()))
+          return std::make_pair(1 - c, *v);
     return std::nullopt;
   };
   const auto root = scaled(mul);

@@ -282,6 +282,25 @@ TEST_F(OnnxAttention, PatternMustNotFire) {
   }
 }
 
+// A head dim beyond the kernel's 256: the unfused ops run (the scores' MatMul with its
+// transposed operand as a view, Softmax, MatMul) and the model loads as before.
+TEST_F(OnnxAttention, HeadDimBeyondTheKernelStaysUnfused) {
+  const int64_t s = 5, d = 320;
+  ModelBuilder m(14);
+  for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {1, 2, s, d});
+  m.output("y", kFloat);
+  set_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"raw"});
+  m.node("Softmax", {"raw"}, {"probs"});
+  m.node("MatMul", {"probs", "v"}, {"y"});
+  Runs r = run_both(m, qkv({1, 2, s, d}, {1, 2, s, d}), false);
+  expect_near(r.fused[0], r.plain[0], 1e-5f);
+  // Fused as attention it would be 1 node; unfused the Transpose is the only node fusion saves
+  // (the 320-deep scores' MatMul takes two nodes of its own either way).
+  EXPECT_EQ(r.fused_nodes, 4u);
+  EXPECT_EQ(r.plain_nodes, 5u);
+}
+
 }  // namespace
 }  // namespace vkgraph::testing
 
