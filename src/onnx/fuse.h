@@ -1,8 +1,8 @@
 #pragma once
 // The load-time fusion pass. It rewrites ONNX nodes into nodes of the private domain
-// `ai.vkgraph` (FusedConv, FusedGemm, FusedMatMul) that say everything their lowering emits in
-// one op: the nodes a fused node replaces are not lowered at all. Lowerings then handle one node
-// each and know nothing of fusion.
+// `ai.vkgraph` (FusedConv, FusedGemm, FusedMatMul; FusedAttention in fuse_attention.h) that say
+// everything their lowering emits in one op: the nodes a fused node replaces are not lowered at
+// all. Lowerings then handle one node each and know nothing of fusion.
 //
 // The pass runs node by node, just before a node is lowered, rather than over the whole graph
 // up front: whether a weight, a bias or a scale is a host constant is often learnt only while
