@@ -46,6 +46,13 @@ struct SessionOptions {
   bool fp16 = false;
 };
 
+// The model's metadata fields (ModelProto), for onnxruntime-style get_modelmeta().
+struct ModelMetadata {
+  std::string producer_name, producer_version, domain, description, graph_name, graph_description;
+  int64_t model_version = 0;
+  std::map<std::string, std::string> custom;  // metadata_props
+};
+
 struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
@@ -64,6 +71,7 @@ class Session {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   int opset() const;  // the model's ai.onnx opset, as the importer reads it
+  ModelMetadata metadata() const;
 
   // Runs with one tensor per model input (by name). Returns the outputs named in
   // `output_names`, or all outputs in model order when it is empty.

@@ -126,6 +126,13 @@ const std::vector<ValueInfo>& Session::outputs() const {
 int Session::opset() const {
   return onnx_import::ai_onnx_opset(impl_->model.proto);
 }
+ModelMetadata Session::metadata() const {
+  const onnx::ModelProto& m = impl_->model.proto;
+  ModelMetadata meta{m.producer_name(), m.producer_version(),   m.domain(),        m.doc_string(),
+                     m.graph().name(),  m.graph().doc_string(), m.model_version(), {}};
+  for (auto& prop : m.metadata_props()) meta.custom[prop.key()] = prop.value();
+  return meta;
+}
 ComputeGraph* Session::graph() {
   return impl_->graph.get();
 }
