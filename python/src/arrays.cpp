@@ -155,4 +155,34 @@ py::array to_numpy(HostTensor&& tensor, const ValueInfo& info) {
   return array;
 }
 
+const char* numpy_name(DType dtype) {
+  return names_of(onnx_type_of(dtype)).numpy;
+}
+
+HostBinding to_binding(const std::string& name, const py::handle& item, DType dtype,
+                       bool writeable) {
+  auto pair = py::reinterpret_borrow<py::tuple>(item);
+  py::array array = py::reinterpret_borrow<py::array>(pair[0]);
+  const size_t capacity = pair[1].cast<size_t>();
+  if (!same_element_type(array.dtype(), numpy_dtype(onnx_type_of(dtype))) ||
+      !array.dtype().attr("isnative").cast<bool>())
+    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be " +
+                                                numpy_name(dtype) + ", got " +
+                                                py::str(static_cast<const py::handle&>(
+                                                            array.dtype()))
+                                                    .cast<std::string>());
+  if (!(array.flags() & py::array::c_style))
+    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be C-contiguous");
+  if (writeable && !array.writeable())
+    throw Error(ErrorKind::InvalidArgument, "output binding '" + name + "' is read-only");
+  if (capacity < static_cast<size_t>(array.nbytes()))
+    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "': capacity below its size");
+  HostBinding b;
+  b.data = const_cast<void*>(array.data());
+  b.bytes = capacity;
+  b.dtype = dtype;
+  b.shape.assign(array.shape(), array.shape() + array.ndim());
+  return b;
+}
+
 }  // namespace vkgraph::python

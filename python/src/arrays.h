@@ -30,4 +30,14 @@ HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info);
 // owns the tensor's bytes). Needs the GIL.
 py::array to_numpy(HostTensor&& tensor, const ValueInfo& info);
 
+// App memory for Session::run_bound: `item` is (array, capacity). The array must already be
+// C-contiguous, of `dtype`, and writeable when `writeable`; `capacity` is the bytes usable
+// from its first element (an aligned allocation rounded up to pages lets the device import
+// it). Needs the GIL.
+HostBinding to_binding(const std::string& name, const py::handle& item, DType dtype,
+                       bool writeable);
+
+// NumPy's name for the dtype vkgraph computes in ("float32", ...).
+const char* numpy_name(DType dtype);
+
 }  // namespace vkgraph::python

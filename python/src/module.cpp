@@ -125,6 +125,8 @@ PYBIND11_MODULE(_vkgraph, m) {
       .def("metadata", &PySession::metadata)
       .def("device_name", &PySession::device_name)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feeds"))
+      .def("prepare_bound", &PySession::prepare_bound, py::arg("inputs"))
+      .def("run_bound", &PySession::run_bound, py::arg("inputs"), py::arg("outputs"))
       .def("write_profile", &PySession::write_profile, py::arg("path"))
       .def_property_readonly("profiling", &PySession::profiling)
       .def("validation_messages", &PySession::validation_messages)

@@ -162,6 +162,75 @@ py::list PySession::run(const py::object& output_names, const py::dict& feeds) {
   return list;
 }
 
+namespace {
+const ValueInfo& info_named(const std::vector<ValueInfo>& values, const std::string& name,
+                            const char* what) {
+  for (const ValueInfo& v : values)
+    if (v.name == name) return v;
+  throw Error(ErrorKind::InvalidArgument, std::string("unknown ") + what + " '" + name + "'");
+}
+
+std::map<std::string, HostBinding> bindings_of(const py::dict& arrays,
+                                               const std::vector<ValueInfo>& values,
+                                               const char* what, bool writeable) {
+  std::map<std::string, HostBinding> bindings;
+  for (auto [key, item] : arrays) {
+    std::string name = py::str(key);
+    const ValueInfo& info = info_named(values, name, what);
+    bindings.emplace(name, to_binding(name, item, info.dtype, writeable));
+  }
+  return bindings;
+}
+}  // namespace
+
+py::list PySession::prepare_bound(const py::dict& inputs) {
+  std::map<std::string, HostBinding> in = bindings_of(inputs, session().inputs(), "input", false);
+  std::vector<ValueInfo> outs;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(run_mutex_);
+    outs = session().prepare_bound(in);
+  }
+  py::list list;
+  for (const ValueInfo& o : outs)
+    list.append(py::make_tuple(o.name, py::tuple(py::cast(o.shape)), numpy_name(o.dtype)));
+  return list;
+}
+
+py::dict PySession::run_bound(const py::dict& inputs, const py::dict& outputs) {
+  std::map<std::string, HostBinding> in = bindings_of(inputs, session().inputs(), "input", false);
+  // Output dtypes are known once built: a run_bound follows a prepare_bound for these inputs.
+  std::map<std::string, HostBinding> out;
+  for (auto [key, item] : outputs) {
+    std::string name = py::str(key);
+    auto array = py::reinterpret_borrow<py::array>(py::reinterpret_borrow<py::tuple>(item)[0]);
+    DType dtype = DType::Float32;
+    bool found = false;
+    for (DType d : {DType::Float32, DType::Float16, DType::Int32, DType::Int64, DType::Bool})
+      if (!found && array.dtype().kind() == py::dtype(numpy_name(d)).kind() &&
+          array.dtype().itemsize() == py::dtype(numpy_name(d)).itemsize()) {
+        dtype = d;
+        found = true;
+      }
+    if (!found)
+      throw Error(ErrorKind::InvalidArgument,
+                  "output binding '" + name + "' has a dtype vkgraph does not compute in");
+    out.emplace(name, to_binding(name, item, dtype, true));
+  }
+  std::map<std::string, HostIOPath> paths;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(run_mutex_);
+    paths = session().run_bound(in, out);
+  }
+  // The graph keeps these bound (imported) until the next rebinding: keep them alive as long.
+  for (auto [key, item] : inputs) bound_arrays_[key] = item;
+  for (auto [key, item] : outputs) bound_arrays_[key] = item;
+  py::dict result;
+  for (auto& [name, path] : paths) result[py::str(name)] = path == HostIOPath::Imported ? "imported" : "copied";
+  return result;
+}
+
 void PySession::write_profile(const std::string& path) {
   std::lock_guard lock(run_mutex_);
   write_chrome_trace(path, trace_);
@@ -176,6 +245,7 @@ void PySession::clear_validation_messages() {
 }
 
 void PySession::close() {
+  bound_arrays_.clear();  // with the GIL: these are Python objects
   py::gil_scoped_release release;
   std::lock_guard lock(run_mutex_);
   session_.reset();

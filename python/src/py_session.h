@@ -51,6 +51,13 @@ class PySession {
   // released while the device runs; runs of one session from several threads take turns.
   py::list run(const py::object& output_names, const py::dict& feeds);
 
+  // IO binding (Session::prepare_bound / run_bound). Arrays are C-contiguous, of the computed
+  // dtype (the Python layer converts); each comes as (array, capacity in bytes).
+  // prepare_bound returns (name, shape, numpy dtype name) per output; run_bound returns
+  // {name: "imported" | "copied"} and keeps the arrays alive while the graph holds them.
+  py::list prepare_bound(const py::dict& inputs);
+  py::dict run_bound(const py::dict& inputs, const py::dict& outputs);
+
   // Writes the Chrome trace of the runs since creation (or the last call) and clears them.
   void write_profile(const std::string& path);
   bool profiling() const { return options_.profile; }
@@ -71,6 +78,7 @@ class PySession {
   mutable std::mutex run_mutex_;  // one run (or close) at a time
   std::chrono::steady_clock::time_point created_;
   std::vector<TraceRun> trace_;
+  py::dict bound_arrays_;  // what the graph's host bindings point into
 };
 
 }  // namespace vkgraph::python

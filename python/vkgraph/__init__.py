@@ -34,12 +34,15 @@ from .session import (  # noqa: F401
     get_device,
     get_devices,
 )
+from .io_binding import IOBinding, empty  # noqa: F401
 
 __all__ = [
     "__version__",
     "Device",
     "DeviceLost",
     "Error",
+    "IOBinding",
+    "empty",
     "ExecutionMode",
     "GraphOptimizationLevel",
     "InferenceSession",
