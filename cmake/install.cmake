@@ -71,7 +71,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vkgraphConfig.cmake
         DESTINATION ${VKGRAPH_CMAKE_INSTALL_DIR} COMPONENT devel)
 
 # pkg-config: vkgraph (core) and vkgraph-onnx (Session). The libraries are static, so each
-# file lists what they link.
+# file lists what they link. Paths are relative to the .pc file, so any --prefix works.
+file(RELATIVE_PATH VKGRAPH_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/vkgraph.pc.in ${CMAKE_CURRENT_BINARY_DIR}/vkgraph.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vkgraph.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devel)
