@@ -166,11 +166,9 @@ HostBinding to_binding(const std::string& name, const py::handle& item, DType dt
   const size_t capacity = pair[1].cast<size_t>();
   if (!same_element_type(array.dtype(), numpy_dtype(onnx_type_of(dtype))) ||
       !array.dtype().attr("isnative").cast<bool>())
-    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be " +
-                                                numpy_name(dtype) + ", got " +
-                                                py::str(static_cast<const py::handle&>(
-                                                            array.dtype()))
-                                                    .cast<std::string>());
+    throw Error(ErrorKind::InvalidArgument,
+                "binding '" + name + "' must be " + numpy_name(dtype) + ", got " +
+                    py::str(static_cast<const py::handle&>(array.dtype())).cast<std::string>());
   if (!(array.flags() & py::array::c_style))
     throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be C-contiguous");
   if (writeable && !array.writeable())

@@ -127,6 +127,7 @@ PYBIND11_MODULE(_vkgraph, m) {
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feeds"))
       .def("prepare_bound", &PySession::prepare_bound, py::arg("inputs"))
       .def("run_bound", &PySession::run_bound, py::arg("inputs"), py::arg("outputs"))
+      .def("time_native_runs", &PySession::time_native_runs, py::arg("feeds"), py::arg("runs"))
       .def("write_profile", &PySession::write_profile, py::arg("path"))
       .def_property_readonly("profiling", &PySession::profiling)
       .def("validation_messages", &PySession::validation_messages)

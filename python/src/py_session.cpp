@@ -227,8 +227,29 @@ py::dict PySession::run_bound(const py::dict& inputs, const py::dict& outputs) {
   for (auto [key, item] : inputs) bound_arrays_[key] = item;
   for (auto [key, item] : outputs) bound_arrays_[key] = item;
   py::dict result;
-  for (auto& [name, path] : paths) result[py::str(name)] = path == HostIOPath::Imported ? "imported" : "copied";
+  for (auto& [name, path] : paths)
+    result[py::str(name)] = path == HostIOPath::Imported ? "imported" : "copied";
   return result;
+}
+
+std::vector<double> PySession::time_native_runs(const py::dict& feeds, int runs) {
+  std::map<std::string, HostTensor> tensors;
+  for (auto [key, value] : feeds) {
+    std::string name = py::str(key);
+    const ValueInfo* info = find_input(name);
+    if (!info) throw Error(ErrorKind::InvalidArgument, "unknown input '" + name + "'");
+    tensors.emplace(name, to_host_tensor(value, *info));
+  }
+  std::vector<double> seconds;
+  py::gil_scoped_release release;
+  std::lock_guard lock(run_mutex_);
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    session().run(tensors);
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return seconds;
 }
 
 void PySession::write_profile(const std::string& path) {

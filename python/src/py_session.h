@@ -58,6 +58,10 @@ class PySession {
   py::list prepare_bound(const py::dict& inputs);
   py::dict run_bound(const py::dict& inputs, const py::dict& outputs);
 
+  // Seconds per Session::run over `runs` runs on `feeds`, timed in C++ with nothing of Python
+  // in the loop: the baseline the benchmark compares run() against (tools/bench_python.py).
+  std::vector<double> time_native_runs(const py::dict& feeds, int runs);
+
   // Writes the Chrome trace of the runs since creation (or the last call) and clears them.
   void write_profile(const std::string& path);
   bool profiling() const { return options_.profile; }
