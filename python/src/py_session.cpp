@@ -253,6 +253,7 @@ std::vector<double> PySession::time_native_runs(const py::dict& feeds, int runs)
 }
 
 void PySession::write_profile(const std::string& path) {
+  py::gil_scoped_release release;  // a run may hold the lock: let other threads go on
   std::lock_guard lock(run_mutex_);
   write_chrome_trace(path, trace_);
   trace_.clear();

@@ -107,6 +107,9 @@ def test_output_names_select_and_order():
     assert session.run([], {"x": x})[0].shape == (5,)
     with pytest.raises(vkgraph.InvalidArgument, match="unknown output 'nope'"):
         session.run(["nope"], {"x": x})
+    with pytest.raises(TypeError):
+        session.run("abs", {"x": x})
+    np.testing.assert_array_equal(session.run(("abs",), {"x": x})[0], np.abs(x))
 
 
 # dtype in and out: the declared type goes in and comes out, whatever vkgraph computes in.

@@ -275,6 +275,8 @@ class InferenceSession:
     ) -> List[Any]:
         """Runs with one array per model input (by name) and returns the outputs named in
         ``output_names`` (all, in model order, when None or empty) as numpy arrays."""
+        if isinstance(output_names, str):
+            raise TypeError("output_names must be a list of names (or None), not a str")
         if not isinstance(input_feed, dict):
             if not isinstance(input_feed, Mapping):
                 raise TypeError("input_feed must be a dict of input name -> numpy array")
