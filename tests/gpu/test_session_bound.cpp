@@ -8,7 +8,6 @@
 #include <limits>
 #include <memory>
 
-#include "expect_error.h"
 #include "gpu_test.h"
 #include "model_builder.h"
 #include "vkgraph/chrome_trace.h"
