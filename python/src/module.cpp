@@ -124,6 +124,7 @@ PYBIND11_MODULE(_vkgraph, m) {
       .def("outputs", &PySession::outputs)
       .def("metadata", &PySession::metadata)
       .def("device_name", &PySession::device_name)
+      .def("validation_enabled", &PySession::validation_enabled)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feeds"))
       .def("prepare_bound", &PySession::prepare_bound, py::arg("inputs"))
       .def("run_bound", &PySession::run_bound, py::arg("inputs"), py::arg("outputs"))

@@ -121,6 +121,10 @@ std::string PySession::device_name() const {
   return session().context().properties().deviceName;
 }
 
+bool PySession::validation_enabled() const {
+  return session().context().validation_enabled();
+}
+
 const ValueInfo* PySession::find_input(const std::string& name) const {
   for (const ValueInfo& in : session().inputs())
     if (in.name == name) return &in;

@@ -46,6 +46,7 @@ class PySession {
   py::list outputs() const;
   py::dict metadata() const;
   std::string device_name() const;
+  bool validation_enabled() const;
 
   // Outputs in `output_names` order (all, in model order, when None or empty). The GIL is
   // released while the device runs; runs of one session from several threads take turns.

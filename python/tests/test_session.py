@@ -42,6 +42,17 @@ def test_inputs_outputs_as_onnxruntime_describes_them(digits_path):
     assert "tensor(float)" in repr(inp)
     assert session.get_providers() == ["VkgraphExecutionProvider"]
     assert "llvmpipe" in session.get_device_name()
+    # conftest.py turns validation on: every test here runs under it.
+    assert session.get_provider_options()["VkgraphExecutionProvider"]["validation"] == "1"
+
+
+def test_validation_option_overrides_the_environment(digits_path, digits_data):
+    options = vkgraph.SessionOptions()
+    options.validation = False
+    session = vkgraph.InferenceSession(digits_path, options)
+    assert session.get_provider_options()["VkgraphExecutionProvider"]["validation"] == "0"
+    np.testing.assert_allclose(session.run(None, {"input": digits_data[0]})[0], digits_data[2],
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_unnamed_dynamic_dim_is_none():

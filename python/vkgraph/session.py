@@ -257,7 +257,8 @@ class InferenceSession:
         return [PROVIDER]
 
     def get_provider_options(self) -> Dict[str, Dict[str, str]]:
-        return {PROVIDER: {"device_name": self._sess.device_name()}}
+        return {PROVIDER: {"device_name": self._sess.device_name(),
+                           "validation": "1" if self._sess.validation_enabled() else "0"}}
 
     def get_session_options(self) -> SessionOptions:
         return self._options
