@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "vkgraph/chrome_trace.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/vk/barrier.h"
@@ -31,30 +32,6 @@ double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o;
-}
-
-void write_trace(const std::string& path, const std::vector<NodeTime>& nodes) {
-  std::ofstream f(path);
-  if (!f) throw Error(ErrorKind::Io, "cannot write " + path);
-  f << "{\"traceEvents\":[\n";
-  double t = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    double us = nodes[i].gpu_ms * 1000;
-    f << (i ? ",\n" : "") << "{\"name\":\"" << json_escape(nodes[i].label)
-      << "\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << t << ",\"dur\":" << us
-      << ",\"args\":{\"index\":" << i << "}}";
-    t += us;
-  }
-  f << "\n],\"displayTimeUnit\":\"ms\"}\n";
 }
 
 // Uniform values in [-1, 1) from an integer hash of the index, spread over every core: the
@@ -159,7 +136,7 @@ void print_profile(const std::vector<std::vector<NodeTime>>& runs, size_t top,
                 order[k], n.label.c_str());
   }
   if (!trace_path.empty()) {
-    write_trace(trace_path, mean);
+    write_chrome_trace(trace_path, {{0, mean}});
     std::printf("trace: %s\n", trace_path.c_str());
   }
 }

@@ -28,8 +28,9 @@ HostTensor half_of(const HostTensor& t) {
 
 Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
-                   const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16)
-    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16) {
+                   const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16,
+                   IOMode io)
+    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16), io_(io) {
   opset_ = ai_onnx_opset(model);
   // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
   // did not change (legacy attributes such as broadcast/axis are handled where they exist).
@@ -72,7 +73,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     if (!in.type().has_tensor_type())
       throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
     DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
-    Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name()));
+    Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name(), io_));
     if (auto vt = input_values.find(in.name()); vt != input_values.end()) {
       if (vt->second.dtype != dtype || vt->second.shape != v.shape)
         throw Error(ErrorKind::InvalidArgument, "value for model input '" + in.name() + "' is " +
@@ -122,7 +123,19 @@ void Importer::build() {
     auto it = values_.find(out.name());
     if (it == values_.end())
       throw Error(ErrorKind::ModelFormat, "model output '" + out.name() + "' is never computed");
-    graph_.add_output(tensor(it->second, out.name()), out.name());
+    TensorRef t = tensor(it->second, out.name());
+    if (io_ == IOMode::External) {
+      // add_output refuses External, before changing anything, for what the graph does not
+      // compute into storage of its own: a constant, an input, storage another output owns.
+      try {
+        graph_.add_output(t, out.name(), IOMode::External);
+        external_outputs_.insert(out.name());
+        continue;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::InvalidArgument) throw;
+      }
+    }
+    graph_.add_output(t, out.name());
   }
 }
 

@@ -79,8 +79,12 @@ class Importer {
   // for the ops that read them on the device.
   Importer(const onnx::ModelProto& model, ComputeGraph& graph,
            const std::map<std::string, Shape>& input_shapes,
-           const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false);
+           const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false,
+           IOMode io = IOMode::Staged);
   void build();
+  // With IOMode::External: the outputs made External. The others (a constant, an input or a
+  // tensor another output already owns, given as an output) stay Staged.
+  const std::set<std::string>& external_outputs() const { return external_outputs_; }
 
   // --- for lowerings ---
   ComputeGraph& graph() { return graph_; }
@@ -135,7 +139,9 @@ class Importer {
   const onnx::ModelProto& model_;
   ComputeGraph& graph_;
   bool fuse_;
-  bool fp16_;                  // SessionOptions::fp16
+  bool fp16_;  // SessionOptions::fp16
+  IOMode io_;  // how model inputs and outputs are declared
+  std::set<std::string> external_outputs_;
   bool node_half_ = false;     // the node being lowered computes float32 values in float16
   bool node_demoted_ = false;  // ... and tensor() gave it a float32 value in float16
   int opset_ = 0;
