@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vkgraph/types.h"
+#include "vkgraph/vk/shader_ref.h"
 
 namespace vkgraph {
 namespace ops {

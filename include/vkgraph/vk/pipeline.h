@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "vkgraph/vk/shader_id.h"  // generated: one enumerator per embedded shader
+#include "vkgraph/vk/shader_ref.h"
 
 namespace vkgraph::vk {
 
@@ -30,24 +30,6 @@ const ShaderInfo& find_shader(std::string_view name);
 std::vector<std::string> shader_names();
 // nullptr for a value outside the registry.
 const ShaderInfo* shader_info(ShaderId id);
-
-// The shader a dispatch runs: a generated id (op families declared with vkgraph_variant pick
-// theirs from the family's table, vkgraph/shaders/<family>.h), or a name, for shaders
-// declared with the older vkgraph_shader() and for raw dispatches, looked up by resolve().
-class ShaderRef {
- public:
-  ShaderRef() = default;
-  ShaderRef(ShaderId id) : id_(id), by_id_(true) {}
-  ShaderRef(std::string name) : name_(std::move(name)) {}
-  ShaderRef(const char* name) : name_(name) {}
-  // Throws Unsupported for an unknown name or id.
-  const ShaderInfo& resolve() const;
-
- private:
-  ShaderId id_{};
-  bool by_id_ = false;
-  std::string name_;
-};
 
 struct PipelineKey {
   std::string shader;
