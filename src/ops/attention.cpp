@@ -60,7 +60,7 @@ std::pair<uint32_t, uint32_t> tile_rows(int64_t d) {
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == "f16" && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
-         (d == 64 || d == 128) && tuned("attention.coopmat", 1) != 0;
+         (d == 64 || d == 128) && tuned(g, "attention.coopmat", 1) != 0;
 }
 
 }  // namespace
@@ -69,8 +69,9 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
                     const PermutedView& v, std::optional<TensorRef> mask,
                     const AttentionParams& params) {
   const std::string op = kOp;
-  std::string dtype = mask ? float_suffix(g, q.tensor, {kt.tensor, v.tensor, *mask}, op)
-                           : float_suffix(g, q.tensor, {kt.tensor, v.tensor}, op);
+  const DType float_type = mask ? float_dtype(g, q.tensor, {kt.tensor, v.tensor, *mask}, op)
+                                : float_dtype(g, q.tensor, {kt.tensor, v.tensor}, op);
+  const std::string dtype = float_type == DType::Float16 ? "f16" : "f32";
   const Strided qs = strided(g, q, "q"), ks = strided(g, kt, "kᵀ"), vs = strided(g, v, "v");
   const int64_t B = qs.shape[0], H = qs.shape[1], S = qs.shape[2], D = qs.shape[3];
   const int64_t Hkv = ks.shape[1], Skv = ks.shape[3];
