@@ -322,3 +322,4 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options = {});
 
 }  // namespace vkgraph::ops
+#include "vkgraph/ops/quant.h"

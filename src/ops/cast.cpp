@@ -1,5 +1,6 @@
 // Cast between f32, i32, i64 and Bool, one shader per (from, to) pair, and between f32 and f16;
 // f16 to or from the other types goes through f32.
+#include "quant_util.h"
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
@@ -18,6 +19,7 @@ std::string cast_suffix(ComputeGraph& g, DType dtype) {
 
 TensorRef cast(ComputeGraph& g, TensorRef x, DType to) {
   const TensorInfo xi = g.info(x);
+  if (is_quantized(xi.dtype) || is_quantized(to)) return convert_quantized(g, x, to);
   std::string from_name = cast_suffix(g, xi.dtype);
   std::string to_name = cast_suffix(g, to);
   if (to == xi.dtype) return g.add_view(x, xi.shape);
