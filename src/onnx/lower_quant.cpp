@@ -97,6 +97,8 @@ std::vector<Value> lower_dequantize(Importer& im, const onnx::NodeProto& node,
   TensorRef y =
       ops::dequantize_linear(im.graph(), quantized_or_widened(im, node, 0), im.tensor(node, 1),
                              optional_tensor(im, node, 2), quant_axis(im, node, a));
+  // From opset 19 the result has the scale's type, which may be float16.
+  if (im.input(node, 1).dtype == DType::Float16) y = ops::cast(im.graph(), y, DType::Float16);
   return {Importer::device_value(im.graph(), y)};
 }
 
