@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "gpu_test.h"
-#include "model_builder.h"
+#include "quant_test_util.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
 
@@ -54,27 +54,6 @@ HostTensor bytes(DType d, Shape s, const std::vector<int>& v) {
   HostTensor t(d, std::move(s));
   for (size_t i = 0; i < v.size(); ++i) t.bytes[i] = static_cast<uint8_t>(v[i]);
   return t;
-}
-
-int qmin(DType d) {
-  return d == DType::Int8 ? -128 : 0;
-}
-int qmax(DType d) {
-  return d == DType::Int8 ? 127 : 255;
-}
-
-std::vector<int> random_ints(std::mt19937& rng, size_t n, int lo, int hi) {
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<int> v(n);
-  for (int& x : v) x = dist(rng);
-  return v;
-}
-
-// ONNX's quantization of one value from its exact quotient `q` (= x / scale).
-int quantize_ref(double q, int zero, DType d) {
-  if (std::isnan(q)) return zero;
-  double r = std::nearbyint(q) + zero;  // the default rounding mode: half to even
-  return static_cast<int>(std::clamp(r, double(qmin(d)), double(qmax(d))));
 }
 
 // GPU and reference may round a quotient differently only when it lies within float error of
@@ -437,46 +416,6 @@ TEST_F(QuantTest, QuantErrorsNameTheProblem) {
                {"matmul_integer", "inner dims"});
   expect_error([&] { ops::matmul_integer(g, x, b); }, ErrorKind::Unsupported,
                {"matmul_integer", "float32", "int8 or uint8"});
-}
-
-// Opset 21 blocked quantization through the ONNX frontend: QuantizeLinear (output_dtype int8,
-// axis 1, block_size 3) then DequantizeLinear of its 8-bit result, which stays 8-bit between
-// them; the quantized output reaches the model output widened.
-TEST_F(QuantTest, OnnxBlockedQuantizeDequantizeOpset21) {
-  const int64_t rows = 4, cols = 7, blocks = 3;  // ceil(7 / 3)
-  ModelBuilder m(21);
-  m.input("x", onnx::TensorProto::FLOAT, {rows, cols});
-  m.input("scale", onnx::TensorProto::FLOAT, {rows, blocks});
-  m.input("zp", onnx::TensorProto::INT8, {rows, blocks});
-  m.output("q", onnx::TensorProto::INT8);
-  m.output("y", onnx::TensorProto::FLOAT);
-  auto attrs = [](onnx::NodeProto& n, std::initializer_list<std::pair<const char*, int64_t>> kv) {
-    for (auto [name, v] : kv) {
-      onnx::AttributeProto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(v);
-    }
-  };
-  attrs(m.node("QuantizeLinear", {"x", "scale", "zp"}, {"q"}),
-        {{"axis", 1}, {"block_size", 3}, {"output_dtype", onnx::TensorProto::INT8}});
-  attrs(m.node("DequantizeLinear", {"q", "scale", "zp"}, {"y"}), {{"axis", 1}, {"block_size", 3}});
-  Session s = m.session();
-  std::vector<float> x = random_floats(rows * cols, -20.f, 20.f);
-  std::vector<float> scale = random_floats(rows * blocks, 0.05f, 0.3f);
-  std::vector<int> zp = random_ints(rng, rows * blocks, -20, 20);
-  auto out = s.run({{"x", f32({rows, cols}, x)},
-                    {"scale", f32({rows, blocks}, scale)},
-                    {"zp", i32({rows, blocks}, std::vector<int32_t>(zp.begin(), zp.end()))}});
-  ASSERT_EQ(out.size(), 2u);
-  ASSERT_EQ(out[0].dtype, DType::Int32);  // the frontend's widened int8
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    const int64_t j = i / cols * blocks + i % cols / 3;
-    const float q = x[i] / scale[j];
-    const int want = quantize_ref(q, zp[j], DType::Int8);
-    ASSERT_EQ(out[0].data<int32_t>()[i], want) << i;
-    ASSERT_EQ(out[1].data<float>()[i], float(want - zp[j]) * scale[j]) << i;
-  }
 }
 
 }  // namespace
