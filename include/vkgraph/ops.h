@@ -12,3 +12,4 @@
 #include "vkgraph/ops/elementwise.h"
 #include "vkgraph/ops/matmul.h"
 #include "vkgraph/ops/reduce.h"
+#include "vkgraph/ops/quant.h"

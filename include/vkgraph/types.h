@@ -7,7 +7,9 @@
 
 namespace vkgraph {
 
-enum class DType : uint8_t { Float32, Float16, Int32, Int64, Bool };
+// Int8 and UInt8 are quantized storage types (one byte per element, 8-bit storage buffers);
+// the ONNX frontend computes other int8/uint8 values in Int32.
+enum class DType : uint8_t { Float32, Float16, Int32, Int64, Bool, Int8, UInt8 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);

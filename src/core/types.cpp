@@ -21,6 +21,8 @@ size_t dtype_size(DType dtype) {
     case DType::Int64:
       return 8;
     case DType::Bool:
+    case DType::Int8:
+    case DType::UInt8:
       return 1;
   }
   throw Error(ErrorKind::InvalidArgument,
@@ -39,6 +41,10 @@ const char* dtype_name(DType dtype) {
       return "int64";
     case DType::Bool:
       return "bool";
+    case DType::Int8:
+      return "int8";
+    case DType::UInt8:
+      return "uint8";
   }
   return "invalid";
 }
@@ -168,6 +174,10 @@ double HostTensor::as_double(int64_t i) const {
       return static_cast<double>(load<int64_t>(*this, i));
     case DType::Bool:
       return load<uint8_t>(*this, i) ? 1.0 : 0.0;
+    case DType::Int8:
+      return load<int8_t>(*this, i);
+    case DType::UInt8:
+      return load<uint8_t>(*this, i);
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_double");
 }
@@ -191,6 +201,10 @@ int64_t HostTensor::as_int(int64_t i) const {
       return load<int64_t>(*this, i);
     case DType::Bool:
       return load<uint8_t>(*this, i) ? 1 : 0;
+    case DType::Int8:
+      return load<int8_t>(*this, i);
+    case DType::UInt8:
+      return load<uint8_t>(*this, i);
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_int");
 }

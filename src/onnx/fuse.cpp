@@ -297,7 +297,9 @@ const std::string& model_op_type(const NodeProto& node) {
 }
 
 std::string lowering_key(const NodeProto& node) {
-  return is_fused(node) ? fused_key(node.op_type()) : node.op_type();
+  // Fused nodes get fused_key(op); other domains' ops (com.microsoft) the same "domain.Op".
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return node.domain() + "." + node.op_type();
 }
 
 std::optional<Activation> activation(const NodeProto& node, const fold::Attrs& attrs) {

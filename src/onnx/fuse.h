@@ -84,8 +84,9 @@ class Pass {
 // own op type. Error messages, labels and the float16 policy speak of the model's node.
 const std::string& model_op_type(const onnx::NodeProto& node);
 bool is_fused(const onnx::NodeProto& node);
-// The key of a node's lowering: the op type, prefixed by the domain for fused nodes so that a
-// model's own node can never reach a fused lowering.
+// The key of a node's lowering: the op type, prefixed by the domain ("domain.Op") outside the
+// default domain, for fused nodes (the importer refuses model nodes of kDomain, so a model's
+// own node can never reach a fused lowering) and com.microsoft ops.
 std::string lowering_key(const onnx::NodeProto& node);
 inline std::string fused_key(const std::string& op_type) {
   return std::string(kDomain) + "." + op_type;

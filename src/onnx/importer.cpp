@@ -42,7 +42,14 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_nn(lowerings_);
   register_attention(lowerings_);
   register_tensor(lowerings_);
+  register_quant(lowerings_);
   add_inputs(input_shapes, input_values);
+}
+
+std::optional<DType> int8_type_of(int32_t onnx_type) {
+  if (onnx_type == onnx::TensorProto::INT8) return DType::Int8;
+  if (onnx_type == onnx::TensorProto::UINT8) return DType::UInt8;
+  return std::nullopt;
 }
 
 Value Importer::device_value(ComputeGraph& g, TensorRef t) {
@@ -63,6 +70,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     v.constant = onnx_io::tensor_from_proto(init);
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
+    v.int8_type = int8_type_of(init.data_type());
     values_[init.name()] = std::move(v);
   }
   for (auto& in : g.input()) {
@@ -74,6 +82,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
       throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
     DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
     Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name(), io_));
+    v.int8_type = int8_type_of(in.type().tensor_type().elem_type());
     if (auto vt = input_values.find(in.name()); vt != input_values.end()) {
       if (vt->second.dtype != dtype || vt->second.shape != v.shape)
         throw Error(ErrorKind::InvalidArgument, "value for model input '" + in.name() + "' is " +
@@ -184,7 +193,10 @@ void Importer::visit(const onnx::NodeProto& node) {
   if (absorbed_.count(&node)) return;
   for (const std::string& name : node.input())
     if (blocked_.count(name)) return block(node);
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  // Other domains' ops (com.microsoft) run where they have a lowering; the fusion pass's own
+  // domain is never the model's to use.
+  if (!node.domain().empty() && node.domain() != "ai.onnx" &&
+      (fuse::is_fused(node) || !lowerings_.count(fuse::lowering_key(node))))
     throw Error(ErrorKind::Unsupported,
                 where(node) + ": operator domain '" + node.domain() + "' is not supported");
   for (int i = 0; i < node.input_size(); ++i)
@@ -220,6 +232,8 @@ void Importer::visit(const onnx::NodeProto& node) {
     Value& v = values_[node.output(0)];
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
+    for (auto& attr : node.attribute())
+      if (attr.name() == "value" && attr.has_t()) v.int8_type = int8_type_of(attr.t().data_type());
     return;
   }
   std::optional<fuse::Fusion> fusion;

@@ -29,10 +29,16 @@ struct Value {
   TensorRef other;
   Shape shape;
   DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
+  // Int8 or UInt8 where the model declares the value int8 or uint8: `dtype` is then Int32, the
+  // type other ops compute it in, and `tensor` may hold it in 8-bit storage (lower_quant.cpp).
+  std::optional<DType> int8_type;
   // Model inputs whose values would make this value known on the host through folding; empty
   // when it is known already or no input's value could make it so.
   std::set<std::string> sources;
 };
+
+// Int8 / UInt8 for the ONNX element types INT8 / UINT8 (Value::int8_type), else nullopt.
+std::optional<DType> int8_type_of(int32_t onnx_type);
 
 // Thrown when a lowering needs on the host a value that the model's inputs determine, e.g. a
 // Reshape whose target shape is a model input. The Session then builds with those inputs'
@@ -71,6 +77,7 @@ void register_elementwise(LoweringTable& table);
 void register_nn(LoweringTable& table);
 void register_attention(LoweringTable& table);
 void register_tensor(LoweringTable& table);
+void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
 
 class Importer {
  public:

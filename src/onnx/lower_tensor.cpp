@@ -247,15 +247,20 @@ std::vector<Value> lower_not(Importer& im, const onnx::NodeProto& node, const fo
 std::vector<Value> lower_cast(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 1, 2);
   DType to;
+  std::optional<DType> int8_type;  // quantization ops read a cast to int8/uint8 as such
   if (node.op_type() == "CastLike") {
     to = im.input(node, 1).dtype;
+    int8_type = im.input(node, 1).int8_type;
   } else {
     auto it = a.ints.find("to");
     if (it == a.ints.end()) im.fail(node, "missing attribute 'to'");
     to = onnx_io::dtype_from_onnx(static_cast<int32_t>(it->second));
+    int8_type = int8_type_of(static_cast<int32_t>(it->second));
   }
-  if (to == im.input(node, 0).dtype) return {im.input(node, 0)};
-  return {out(im, ops::cast(im.graph(), im.tensor(node, 0), to))};
+  Value v = to == im.input(node, 0).dtype ? im.input(node, 0)
+                                          : out(im, ops::cast(im.graph(), im.tensor(node, 0), to));
+  v.int8_type = int8_type;
+  return {v};
 }
 
 std::vector<Value> lower_cumsum(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {

@@ -1,5 +1,6 @@
 // Cast between f32, i32, i64 and Bool, one shader per (from, to) pair, and between f32 and f16;
 // f16 to or from the other types goes through f32.
+#include "quant_util.h"
 #include "vkgraph/shaders/cast.h"
 
 #include "shape_ops.h"
@@ -20,6 +21,7 @@ DType cast_dtype(ComputeGraph& g, DType dtype) {
 
 TensorRef cast(ComputeGraph& g, TensorRef x, DType to) {
   const TensorInfo xi = g.info(x);
+  if (is_quantized(xi.dtype) || is_quantized(to)) return convert_quantized(g, x, to);
   cast_dtype(g, xi.dtype);
   cast_dtype(g, to);
   if (to == xi.dtype) return g.add_view(x, xi.shape);

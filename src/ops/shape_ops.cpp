@@ -22,8 +22,10 @@ uint32_t elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
                 g.context().properties().deviceName + " lacks");
       return 16;
     case DType::Bool:
+    case DType::Int8:
+    case DType::UInt8:
       check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
-            op + ": Bool tensors need storageBuffer8BitAccess, which " +
+            op + ": " + dtype_name(dtype) + " tensors need storageBuffer8BitAccess, which " +
                 g.context().properties().deviceName + " lacks");
       return 8;
     default:
