@@ -1,9 +1,12 @@
 #include "vkgraph/types.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "vkgraph/error.h"
 
@@ -111,12 +114,49 @@ std::string shape_str(const Shape& shape) {
   return out + "]";
 }
 
-HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {
-  const int64_t count = vkgraph::numel(this->shape);
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePageMinBytes = size_t{4} << 20;
+
+size_t checked_nbytes(DType dtype, const Shape& shape) {
+  const int64_t count = numel(shape);
   const size_t elem = dtype_size(dtype);
   check(static_cast<uint64_t>(count) <= std::numeric_limits<size_t>::max() / elem,
-        ErrorKind::InvalidArgument, "tensor of shape " + shape_str(this->shape) + " is too large");
-  bytes.assign(static_cast<size_t>(count) * elem, 0);
+        ErrorKind::InvalidArgument, "tensor of shape " + shape_str(shape) + " is too large");
+  return static_cast<size_t>(count) * elem;
+}
+}  // namespace
+
+void* allocate_tensor_bytes(size_t bytes) {
+  // Plain operator new, not a 2 MiB-aligned one: glibc then serves a run's outputs from the
+  // blocks the previous run's outputs freed, already faulted in, where an aligned request
+  // would take fresh (kernel-zeroed) mmap pages every time.
+  void* p = ::operator new(bytes);
+  if (bytes >= kHugePageMinBytes) {
+    // A hint over the huge pages inside the block, for when it is fresh memory: where
+    // transparent huge pages are off or the range is already backed it does nothing, and its
+    // failure changes nothing but speed.
+    auto begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
+    auto end = (reinterpret_cast<uintptr_t>(p) + bytes) / kHugePage * kHugePage;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+  return p;
+}
+
+void free_tensor_bytes(void* pointer, size_t) noexcept {
+  ::operator delete(pointer);
+}
+
+HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {
+  bytes.assign(checked_nbytes(dtype, this->shape), 0);
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, Shape shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.bytes.resize(checked_nbytes(dtype, t.shape));
+  return t;
 }
 
 namespace {
