@@ -312,7 +312,8 @@ void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
 HostTensor ComputeGraph::read_output(size_t i) {
   ExclusiveUse use(impl_->user, "read_output");
   const TensorInfo& ti = impl_->state.tensor(output(i));
-  HostTensor t(ti.dtype, ti.shape);
+  // Not zero-filled: the readback writes every byte, and a fill would double its cost.
+  HostTensor t = HostTensor::uninitialized(ti.dtype, ti.shape);
   copy_from_output(i, t.bytes.data(), t.bytes.size());
   return t;
 }
