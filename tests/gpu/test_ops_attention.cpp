@@ -212,8 +212,7 @@ TEST_F(AttentionTest, FullyMaskedRowIsNaNAsUnfused) {
                                        0.125f,
                                        false,
                                    });
-  TensorRef scores =
-      ops::matmul_permuted(g, {qi, {}}, {ki, {0, 1, 3, 2}}, std::nullopt, std::nullopt, {}, 0.125f);
+  TensorRef scores = ops::matmul_permuted(g, {qi, {}}, {ki, {0, 1, 3, 2}}, {}, 0.125f);
   TensorRef probs =
       ops::softmax(g, ops::binary(g, ops::BinaryOp::Add, scores, g.add_constant(mask)));
   TensorRef unfused = ops::matmul(g, probs, vi);

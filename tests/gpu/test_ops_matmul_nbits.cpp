@@ -40,13 +40,13 @@ class MatMulNBitsTest : public GpuTest {
     const int64_t blob = wt.block * wt.bits / 8;
     TensorRef at = in(fl({m, wt.k}, a));
     HostTensor b(DType::UInt8, {wt.n, wt.blocks, blob});
-    b.bytes = wt.packed;
+    b.bytes.assign(wt.packed.begin(), wt.packed.end());
     TensorRef bt = in(b);
     TensorRef st = in(fl({wt.n, wt.blocks}, wt.scales));
     std::optional<TensorRef> zt, gt, biast;
     if (zeros == Zeros::Packed) {
       HostTensor z(DType::UInt8, {int64_t(wt.zero_packed.size())});
-      z.bytes = wt.zero_packed;
+      z.bytes.assign(wt.zero_packed.begin(), wt.zero_packed.end());
       zt = in(z);
     } else if (zeros == Zeros::Float) {
       zt = in(fl({wt.n, wt.blocks}, wt.zero_float));
