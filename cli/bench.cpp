@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <thread>
 
 #include "cli.h"
+#include "vk/parallel_copy.h"
+#include "vkgraph/chrome_trace.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/vk/barrier.h"
@@ -31,30 +34,6 @@ double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o;
-}
-
-void write_trace(const std::string& path, const std::vector<NodeTime>& nodes) {
-  std::ofstream f(path);
-  if (!f) throw Error(ErrorKind::Io, "cannot write " + path);
-  f << "{\"traceEvents\":[\n";
-  double t = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    double us = nodes[i].gpu_ms * 1000;
-    f << (i ? ",\n" : "") << "{\"name\":\"" << json_escape(nodes[i].label)
-      << "\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << t << ",\"dur\":" << us
-      << ",\"args\":{\"index\":" << i << "}}";
-    t += us;
-  }
-  f << "\n],\"displayTimeUnit\":\"ms\"}\n";
 }
 
 // Uniform values in [-1, 1) from an integer hash of the index, spread over every core: the
@@ -159,7 +138,7 @@ void print_profile(const std::vector<std::vector<NodeTime>>& runs, size_t top,
                 order[k], n.label.c_str());
   }
   if (!trace_path.empty()) {
-    write_trace(trace_path, mean);
+    write_chrome_trace(trace_path, {{0, mean}});
     std::printf("trace: %s\n", trace_path.c_str());
   }
 }
@@ -196,17 +175,77 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
   return report_validation(session.context());
 }
 
+// The host halves of a staged run alone, each timed over `runs` calls after one execute():
+// upload (copy_to_input), readback into a buffer the caller reuses (copy_from_output), and
+// readback into a fresh HostTensor per call, as Session::run returns them (read_output).
+bool bench_staged_copies(ComputeGraph& g, const float* x, float* y, size_t bytes, int runs) {
+  // Median and best: on a shared machine the best is the copy undisturbed.
+  auto gbps = [&](const std::vector<double>& ms) {
+    char s[64];
+    std::snprintf(s, sizeof s, "%.2f (best %.2f)", bytes / (percentile(ms, 0.5) * 1e-3) / 1e9,
+                  bytes / (percentile(ms, 0) * 1e-3) / 1e9);
+    return std::string(s);
+  };
+  std::vector<double> up, reused, fresh, filled;
+  bool ok = true;
+  g.execute();
+  for (int i = 0; i < runs + 2; ++i) {
+    double t0 = now_ms();
+    g.copy_to_input(0, x, bytes);
+    double t1 = now_ms();
+    g.copy_from_output(0, y, bytes);
+    double t2 = now_ms();
+    HostTensor t = g.read_output(0);
+    double t3 = now_ms();
+    ok &= t.nbytes() == bytes && std::memcmp(t.bytes.data(), y, bytes) == 0;
+    if (i < 2) continue;
+    up.push_back(t1 - t0);
+    reused.push_back(t2 - t1);
+    fresh.push_back(t3 - t2);
+  }
+  // What read_output did before it stopped zero-filling, for comparison: in a loop of its own,
+  // so that each loop's heap holds one freed output for the next run to reuse, as a Session
+  // loop's does.
+  for (int i = 0; i < runs + 2; ++i) {
+    double t0 = now_ms();
+    HostTensor zeroed(DType::Float32, {static_cast<int64_t>(bytes / 4)});
+    g.copy_from_output(0, zeroed.bytes.data(), bytes);
+    if (i >= 2) filled.push_back(now_ms() - t0);
+  }
+  std::printf(
+      "bench-op io %zu bytes, staged host copies in GB/s, %u copy threads: upload %s, "
+      "readback into a reused buffer %s, into a fresh HostTensor (read_output) %s, into a "
+      "fresh zero-filled one %s%s\n",
+      bytes, vk::parallel_copy_threads(), gbps(up).c_str(), gbps(reused).c_str(),
+      gbps(fresh).c_str(), gbps(filled).c_str(), ok ? "" : "  WRONG RESULT");
+  return ok;
+}
+
 // Host-to-host y = 2x over n floats: staging copies versus host memory bound to the graph
 // (imported where possible). Wall time per run, and bytes the host copies.
-int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
+int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs, const GraphOptions& go) {
+  // One tensor of n floats: beyond the device's storage range no graph could hold it, so say
+  // so before allocating host memory for it.
+  const uint64_t range = ctx->limits().maxStorageBufferRange;
+  if (n < 1 || static_cast<uint64_t>(n) > range / 4)
+    throw Error(ErrorKind::InvalidArgument,
+                "bench-op io: N = " + std::to_string(n) + " floats is beyond this device's " +
+                    "maxStorageBufferRange of " + std::to_string(range) +
+                    " bytes (N <= " + std::to_string(range / 4) + ")");
   size_t bytes = static_cast<size_t>(n) * 4;
   size_t align = std::max<size_t>(ctx->features().min_imported_host_pointer_alignment, 64);
   size_t padded = (bytes + align - 1) / align * align;
-  auto alloc = [&] { return static_cast<float*>(std::aligned_alloc(align, padded)); };
+  auto alloc = [&] {
+    auto* p = static_cast<float*>(std::aligned_alloc(align, padded));
+    if (!p)
+      throw Error(ErrorKind::OutOfMemory, "bench-op io: cannot allocate " + std::to_string(padded) +
+                                              " bytes of host memory");
+    return p;
+  };
   std::unique_ptr<float, decltype(&std::free)> x(alloc(), &std::free), y(alloc(), &std::free);
   for (int64_t i = 0; i < n; ++i) x.get()[i] = static_cast<float>(i % 1000);
   for (IOMode mode : {IOMode::Staged, IOMode::External}) {
-    ComputeGraph g(ctx);
+    ComputeGraph g(ctx, go);
     TensorRef in = g.add_input({n}, DType::Float32, "x", mode);
     TensorRef out = ops::binary(g, ops::BinaryOp::Add, in, in);
     g.add_output(out, "y", mode);
@@ -232,6 +271,8 @@ int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
         "host copies %zu bytes/run%s\n",
         static_cast<long long>(n), path.c_str(), p50, 2.0 * bytes / (p50 * 1e-3) / 1e9,
         g.last_gpu_ms(), mode == IOMode::Staged ? 2 * bytes : 0, ok ? "" : "  WRONG RESULT");
+    if (mode == IOMode::Staged) ok &= bench_staged_copies(g, x.get(), y.get(), bytes, runs);
+    if (!ok) return 1;
   }
   return report_validation(*ctx);
 }
@@ -239,10 +280,11 @@ int bench_io(std::shared_ptr<vk::Context> ctx, int64_t n, int runs) {
 // Host cost of execute() on a graph whose GPU work is next to nothing: a chain of `nodes`
 // adds on 64 floats. execute() is timed as its two halves, submit() and wait(); host minus
 // GPU (timestamps) per run is what the runtime and driver add on the host.
-int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
+int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs,
+                   const GraphOptions& go) {
   check(nodes > 0, ErrorKind::InvalidArgument, "bench-op overhead: N must be positive");
   constexpr int64_t kElems = 64;
-  ComputeGraph g(ctx);
+  ComputeGraph g(ctx, go);
   TensorRef x = g.add_input({kElems}, DType::Float32, "x");
   HostTensor step(DType::Float32, {kElems});
   for (int64_t i = 0; i < kElems; ++i) step.data<float>()[i] = 0.5f + 0.25f * (i % 4);
@@ -291,14 +333,16 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs) {
 // Flags after the sizes: --check (gemm: compare sampled entries with a host reference),
 // --runs N. `fp16` (the common --fp16): gemm with fp16 inputs and output.
 int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOptions& options,
-                 int runs, bool fp16) {
+                 int runs, bool fp16, std::shared_ptr<const ops::Tuning> tuning) {
+  GraphOptions go;
+  go.tuning = std::move(tuning);
   std::vector<std::string> args;
   bool check = false;
   for (size_t i = 0; i < all_args.size(); ++i) {
     if (all_args[i] == "--check")
       check = true;
     else if (all_args[i] == "--runs" && i + 1 < all_args.size())
-      runs = std::max(1, std::atoi(all_args[++i].c_str()));
+      runs = static_cast<int>(parse_int(all_args[++i], "--runs", 1, 1'000'000'000));
     else
       args.push_back(all_args[i]);
   }
@@ -309,19 +353,19 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
-    return bench_io(ctx, std::stoll(args[1]), runs);
+    return bench_io(ctx, parse_int(args[1], "bench-op io N", 1, INT64_MAX), runs, go);
   }
   if (args[0] == "overhead") {
     // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
-    const int64_t nodes = args.size() > 1 ? std::stoll(args[1]) : 100;
-    int rc = bench_overhead(ctx, nodes, 1000);
+    const int64_t nodes =
+        args.size() > 1 ? parse_int(args[1], "bench-op overhead N", 1, 100'000) : 100;
+    int rc = bench_overhead(ctx, nodes, 1000, go);
     if (ctx->spin_wait_us() == 0) return rc;
     vk::ContextOptions sleeping = options;
     sleeping.spin_wait_us = 0;
     ctx.reset();
-    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000);
+    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000, go);
   }
-  GraphOptions go;
   go.profile = true;
   ComputeGraph g(ctx, go);
   uint32_t seed = 3;
@@ -334,7 +378,7 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   };
   auto num = [&](size_t i) -> int64_t {
     if (i >= args.size()) throw Error(ErrorKind::InvalidArgument, "bench-op: missing size");
-    return std::stoll(args[i]);
+    return parse_int(args[i], "bench-op " + args[0] + " size", 1, INT32_MAX);
   };
   double flops = 0, bytes = 0;
   int64_t gm = 0, gn = 0, gk = 0;

@@ -1,12 +1,19 @@
 #pragma once
 // Pieces of the vkgraph command-line tool shared between its commands.
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "vkgraph/ops/tuning.h"
 #include "vkgraph/session.h"
 
 namespace vkgraph::cli {
+
+// `text` as a whole decimal integer in [lo, hi], else InvalidArgument naming `what` (the
+// option or argument) and the value: "--repeat abc", "-5" or "0" are errors, not 1.
+int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi);
 
 // Prints every validation-layer message the context collected; 1 if there were any.
 int report_validation(vk::Context& context);
@@ -19,7 +26,7 @@ void print_pipeline_cache(vk::Context& context);
 // `vkgraph bench-op gemm M N K | add N | io N | overhead [N]`: one op on device-resident
 // data, GPU time; or host cost per execute() of an N-node graph.
 int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs,
-                 bool fp16);
+                 bool fp16, std::shared_ptr<const ops::Tuning> tuning);
 
 // `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.
 int run_demo(const vk::ContextOptions& options);
@@ -40,7 +47,7 @@ constexpr Tolerance kFp16Tolerance{1e-2, 1e-2};
 // Runs one ONNX test-layout folder (model.onnx + test_data_set_*/{input,output}_N.pb), in
 // float16 mode with `fp16`.
 CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol,
-                    bool fp16 = false);
+                    bool fp16 = false, std::shared_ptr<const ops::Tuning> tuning = nullptr);
 const char* status_name(CaseResult::Status s);
 
 // `vkgraph conformance DIR...`: every case folder under each DIR; prints a summary per DIR.
@@ -48,6 +55,7 @@ const char* status_name(CaseResult::Status s);
 // `write_passes`, writes the passing cases there.
 int run_conformance(const std::vector<std::string>& roots, const std::string& expect_file,
                     const std::string& write_passes, const std::string& filter,
-                    const vk::ContextOptions& options, bool verbose, bool fp16);
+                    const vk::ContextOptions& options, bool verbose, bool fp16,
+                    std::shared_ptr<const ops::Tuning> tuning);
 
 }  // namespace vkgraph::cli

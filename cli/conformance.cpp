@@ -74,7 +74,7 @@ std::string compare(const HostTensor& want, const HostTensor& got, Tolerance tol
 }  // namespace
 
 CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol,
-                    bool fp16) {
+                    bool fp16, std::shared_ptr<const ops::Tuning> tuning) {
   using S = CaseResult::Status;
   try {
     fs::path model = fs::path(dir) / "model.onnx";
@@ -88,6 +88,7 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
     SessionOptions options;
     options.context = context;
     options.fp16 = fp16;
+    options.graph.tuning = tuning;
     std::unique_ptr<Session> session;
     try {
       session = std::make_unique<Session>(model.string(), options);
@@ -141,7 +142,8 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
 
 int run_conformance(const std::vector<std::string>& roots, const std::string& expect_file,
                     const std::string& write_passes, const std::string& filter,
-                    const vk::ContextOptions& options, bool verbose, bool fp16) {
+                    const vk::ContextOptions& options, bool verbose, bool fp16,
+                    std::shared_ptr<const ops::Tuning> tuning) {
   auto context = vk::Context::create(options);
   std::set<std::string> expected;
   if (!expect_file.empty()) {
@@ -164,7 +166,8 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
     for (auto& c : cases) {
       std::string id = label + "/" + c.filename().string();
       size_t before = context->validation_messages().size();
-      CaseResult r = run_case(c.string(), context, fp16 ? kFp16Tolerance : Tolerance{}, fp16);
+      CaseResult r =
+          run_case(c.string(), context, fp16 ? kFp16Tolerance : Tolerance{}, fp16, tuning);
       auto messages = context->validation_messages();
       if (messages.size() > before) {
         r = {CaseResult::Status::Error, "validation: " + messages[before]};

@@ -1,8 +1,10 @@
 // vkgraph: the command-line tool. One clear line on error, non-zero exit code.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -162,6 +164,32 @@ std::pair<std::string, std::string> split_eq(const std::string& arg, const char*
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
+}  // namespace
+
+namespace vkgraph::cli {
+int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  size_t used = 0;
+  long long v = 0;
+  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-');
+  if (ok) {
+    try {
+      v = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || used != text.size())
+    throw Error(ErrorKind::InvalidArgument, what + ": '" + text + "' is not an integer");
+  if (v < lo || v > hi)
+    throw Error(ErrorKind::InvalidArgument, what + ": " + text + " is out of range [" +
+                                                std::to_string(lo) + ", " + std::to_string(hi) +
+                                                "]");
+  return v;
+}
+}  // namespace vkgraph::cli
+
+namespace {
+
 Shape parse_dims(const std::string& s) {
   Shape dims;
   std::stringstream ss(s);
@@ -225,7 +253,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16,
-            bool bench) {
+            bool bench, std::shared_ptr<const ops::Tuning> tuning) {
   if (args.empty()) throw Error(ErrorKind::InvalidArgument, "run: missing MODEL");
   int warmup = 10, runs = 100;
   size_t top = 15;
@@ -235,29 +263,35 @@ int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& opti
   SessionOptions so;
   so.context_options = options;
   so.fp16 = fp16;
+  so.graph.tuning = std::move(tuning);
   int repeat = 1;
   for (size_t i = 1; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
       return args[++i];
     };
-    if (args[i] == "--input")
-      input_files.insert(split_eq(value(), "--input"));
-    else if (args[i] == "--shape") {
+    constexpr int64_t kMaxCount = 1'000'000'000;
+    const std::string& flag = args[i];
+    if (flag == "--input") {
+      auto [name, file] = split_eq(value(), "--input");
+      if (!input_files.emplace(name, file).second)
+        throw Error(ErrorKind::InvalidArgument, "--input given twice for '" + name + "'");
+    } else if (flag == "--shape") {
       auto [name, dims] = split_eq(value(), "--shape");
-      so.input_shapes[name] = parse_dims(dims);
-    } else if (args[i] == "--output-dir")
+      if (!so.input_shapes.emplace(name, parse_dims(dims)).second)
+        throw Error(ErrorKind::InvalidArgument, "--shape given twice for '" + name + "'");
+    } else if (flag == "--output-dir")
       output_dir = value();
-    else if (args[i] == "--repeat")
-      repeat = std::max(1, std::atoi(value().c_str()));
-    else if (args[i] == "--labels")
+    else if (flag == "--repeat")
+      repeat = static_cast<int>(cli::parse_int(value(), flag, 1, kMaxCount));
+    else if (flag == "--labels")
       labels_path = value();
-    else if (bench && args[i] == "--warmup")
-      warmup = std::max(0, std::atoi(value().c_str()));
-    else if (bench && args[i] == "--runs")
-      runs = std::max(1, std::atoi(value().c_str()));
-    else if (bench && args[i] == "--top")
-      top = std::max(1, std::atoi(value().c_str()));
+    else if (bench && flag == "--warmup")
+      warmup = static_cast<int>(cli::parse_int(value(), flag, 0, kMaxCount));
+    else if (bench && flag == "--runs")
+      runs = static_cast<int>(cli::parse_int(value(), flag, 1, kMaxCount));
+    else if (bench && flag == "--top")
+      top = static_cast<size_t>(cli::parse_int(value(), flag, 1, kMaxCount));
     else if (bench && args[i] == "--trace")
       trace = value();
     else
@@ -388,26 +422,33 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stderr);
       return 2;
     }
+    // The one read of VKGRAPH_TUNE: every graph built below gets these knobs explicitly.
+    std::shared_ptr<const ops::Tuning> tuning;
+    if (const char* spec = std::getenv("VKGRAPH_TUNE"))
+      tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(spec));
     std::string cmd = rest[0];
     std::vector<std::string> cmd_args(rest.begin() + 1, rest.end());
     if (cmd == "info") return cmd_info(options);
     if (cmd == "demo") return cli::run_demo(options);
-    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false);
-    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true);
-    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16);
+    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false, tuning);
+    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true, tuning);
+    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16, tuning);
     if (cmd == "check") {
       if (cmd_args.size() != 1)
         throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
       auto r = cli::run_case(cmd_args[0], vk::Context::create(options),
-                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16);
-      std::printf("%s: %s%s%s\n", cmd_args[0].c_str(), cli::status_name(r.status),
-                  r.detail.empty() ? "" : ": ", r.detail.c_str());
-      return r.status == cli::CaseResult::Status::Pass ? 0 : 1;
+                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16, tuning);
+      // A pass is the command's output; anything else is its error.
+      const bool pass = r.status == cli::CaseResult::Status::Pass;
+      std::fprintf(pass ? stdout : stderr, "%s: %s%s%s\n", cmd_args[0].c_str(),
+                   cli::status_name(r.status), r.detail.empty() ? "" : ": ", r.detail.c_str());
+      return pass ? 0 : 1;
     }
     if (cmd == "conformance") {
       if (cmd_args.empty())
         throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
-      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16);
+      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16,
+                                  tuning);
     }
     throw Error(ErrorKind::InvalidArgument, "unknown command '" + cmd + "' (see vkgraph --help)");
   } catch (const std::exception& e) {

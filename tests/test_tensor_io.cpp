@@ -151,7 +151,7 @@ TEST(Npy, BoolBytesAreNormalised) {
       npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }\n", 0);
   file.insert(file.end(), {0, 2, 255});
   const HostTensor t = decode_npy(file);
-  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(t.bytes, (TensorBytes{0, 1, 1}));
 }
 
 TEST(Npy, MalformedFilesAreRejected) {

@@ -73,7 +73,7 @@ TEST(TensorProto, TypedFields) {
   p.add_int32_data(0);
   p.add_int32_data(7);
   t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.bytes, (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(t.bytes, (TensorBytes{0, 1}));
 }
 
 TEST(TensorProto, ConvertedTypes) {

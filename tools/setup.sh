@@ -10,6 +10,11 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc spirv-tools \
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata \
-  libgtest-dev libgmock-dev >/dev/null
+  libgtest-dev libgmock-dev \
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build
+# The Python package into /usr/bin/python3's site-packages (/usr/local/lib/python3.11/
+# dist-packages), so `import vkgraph` works in any shell. Uninstall:
+#   sudo xargs rm -v < build/install_manifest_python.txt
+$SUDO cmake --install build --component python >/dev/null

@@ -9,8 +9,14 @@
 // folded into a preceding Conv, and bias, a residual Add and activations are fused into
 // Conv/Gemm/MatMul epilogues, as is a scalar scale after MatMul; Transposes that only MatMuls
 // read are not copied. Later runs with the same input shapes replay the recorded command
-// buffers; a new input shape re-plans and re-records. One Session is used by one thread at a
-// time.
+// buffers; a new input shape re-plans and re-records.
+//
+// Threads: run() may be called from several threads at once; the runs take turns (a mutex
+// inside the Session; one graph holds one execution's inputs and outputs), so each returns
+// the outputs of its own feeds. For runs in parallel, use one Session per thread (they may
+// share a Context). inputs() and outputs() can change during a run (needs_value marks found
+// while building, output dtypes) and graph() is replaced by a run that rebuilds: read them
+// while no run is in flight. Moving a Session is not thread-safe.
 //
 // Inputs whose values the model needs while it is built (a Reshape target shape, Slice
 // starts, Resize scales, ... given as model inputs) are value-specialised: inputs() marks them
@@ -46,6 +52,24 @@ struct SessionOptions {
   bool fp16 = false;
 };
 
+// The model's metadata fields (ModelProto), for onnxruntime-style get_modelmeta().
+struct ModelMetadata {
+  std::string producer_name, producer_version, domain, description, graph_name, graph_description;
+  int64_t model_version = 0;
+  std::map<std::string, std::string> custom;  // metadata_props
+};
+
+// App memory that Session::run_bound reads an input from or writes an output into.
+struct HostBinding {
+  void* data = nullptr;
+  // Bytes at `data`, at least the tensor's. Where `data` and `bytes` are multiples of the
+  // device's features().min_imported_host_pointer_alignment (4096 on lavapipe), the device
+  // imports the memory and reads or writes it in place; otherwise one memcpy each way.
+  size_t bytes = 0;
+  DType dtype = DType::Float32;
+  Shape shape;
+};
+
 struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
@@ -64,11 +88,24 @@ class Session {
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
   int opset() const;  // the model's ai.onnx opset, as the importer reads it
+  ModelMetadata metadata() const;
 
   // Runs with one tensor per model input (by name). Returns the outputs named in
   // `output_names`, or all outputs in model order when it is empty.
   std::vector<HostTensor> run(const std::map<std::string, HostTensor>& feeds,
                               const std::vector<std::string>& output_names = {});
+
+  // Zero-copy runs on app memory (IO binding): the graph is built with External inputs and
+  // outputs bound to the memory with ComputeGraph::bind_host_pointer. prepare_bound builds it
+  // for these inputs (shapes, and values where needs_value) and returns what each output
+  // will be, so that the app can allocate them; run_bound runs with every input and output
+  // bound and says, per name, whether the device imported the memory or it was copied.
+  // Binding the same memory as the last run replays the recorded command buffers; other
+  // memory re-records them, and switching between run() and run_bound() rebuilds the graph.
+  // Outputs that are a constant or an input of the model are always copied.
+  std::vector<ValueInfo> prepare_bound(const std::map<std::string, HostBinding>& inputs);
+  std::map<std::string, HostIOPath> run_bound(const std::map<std::string, HostBinding>& inputs,
+                                              const std::map<std::string, HostBinding>& outputs);
 
   // The graph of the last run (null before the first); for stats and profiling.
   ComputeGraph* graph();
@@ -77,6 +114,7 @@ class Session {
 
  private:
   struct Impl;
+  Impl& impl() const;  // InvalidState after a move
   std::unique_ptr<Impl> impl_;
 };
 

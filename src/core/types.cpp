@@ -1,9 +1,12 @@
 #include "vkgraph/types.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "vkgraph/error.h"
 
@@ -20,6 +23,8 @@ size_t dtype_size(DType dtype) {
     case DType::Int64:
       return 8;
     case DType::Bool:
+    case DType::Int8:
+    case DType::UInt8:
       return 1;
   }
   throw Error(ErrorKind::InvalidArgument,
@@ -38,6 +43,10 @@ const char* dtype_name(DType dtype) {
       return "int64";
     case DType::Bool:
       return "bool";
+    case DType::Int8:
+      return "int8";
+    case DType::UInt8:
+      return "uint8";
   }
   return "invalid";
 }
@@ -111,12 +120,70 @@ std::string shape_str(const Shape& shape) {
   return out + "]";
 }
 
-HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {
-  const int64_t count = vkgraph::numel(this->shape);
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePageMinBytes = size_t{4} << 20;
+
+size_t checked_nbytes(DType dtype, const Shape& shape) {
+  const int64_t count = numel(shape);
   const size_t elem = dtype_size(dtype);
   check(static_cast<uint64_t>(count) <= std::numeric_limits<size_t>::max() / elem,
-        ErrorKind::InvalidArgument, "tensor of shape " + shape_str(this->shape) + " is too large");
-  bytes.assign(static_cast<size_t>(count) * elem, 0);
+        ErrorKind::InvalidArgument, "tensor of shape " + shape_str(shape) + " is too large");
+  return static_cast<size_t>(count) * elem;
+}
+
+// Runs `fill` (which sizes a tensor's bytes); host memory running out is OutOfMemory naming the
+// tensor, not std::bad_alloc.
+template <typename Fill>
+void sized(const Shape& shape, size_t bytes, Fill fill) {
+  try {
+    fill(bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::OutOfMemory, "tensor of shape " + shape_str(shape) + " (" +
+                                            std::to_string(bytes) +
+                                            " bytes) does not fit in host memory");
+  }
+}
+}  // namespace
+
+void* allocate_tensor_bytes(size_t bytes) {
+  // Plain operator new, not a 2 MiB-aligned one: glibc then serves a run's outputs from the
+  // blocks the previous run's outputs freed, already faulted in, where an aligned request
+  // would take fresh (kernel-zeroed) mmap pages every time.
+  void* p = ::operator new(bytes);
+  if (bytes >= kHugePageMinBytes) {
+    // A hint over the huge pages inside the block, for when it is fresh memory: where
+    // transparent huge pages are off or the range is already backed it does nothing, and its
+    // failure changes nothing but speed.
+    auto begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
+    auto end = (reinterpret_cast<uintptr_t>(p) + bytes) / kHugePage * kHugePage;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+  return p;
+}
+
+void free_tensor_bytes(void* pointer, size_t) noexcept {
+  ::operator delete(pointer);
+}
+
+HostTensor::HostTensor(DType dtype, Shape shape) : dtype(dtype), shape(std::move(shape)) {
+  sized(this->shape, checked_nbytes(dtype, this->shape), [&](size_t n) { bytes.assign(n, 0); });
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, Shape shape) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  sized(t.shape, checked_nbytes(dtype, t.shape), [&](size_t n) { t.bytes.resize(n); });
+  return t;
+}
+
+void HostTensor::check_values(const HostTensor& t, size_t count, size_t elem_size) {
+  if (elem_size != dtype_size(t.dtype) || count != static_cast<size_t>(t.numel()))
+    throw Error(ErrorKind::InvalidArgument, "HostTensor::from: " + std::to_string(count) +
+                                                " values of " + std::to_string(elem_size) +
+                                                " bytes for a " + dtype_name(t.dtype) +
+                                                " tensor of shape " + shape_str(t.shape));
 }
 
 namespace {
@@ -153,6 +220,10 @@ double HostTensor::as_double(int64_t i) const {
       return static_cast<double>(load<int64_t>(*this, i));
     case DType::Bool:
       return load<uint8_t>(*this, i) ? 1.0 : 0.0;
+    case DType::Int8:
+      return load<int8_t>(*this, i);
+    case DType::UInt8:
+      return load<uint8_t>(*this, i);
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_double");
 }
@@ -176,6 +247,10 @@ int64_t HostTensor::as_int(int64_t i) const {
       return load<int64_t>(*this, i);
     case DType::Bool:
       return load<uint8_t>(*this, i) ? 1 : 0;
+    case DType::Int8:
+      return load<int8_t>(*this, i);
+    case DType::UInt8:
+      return load<uint8_t>(*this, i);
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_int");
 }

@@ -11,6 +11,37 @@
 
 namespace vkgraph {
 
+namespace {
+
+// Claims the graph for the calling thread for the duration of one running method. Nested
+// calls on the same thread (execute -> submit) pass; another thread gets InvalidState, every
+// time the calls overlap, so misuse is an error rather than a mix of two executions.
+class ExclusiveUse {
+ public:
+  ExclusiveUse(std::atomic<std::thread::id>& user, const char* what) : user_(user) {
+    std::thread::id idle{}, me = std::this_thread::get_id();
+    if (user_.compare_exchange_strong(idle, me, std::memory_order_acquire)) {
+      owner_ = true;
+    } else if (idle != me) {
+      throw Error(ErrorKind::InvalidState,
+                  std::string(what) +
+                      ": the graph is in use by another thread (one thread at a time; "
+                      "Session::run serialises for you)");
+    }
+  }
+  ~ExclusiveUse() {
+    if (owner_) user_.store(std::thread::id{}, std::memory_order_release);
+  }
+  ExclusiveUse(const ExclusiveUse&) = delete;
+  ExclusiveUse& operator=(const ExclusiveUse&) = delete;
+
+ private:
+  std::atomic<std::thread::id>& user_;
+  bool owner_ = false;
+};
+
+}  // namespace
+
 GraphState::GraphState(std::shared_ptr<vk::Context> ctx, GraphOptions opts)
     : context(std::move(ctx)), options(opts) {
   check(context != nullptr, ErrorKind::InvalidArgument, "ComputeGraph needs a Context");
@@ -147,9 +178,10 @@ void ComputeGraph::add_dispatch(DispatchDesc desc) {
                                               " bytes, over the device's maxStorageBufferRange (" +
                                               std::to_string(range) + ")");
   }
-  vk::find_shader(desc.shader);  // unknown shader: fail at build time, not at encode
+  // Unknown shader: fail at build time, not at encode.
+  const vk::ShaderInfo& shader = desc.shader.resolve();
   Node n{Node::Kind::Dispatch};
-  n.label = desc.label.empty() ? desc.shader : desc.label;
+  n.label = desc.label.empty() ? std::string(shader.name) : desc.label;
   if (!impl_->label_scope.empty()) n.label = impl_->label_scope + ": " + n.label;
   n.dispatch = std::move(desc);
   impl_->state.nodes.push_back(std::move(n));
@@ -196,6 +228,7 @@ TensorRef ComputeGraph::output(size_t i) const {
 }
 
 void ComputeGraph::bind_external(const std::string& name, const ExternalBuffer& buffer) {
+  ExclusiveUse use(impl_->user, "bind_external");
   impl_->io.bind_external(name, buffer);
   impl_->encoder.invalidate();
 }
@@ -211,12 +244,14 @@ VkBufferMemoryBarrier ComputeGraph::app_acquire(const std::string& name,
 }
 
 HostIOPath ComputeGraph::bind_host_pointer(const std::string& name, void* pointer, size_t bytes) {
+  ExclusiveUse use(impl_->user, "bind_host_pointer");
   HostIOPath path = impl_->io.bind_host_pointer(name, pointer, bytes);
   impl_->encoder.invalidate();
   return path;
 }
 
 void ComputeGraph::prepare() {
+  ExclusiveUse use(impl_->user, "prepare");
   if (impl_->prepared) return;
   GraphIO& io = impl_->io;
   check(!io.outputs().empty(), ErrorKind::InvalidState, "graph has no outputs");
@@ -229,6 +264,7 @@ void ComputeGraph::prepare() {
 }
 
 void ComputeGraph::copy_to_input(size_t i, const void* data, size_t bytes) {
+  ExclusiveUse use(impl_->user, "copy_to_input");
   impl_->io.input(i);  // a bad index first, as for every other call taking one
   impl_->state.require_idle("copy_to_input");
   prepare();
@@ -240,6 +276,7 @@ void ComputeGraph::submit() {
 }
 
 void ComputeGraph::submit(const vk::SubmitSync& sync) {
+  ExclusiveUse use(impl_->user, "submit");
   impl_->state.require_idle("submit");
   prepare();
   impl_->io.before_submit();
@@ -247,6 +284,7 @@ void ComputeGraph::submit(const vk::SubmitSync& sync) {
 }
 
 void ComputeGraph::wait() {
+  ExclusiveUse use(impl_->user, "wait");
   impl_->encoder.wait();
   impl_->io.after_wait();
 }
@@ -256,11 +294,13 @@ bool ComputeGraph::in_flight() const {
 }
 
 void ComputeGraph::execute() {
+  ExclusiveUse use(impl_->user, "execute");
   submit();
   wait();
 }
 
 void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
+  ExclusiveUse use(impl_->user, "copy_from_output");
   impl_->io.output(i);
   impl_->state.require_idle("copy_from_output");
   // Runs every execution: messages are built only on failure.
@@ -270,8 +310,10 @@ void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
 }
 
 HostTensor ComputeGraph::read_output(size_t i) {
+  ExclusiveUse use(impl_->user, "read_output");
   const TensorInfo& ti = impl_->state.tensor(output(i));
-  HostTensor t(ti.dtype, ti.shape);
+  // Not zero-filled: the readback writes every byte, and a fill would double its cost.
+  HostTensor t = HostTensor::uninitialized(ti.dtype, ti.shape);
   copy_from_output(i, t.bytes.data(), t.bytes.size());
   return t;
 }

@@ -36,8 +36,9 @@ void Encoder::prepare() {
     auto& d = n.dispatch;
     std::vector<uint32_t> spec = {d.local[0], d.local[1], d.local[2]};
     spec.insert(spec.end(), d.spec.begin(), d.spec.end());
-    n.pipeline = &ctx.pipelines().get({d.shader, static_cast<uint32_t>(d.bindings.size()),
-                                       static_cast<uint32_t>(d.push.size()), spec});
+    n.pipeline =
+        &ctx.pipelines().get({d.shader.resolve().name, static_cast<uint32_t>(d.bindings.size()),
+                              static_cast<uint32_t>(d.push.size()), spec});
     sets++;
     descriptors += static_cast<uint32_t>(d.bindings.size());
   }

@@ -1,7 +1,9 @@
 #pragma once
 // What a ComputeGraph holds: its tables, its I/O and its encoder, in the order they must be
 // destroyed backwards (the encoder waits for the GPU before staging and buffers go).
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "graph/encoder.h"
 #include "graph/graph_io.h"
@@ -18,6 +20,7 @@ struct ComputeGraph::Impl {
   Encoder encoder;
   std::string label_scope;
   bool prepared = false;
+  std::atomic<std::thread::id> user{};  // the thread inside a running method, if any
 };
 
 }  // namespace vkgraph

@@ -152,6 +152,7 @@ VkBufferMemoryBarrier GraphIO::app_acquire(const std::string& name,
 HostIOPath GraphIO::bind_host_pointer(const std::string& name, void* pointer, size_t bytes) {
   GraphPort& io = find(name);
   size_t need = g_.tensor(io.tensor).nbytes();
+  if (!pointer) throw Error(ErrorKind::InvalidArgument, "'" + name + "': null host pointer");
   // More than the tensor is fine: an app rounds its allocation up so that it can be imported.
   if (bytes < need)
     throw Error(ErrorKind::InvalidArgument, "'" + name + "' needs " + std::to_string(need) +
@@ -214,6 +215,8 @@ void GraphIO::copy_to_input(size_t i, const void* data, size_t bytes) {
     throw Error(ErrorKind::InvalidArgument,
                 "input '" + io.name + "' " + shape_str(ti.shape) + " " + dtype_name(ti.dtype) +
                     " takes " + std::to_string(expected) + " bytes, got " + std::to_string(bytes));
+  if (bytes && !data)
+    throw Error(ErrorKind::InvalidArgument, "copy_to_input: null data for input '" + io.name + "'");
   if (bytes) io.staging->copy_in(data, bytes);
 }
 
@@ -230,6 +233,9 @@ void GraphIO::copy_from_output(size_t i, void* data, size_t bytes) const {
                                                 std::to_string(bytes));
   // The fence waited in wait() follows the recorded device->host barrier; copy_out
   // invalidates non-coherent memory before reading.
+  if (bytes && !data)
+    throw Error(ErrorKind::InvalidArgument,
+                "copy_from_output: null destination for output '" + io.name + "'");
   if (bytes) io.staging->copy_out(data, bytes);
 }
 

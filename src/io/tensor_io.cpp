@@ -171,6 +171,10 @@ const char* descr_of(DType dtype) {
       return "<i8";
     case DType::Bool:
       return "|b1";
+    case DType::Int8:
+      return "|i1";
+    case DType::UInt8:
+      return "|u1";
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype");
 }

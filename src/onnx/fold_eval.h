@@ -67,6 +67,10 @@ inline void store_int(HostTensor& t, int64_t i, int64_t v) {
     case DType::Bool:
       t.data<uint8_t>()[i] = v != 0;
       break;
+    case DType::Int8:
+    case DType::UInt8:
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);  // the importer never folds these
+      break;
   }
 }
 
@@ -84,6 +88,10 @@ inline void store_double(HostTensor& t, int64_t i, double v) {
       break;
     case DType::Bool:
       t.data<uint8_t>()[i] = v != 0;  // NaN counts as true, like NumPy's astype(bool)
+      break;
+    case DType::Int8:
+    case DType::UInt8:
+      store_int(t, i, float_to_int(v, DType::Int32));
       break;
   }
 }

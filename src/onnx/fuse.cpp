@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "onnx/fuse_attention.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -236,6 +237,10 @@ constexpr Pattern kPatterns[] = {
     {"Conv", conv_epilogue},
     // Gemm -> activation => FusedGemm
     {"Gemm", gemm_activation},
+    // Mul(q, c) / Mul(kᵀ, c) -> MatMul -> ... -> MatMul(·, v) => FusedAttention (dynamo form)
+    {"Mul", attention_prescaled},
+    // MatMul(q, kᵀ) [-> scale] [-> mask] -> Softmax [-> Dropout] -> MatMul(·, v) => FusedAttention
+    {"MatMul", attention},
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> activation] => FusedMatMul
     {"MatMul", matmul_epilogue},
     // Transpose read only by MatMul/Transpose => elided, read as a strided view
@@ -243,8 +248,10 @@ constexpr Pattern kPatterns[] = {
 };
 
 const std::map<std::string, std::string>& model_op_types() {
-  static const std::map<std::string, std::string> types = {
-      {"FusedConv", "Conv"}, {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"}};
+  static const std::map<std::string, std::string> types = {{"FusedConv", "Conv"},
+                                                           {"FusedGemm", "Gemm"},
+                                                           {"FusedMatMul", "MatMul"},
+                                                           {"FusedAttention", "MatMul"}};
   return types;
 }
 
@@ -290,7 +297,9 @@ const std::string& model_op_type(const NodeProto& node) {
 }
 
 std::string lowering_key(const NodeProto& node) {
-  return is_fused(node) ? fused_key(node.op_type()) : node.op_type();
+  // Fused nodes get fused_key(op); other domains' ops (com.microsoft) the same "domain.Op".
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return node.domain() + "." + node.op_type();
 }
 
 std::optional<Activation> activation(const NodeProto& node, const fold::Attrs& attrs) {

@@ -1,8 +1,8 @@
 #pragma once
 // The load-time fusion pass. It rewrites ONNX nodes into nodes of the private domain
-// `ai.vkgraph` (FusedConv, FusedGemm, FusedMatMul) that say everything their lowering emits in
-// one op: the nodes a fused node replaces are not lowered at all. Lowerings then handle one node
-// each and know nothing of fusion.
+// `ai.vkgraph` (FusedConv, FusedGemm, FusedMatMul; FusedAttention in fuse_attention.h) that say
+// everything their lowering emits in one op: the nodes a fused node replaces are not lowered at
+// all. Lowerings then handle one node each and know nothing of fusion.
 //
 // The pass runs node by node, just before a node is lowered, rather than over the whole graph
 // up front: whether a weight, a bias or a scale is a host constant is often learnt only while
@@ -84,8 +84,9 @@ class Pass {
 // own op type. Error messages, labels and the float16 policy speak of the model's node.
 const std::string& model_op_type(const onnx::NodeProto& node);
 bool is_fused(const onnx::NodeProto& node);
-// The key of a node's lowering: the op type, prefixed by the domain for fused nodes so that a
-// model's own node can never reach a fused lowering.
+// The key of a node's lowering: the op type, prefixed by the domain ("domain.Op") outside the
+// default domain, for fused nodes (the importer refuses model nodes of kDomain, so a model's
+// own node can never reach a fused lowering) and com.microsoft ops.
 std::string lowering_key(const onnx::NodeProto& node);
 inline std::string fused_key(const std::string& op_type) {
   return std::string(kDomain) + "." + op_type;

@@ -10,30 +10,6 @@
 namespace vkgraph::onnx_import {
 
 namespace {
-// The op types whose lowerings compute float32 values in float16 in float16 mode: every op
-// they emit has float16 variants (float16 storage, float32 arithmetic), and every float
-// constant they make goes through Importer::constant_tensor. Other ops get float32 tensors,
-// cast on the device where a value lives in float16.
-bool computes_in_half(const std::string& op_type) {
-  static const std::set<std::string> ops = {
-      // elementwise
-      "Add", "Sub", "Mul", "Div", "Sum", "Mean", "Max", "Min", "PRelu", "Relu", "Sigmoid", "Tanh",
-      "Exp", "Log", "Neg", "Sqrt", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
-      "Cos", "Erf", "Softplus", "Mish", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
-      "Gelu", "Clip", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-      "Softsign", "ThresholdedRelu", "Celu",
-      // networks
-      "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-      "GroupNormalization", "Softmax", "LogSoftmax", "ReduceSum", "ReduceMean", "ReduceMax",
-      "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare",
-      "ReduceLogSum", "ArgMax", "ArgMin", "DepthToSpace", "SpaceToDepth",
-      // data movement
-      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
-      "Gather", "GatherElements", "Expand", "Tile", "Pad", "Where", "Resize", "Upsample"};
-  return ops.count(op_type) > 0;
-}
-
 // Finite constants beyond float16's range saturate to +-65504 rather than become infinite:
 // exporters write "minus infinity" masks as finfo(float32).min or -1e9, and an infinite one
 // would turn 0 * mask into NaN.
@@ -52,8 +28,9 @@ HostTensor half_of(const HostTensor& t) {
 
 Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
-                   const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16)
-    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16) {
+                   const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16,
+                   IOMode io)
+    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16), io_(io) {
   opset_ = ai_onnx_opset(model);
   // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
   // did not change (legacy attributes such as broadcast/axis are handled where they exist).
@@ -63,6 +40,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_einsum(lowerings_);
   register_elementwise(lowerings_);
   register_nn(lowerings_);
+  register_attention(lowerings_);
   register_tensor(lowerings_);
   register_loss(lowerings_);
   register_grid_sample(lowerings_);
@@ -72,7 +50,14 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_nd_index(lowerings_);
   register_one_hot(lowerings_);
   register_pointwise(lowerings_);
+  register_quant(lowerings_);
   add_inputs(input_shapes, input_values);
+}
+
+std::optional<DType> int8_type_of(int32_t onnx_type) {
+  if (onnx_type == onnx::TensorProto::INT8) return DType::Int8;
+  if (onnx_type == onnx::TensorProto::UINT8) return DType::UInt8;
+  return std::nullopt;
 }
 
 Value Importer::device_value(ComputeGraph& g, TensorRef t) {
@@ -93,6 +78,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     v.constant = onnx_io::tensor_from_proto(init);
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
+    v.int8_type = int8_type_of(init.data_type());
     values_[init.name()] = std::move(v);
   }
   for (auto& in : g.input()) {
@@ -103,7 +89,8 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     if (!in.type().has_tensor_type())
       throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
     DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
-    Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name()));
+    Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name(), io_));
+    v.int8_type = int8_type_of(in.type().tensor_type().elem_type());
     if (auto vt = input_values.find(in.name()); vt != input_values.end()) {
       if (vt->second.dtype != dtype || vt->second.shape != v.shape)
         throw Error(ErrorKind::InvalidArgument, "value for model input '" + in.name() + "' is " +
@@ -123,6 +110,8 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
       throw Error(ErrorKind::ModelFormat, where(node) + ": has no output");
     for (auto& name : node.input())
       if (!name.empty()) consumers_[name].push_back(&node);
+    for (auto& name : node.output())
+      if (!name.empty()) producers_[name] = &node;
   }
 }
 
@@ -151,7 +140,19 @@ void Importer::build() {
     auto it = values_.find(out.name());
     if (it == values_.end())
       throw Error(ErrorKind::ModelFormat, "model output '" + out.name() + "' is never computed");
-    graph_.add_output(tensor(it->second, out.name()), out.name());
+    TensorRef t = tensor(it->second, out.name());
+    if (io_ == IOMode::External) {
+      // add_output refuses External, before changing anything, for what the graph does not
+      // compute into storage of its own: a constant, an input, storage another output owns.
+      try {
+        graph_.add_output(t, out.name(), IOMode::External);
+        external_outputs_.insert(out.name());
+        continue;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::InvalidArgument) throw;
+      }
+    }
+    graph_.add_output(t, out.name());
   }
 }
 
@@ -200,7 +201,10 @@ void Importer::visit(const onnx::NodeProto& node) {
   if (absorbed_.count(&node)) return;
   for (const std::string& name : node.input())
     if (blocked_.count(name)) return block(node);
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  // Other domains' ops (com.microsoft) run where they have a lowering; the fusion pass's own
+  // domain is never the model's to use.
+  if (!node.domain().empty() && node.domain() != "ai.onnx" &&
+      (fuse::is_fused(node) || !lowerings_.count(fuse::lowering_key(node))))
     throw Error(ErrorKind::Unsupported,
                 where(node) + ": operator domain '" + node.domain() + "' is not supported");
   for (int i = 0; i < node.input_size(); ++i)
@@ -236,6 +240,8 @@ void Importer::visit(const onnx::NodeProto& node) {
     Value& v = values_[node.output(0)];
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
+    for (auto& attr : node.attribute())
+      if (attr.name() == "value" && attr.has_t()) v.int8_type = int8_type_of(attr.t().data_type());
     return;
   }
   std::optional<fuse::Fusion> fusion;
@@ -270,9 +276,9 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   }
   const std::string& op_type = fuse::model_op_type(node);
   graph_.set_label_scope(op_type + " '" + node.name() + "'");
-  node_half_ = fp16_ && computes_in_half(op_type);
+  node_half_ = fp16_ && it->second.half;
   node_demoted_ = false;
-  std::vector<Value> outs = it->second(*this, node, attrs);
+  std::vector<Value> outs = it->second.lower(*this, node, attrs);
   graph_.set_label_scope("");
   if (outs.empty()) fail(node, "lowering produced no output");
   // Float16 results of float32 operands are float32 values held in float16.
@@ -403,6 +409,11 @@ const std::vector<const onnx::NodeProto*>& Importer::consumers(const std::string
   static const std::vector<const onnx::NodeProto*> none;
   auto it = consumers_.find(value);
   return it == consumers_.end() ? none : it->second;
+}
+
+const onnx::NodeProto* Importer::producer(const std::string& value) const {
+  auto it = producers_.find(value);
+  return it == producers_.end() ? nullptr : it->second;
 }
 
 }  // namespace vkgraph::onnx_import

@@ -29,10 +29,16 @@ struct Value {
   TensorRef other;
   Shape shape;
   DType dtype = DType::Float32;  // the model's dtype, whatever precision the device holds
+  // Int8 or UInt8 where the model declares the value int8 or uint8: `dtype` is then Int32, the
+  // type other ops compute it in, and `tensor` may hold it in 8-bit storage (lower_quant.cpp).
+  std::optional<DType> int8_type;
   // Model inputs whose values would make this value known on the host through folding; empty
   // when it is known already or no input's value could make it so.
   std::set<std::string> sources;
 };
+
+// Int8 / UInt8 for the ONNX element types INT8 / UINT8 (Value::int8_type), else nullopt.
+std::optional<DType> int8_type_of(int32_t onnx_type);
 
 // Thrown when a lowering needs on the host a value that the model's inputs determine, e.g. a
 // Reshape whose target shape is a model input. The Session then builds with those inputs'
@@ -50,12 +56,26 @@ class NeedsInputValues : public Error {
 class Importer;
 using Lowering =
     std::function<std::vector<Value>(Importer&, const onnx::NodeProto&, const fold::Attrs&)>;
-using LoweringTable = std::map<std::string, Lowering>;
+// A lowering and whether, in float16 mode, it computes float32 values in float16: every op it
+// emits has float16 variants (the `float16` property of their shader families, vkgraph/shaders/)
+// and every float constant it makes goes through Importer::constant_tensor. Lowerings without
+// it get float32 tensors, cast on the device where a value lives in float16.
+struct LoweringEntry {
+  LoweringEntry() = default;
+  LoweringEntry(Lowering l, bool computes_in_half = false)
+      : lower(std::move(l)), half(computes_in_half) {}
+  template <typename F>
+  LoweringEntry(F f, bool computes_in_half = false) : lower(std::move(f)), half(computes_in_half) {}
+  Lowering lower;
+  bool half = false;
+};
+using LoweringTable = std::map<std::string, LoweringEntry>;
 
 // Each lower_*.cpp adds its ops.
 void register_einsum(LoweringTable& table);
 void register_elementwise(LoweringTable& table);
 void register_nn(LoweringTable& table);
+void register_attention(LoweringTable& table);
 void register_tensor(LoweringTable& table);
 void register_loss(LoweringTable& table);
 void register_grid_sample(LoweringTable& table);
@@ -65,6 +85,7 @@ void register_signal(LoweringTable& table);
 void register_nd_index(LoweringTable& table);
 void register_one_hot(LoweringTable& table);
 void register_pointwise(LoweringTable& table);
+void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
 
 class Importer {
  public:
@@ -73,8 +94,12 @@ class Importer {
   // for the ops that read them on the device.
   Importer(const onnx::ModelProto& model, ComputeGraph& graph,
            const std::map<std::string, Shape>& input_shapes,
-           const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false);
+           const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false,
+           IOMode io = IOMode::Staged);
   void build();
+  // With IOMode::External: the outputs made External. The others (a constant, an input or a
+  // tensor another output already owns, given as an output) stay Staged.
+  const std::set<std::string>& external_outputs() const { return external_outputs_; }
 
   // --- for lowerings ---
   ComputeGraph& graph() { return graph_; }
@@ -109,6 +134,8 @@ class Importer {
   // --- for the fusion pass ---
   // The nodes that read `value`, in model order.
   const std::vector<const onnx::NodeProto*>& consumers(const std::string& value) const;
+  // The node whose output `value` is; null for graph inputs and initializers.
+  const onnx::NodeProto* producer(const std::string& value) const;
   bool is_model_output(const std::string& value) const { return graph_outputs_.count(value) > 0; }
 
   static Value device_value(ComputeGraph& g, TensorRef t);
@@ -127,13 +154,16 @@ class Importer {
   const onnx::ModelProto& model_;
   ComputeGraph& graph_;
   bool fuse_;
-  bool fp16_;                  // SessionOptions::fp16
+  bool fp16_;  // SessionOptions::fp16
+  IOMode io_;  // how model inputs and outputs are declared
+  std::set<std::string> external_outputs_;
   bool node_half_ = false;     // the node being lowered computes float32 values in float16
   bool node_demoted_ = false;  // ... and tensor() gave it a float32 value in float16
   int opset_ = 0;
   LoweringTable lowerings_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
+  std::map<std::string, const onnx::NodeProto*> producers_;
   std::set<std::string> graph_outputs_;
   fuse::Pass fusion_{*this};
   std::set<const onnx::NodeProto*> absorbed_;  // computed by a fused node: not visited

@@ -15,8 +15,12 @@ ValueInfo describe(const onnx::ValueInfoProto& v, const std::string& what) {
   const auto& tt = v.type().tensor_type();
   ValueInfo info{v.name(), {}, DType::Float32};
   if (tt.elem_type() != 0) info.dtype = onnx_io::dtype_from_onnx(tt.elem_type());
-  for (auto& d : tt.shape().dim())
-    info.shape.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+  info.onnx_type = tt.elem_type();
+  for (auto& d : tt.shape().dim()) {
+    const bool fixed = d.has_dim_value() && d.dim_value() >= 0;
+    info.shape.push_back(fixed ? d.dim_value() : -1);
+    info.dim_names.push_back(!fixed && d.has_dim_param() ? d.dim_param() : "");
+  }
   return info;
 }
 }  // namespace

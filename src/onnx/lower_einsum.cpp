@@ -89,8 +89,10 @@ class EquationParser {
     }
     auto [letters, ellipsis_at] = letters_of(eq.substr(arrow + 2), "the output");
     for (size_t a = 0; a < letters.size(); ++a) {
-      bool known = std::any_of(e.inputs.begin(), e.inputs.end(), [&](const Labels& in) {
-        return std::count(in.begin(), in.end(), letters[a]) > 0;
+      // A copy for the lambda: clang before 16 cannot capture a structured binding.
+      const auto label = letters[a];
+      bool known = std::any_of(e.inputs.begin(), e.inputs.end(), [label](const Labels& in) {
+        return std::count(in.begin(), in.end(), label) > 0;
       });
       if (!known || std::count(letters.begin(), letters.end(), letters[a]) > 1)
         bad("output index '" + std::string(1, static_cast<char>(letters[a])) +

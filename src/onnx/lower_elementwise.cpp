@@ -153,99 +153,151 @@ float scalar_input(const Importer& im, const onnx::NodeProto& node, size_t i, fl
 
 }  // namespace
 
+namespace {
+
+using Activation = std::pair<UnaryOp, UnaryParams>;
+
+float attr(const fold::Attrs& a, const char* name, float fallback) {
+  auto it = a.floats.find(name);
+  return it == a.floats.end() ? fallback : it->second;
+}
+
+// Clip takes its bounds as attributes before opset 11, as constant inputs since.
+std::optional<Activation> clip_activation(const onnx::NodeProto& node, const fold::Attrs& a,
+                                          const Importer& im) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (im.opset() < 11) {
+    lo = attr(a, "min", lo);
+    hi = attr(a, "max", hi);
+  } else {
+    // Non-constant bounds cannot be fused or passed as parameters.
+    for (size_t i = 1; i < 3; ++i)
+      if (im.has_input(node, i) && !im.constant(node, i)) return std::nullopt;
+    lo = scalar_input(im, node, 1, lo);
+    hi = scalar_input(im, node, 2, hi);
+  }
+  return Activation{UnaryOp::Clip, UnaryParams{lo, hi}};
+}
+
+struct ActivationRule {
+  UnaryOp op;
+  // The node's attributes as UnaryParams (or, for Gelu, as the variant); nullptr: the op
+  // takes none.
+  std::optional<Activation> (*read)(const onnx::NodeProto&, const fold::Attrs&,
+                                    const Importer&) = nullptr;
+};
+
+// The ONNX activations, one entry each: the op and how its attributes become UnaryParams.
+// register_elementwise lowers each through ops::unary; activation_of lets conv and matmul
+// fuse them.
+const std::map<std::string, ActivationRule>& activation_rules() {
+  using P = const onnx::NodeProto&;
+  using A = const fold::Attrs&;
+  using I = const Importer&;
+  static const std::map<std::string, ActivationRule> rules = {
+      {"Relu", {UnaryOp::Relu}},
+      {"Sigmoid", {UnaryOp::Sigmoid}},
+      {"Tanh", {UnaryOp::Tanh}},
+      {"Exp", {UnaryOp::Exp}},
+      {"Log", {UnaryOp::Log}},
+      {"Neg", {UnaryOp::Neg}},
+      {"Sqrt", {UnaryOp::Sqrt}},
+      {"Abs", {UnaryOp::Abs}},
+      {"Reciprocal", {UnaryOp::Reciprocal}},
+      {"Floor", {UnaryOp::Floor}},
+      {"Ceil", {UnaryOp::Ceil}},
+      {"Round", {UnaryOp::Round}},
+      {"Sign", {UnaryOp::Sign}},
+      {"Sin", {UnaryOp::Sin}},
+      {"Cos", {UnaryOp::Cos}},
+      {"Erf", {UnaryOp::Erf}},
+      {"Softplus", {UnaryOp::Softplus}},
+      {"Mish", {UnaryOp::Mish}},
+      {"HardSwish", {UnaryOp::HardSwish}},
+      {"Tan", {UnaryOp::Tan}},
+      {"Asin", {UnaryOp::Asin}},
+      {"Acos", {UnaryOp::Acos}},
+      {"Atan", {UnaryOp::Atan}},
+      {"Sinh", {UnaryOp::Sinh}},
+      {"Cosh", {UnaryOp::Cosh}},
+      {"Asinh", {UnaryOp::Asinh}},
+      {"Acosh", {UnaryOp::Acosh}},
+      {"Atanh", {UnaryOp::Atanh}},
+      {"Softsign", {UnaryOp::Softsign}},
+      {"LeakyRelu",
+       {UnaryOp::LeakyRelu,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::LeakyRelu, {attr(a, "alpha", 0.01f), 0}};
+        }}},
+      {"ThresholdedRelu",
+       {UnaryOp::ThresholdedRelu,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::ThresholdedRelu, {attr(a, "alpha", 1.0f), 0}};
+        }}},
+      {"Celu",
+       {UnaryOp::Celu,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::Celu, {attr(a, "alpha", 1.0f), 0}};
+        }}},
+      {"Elu",
+       {UnaryOp::Elu,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::Elu, {attr(a, "alpha", 1.0f), 0}};
+        }}},
+      {"Selu",
+       {UnaryOp::Selu,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::Selu,
+                            {attr(a, "alpha", 1.67326319217681884765625f),
+                             attr(a, "gamma", 1.05070102214813232421875f)}};
+        }}},
+      {"HardSigmoid",
+       {UnaryOp::HardSigmoid,
+        [](P, A a, I) -> std::optional<Activation> {
+          return Activation{UnaryOp::HardSigmoid, {attr(a, "alpha", 0.2f), attr(a, "beta", 0.5f)}};
+        }}},
+      {"Gelu",
+       {UnaryOp::Gelu,
+        [](P, A a, I) -> std::optional<Activation> {
+          auto it = a.strings.find("approximate");
+          bool tanh = it != a.strings.end() && it->second == "tanh";
+          return Activation{tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu, UnaryParams{}};
+        }}},
+      {"Clip", {UnaryOp::Clip, clip_activation}},
+  };
+  return rules;
+}
+
+}  // namespace
+
 std::optional<std::pair<UnaryOp, UnaryParams>> activation_of(const onnx::NodeProto& node,
                                                              const Importer& im) {
-  fold::Attrs a = fold::attrs_from_node(node);
-  auto f = [&](const char* name, float fallback) {
-    auto it = a.floats.find(name);
-    return it == a.floats.end() ? fallback : it->second;
-  };
-  const std::string& op = node.op_type();
-  static const std::map<std::string, UnaryOp> simple = {{"Relu", UnaryOp::Relu},
-                                                        {"Sigmoid", UnaryOp::Sigmoid},
-                                                        {"Tanh", UnaryOp::Tanh},
-                                                        {"Exp", UnaryOp::Exp},
-                                                        {"Log", UnaryOp::Log},
-                                                        {"Neg", UnaryOp::Neg},
-                                                        {"Sqrt", UnaryOp::Sqrt},
-                                                        {"Abs", UnaryOp::Abs},
-                                                        {"Reciprocal", UnaryOp::Reciprocal},
-                                                        {"Floor", UnaryOp::Floor},
-                                                        {"Ceil", UnaryOp::Ceil},
-                                                        {"Round", UnaryOp::Round},
-                                                        {"Sign", UnaryOp::Sign},
-                                                        {"Sin", UnaryOp::Sin},
-                                                        {"Cos", UnaryOp::Cos},
-                                                        {"Erf", UnaryOp::Erf},
-                                                        {"Softplus", UnaryOp::Softplus},
-                                                        {"Mish", UnaryOp::Mish},
-                                                        {"HardSwish", UnaryOp::HardSwish},
-                                                        {"Tan", UnaryOp::Tan},
-                                                        {"Asin", UnaryOp::Asin},
-                                                        {"Acos", UnaryOp::Acos},
-                                                        {"Atan", UnaryOp::Atan},
-                                                        {"Sinh", UnaryOp::Sinh},
-                                                        {"Cosh", UnaryOp::Cosh},
-                                                        {"Asinh", UnaryOp::Asinh},
-                                                        {"Acosh", UnaryOp::Acosh},
-                                                        {"Atanh", UnaryOp::Atanh},
-                                                        {"Softsign", UnaryOp::Softsign}};
-  if (auto it = simple.find(op); it != simple.end())
-    return std::make_pair(it->second, UnaryParams{});
-  if (op == "LeakyRelu")
-    return std::make_pair(UnaryOp::LeakyRelu, UnaryParams{f("alpha", 0.01f), 0});
-  if (op == "ThresholdedRelu")
-    return std::make_pair(UnaryOp::ThresholdedRelu, UnaryParams{f("alpha", 1.0f), 0});
-  if (op == "Celu") return std::make_pair(UnaryOp::Celu, UnaryParams{f("alpha", 1.0f), 0});
-  if (op == "Elu") return std::make_pair(UnaryOp::Elu, UnaryParams{f("alpha", 1.0f), 0});
-  if (op == "Selu")
-    return std::make_pair(UnaryOp::Selu, UnaryParams{f("alpha", 1.67326319217681884765625f),
-                                                     f("gamma", 1.05070102214813232421875f)});
-  if (op == "HardSigmoid")
-    return std::make_pair(UnaryOp::HardSigmoid, UnaryParams{f("alpha", 0.2f), f("beta", 0.5f)});
-  if (op == "Gelu") {
-    auto it = a.strings.find("approximate");
-    bool tanh = it != a.strings.end() && it->second == "tanh";
-    return std::make_pair(tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu, UnaryParams{});
-  }
-  if (op == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (im.opset() < 11) {
-      lo = f("min", lo);
-      hi = f("max", hi);
-    } else {
-      // Non-constant bounds cannot be fused or passed as parameters.
-      for (size_t i = 1; i < 3; ++i)
-        if (im.has_input(node, i) && !im.constant(node, i)) return std::nullopt;
-      lo = scalar_input(im, node, 1, lo);
-      hi = scalar_input(im, node, 2, hi);
-    }
-    return std::make_pair(UnaryOp::Clip, UnaryParams{lo, hi});
-  }
-  return std::nullopt;
+  auto it = activation_rules().find(node.op_type());
+  if (it == activation_rules().end()) return std::nullopt;
+  const ActivationRule& rule = it->second;
+  if (!rule.read) return Activation{rule.op, UnaryParams{}};
+  return rule.read(node, fold::attrs_from_node(node), im);
 }
 
 void register_elementwise(LoweringTable& t) {
-  t["Add"] = binary_lowering(BinaryOp::Add);
-  t["Sub"] = binary_lowering(BinaryOp::Sub);
-  t["Mul"] = binary_lowering(BinaryOp::Mul);
-  t["Div"] = binary_lowering(BinaryOp::Div);
+  constexpr bool half = shaders::binary::float16;
+  t["Add"] = {binary_lowering(BinaryOp::Add), half};
+  t["Sub"] = {binary_lowering(BinaryOp::Sub), half};
+  t["Mul"] = {binary_lowering(BinaryOp::Mul), half};
+  t["Div"] = {binary_lowering(BinaryOp::Div), half};
+  // Pow and Mod stay float32: Mod's float check and Pow's exponent cast look at float32.
   t["Pow"] = binary_lowering(BinaryOp::Pow);
   t["Mod"] = binary_lowering(BinaryOp::Mod);
-  t["Sum"] = variadic_lowering(BinaryOp::Add, false);
-  t["Mean"] = variadic_lowering(BinaryOp::Add, true);
-  t["Max"] = variadic_lowering(BinaryOp::Max, false);
-  t["Min"] = variadic_lowering(BinaryOp::Min, false);
-  for (const char* op :
-       {"Relu",      "Sigmoid",   "Tanh",       "Exp",   "Log",         "Neg",
-        "Sqrt",      "Abs",       "Reciprocal", "Floor", "Ceil",        "Round",
-        "Sign",      "Sin",       "Cos",        "Erf",   "Softplus",    "Mish",
-        "HardSwish", "LeakyRelu", "Elu",        "Selu",  "HardSigmoid", "Gelu",
-        "Clip",      "Tan",       "Asin",       "Acos",  "Atan",        "Sinh",
-        "Cosh",      "Asinh",     "Acosh",      "Atanh", "Softsign",    "ThresholdedRelu",
-        "Celu"})
-    t[op] = unary_lowering();
-  t["PRelu"] = lower_prelu;
+  t["Sum"] = {variadic_lowering(BinaryOp::Add, false), half};
+  t["Mean"] = {variadic_lowering(BinaryOp::Add, true), half};
+  t["Max"] = {variadic_lowering(BinaryOp::Max, false), half};
+  t["Min"] = {variadic_lowering(BinaryOp::Min, false), half};
+  // Every activation, in float16 where the unary family declares the op's float16 variant.
+  // (Gelu stands for GeluTanh too; Clip with computed bounds lowers to Max and Min, which
+  // have float16 variants as well.)
+  for (const auto& [op_type, rule] : activation_rules())
+    t[op_type] = {unary_lowering(), shaders::unary::find(rule.op, DType::Float16).has_value()};
+  t["PRelu"] = {lower_prelu, half};
   t["Trilu"] = lower_trilu;
   t["Identity"] = passthrough();
 }

@@ -7,6 +7,14 @@
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops/max_pool_indices.h"
+#include "vkgraph/shaders/argmax.h"
+#include "vkgraph/shaders/conv.h"
+#include "vkgraph/shaders/matmul_tiled.h"
+#include "vkgraph/shaders/norm.h"
+#include "vkgraph/shaders/pool.h"
+#include "vkgraph/shaders/reduce.h"
+#include "vkgraph/shaders/softmax.h"
+#include "vkgraph/shaders/strided_copy.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -113,23 +121,21 @@ std::vector<Value> emit_conv(Importer& im, const onnx::NodeProto& node, const fo
   ops::UnaryParams act_params;
   if (c.activation) act_op = c.activation->op, act_params = c.activation->params;
 
+  const ops::ConvEpilogue epilogue{c.bias, act_op, act_params, c.residual};
   TensorRef y;
   if (n == 3) {
     ops::Conv3dParams p{array<3>(strides), array<6>(pads), array<3>(dil), groups};
-    y = ops::conv3d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
-                    c.residual);
+    y = ops::conv3d(im.graph(), im.tensor(node, 0), c.weight, p, epilogue);
   } else if (n == 2) {
     ops::Conv2dParams p{array<2>(strides), array<4>(pads), array<2>(dil), groups};
-    y = ops::conv2d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
-                    c.residual);
+    y = ops::conv2d(im.graph(), im.tensor(node, 0), c.weight, p, epilogue);
   } else {
     ops::Conv1dParams p;
     p.stride = strides[0];
     p.pads = {pads[0], pads[1]};
     p.dilation = dil[0];
     p.groups = groups;
-    y = ops::conv1d(im.graph(), im.tensor(node, 0), c.weight, c.bias, p, act_op, act_params,
-                    c.residual);
+    y = ops::conv1d(im.graph(), im.tensor(node, 0), c.weight, p, epilogue);
   }
   return {out(im, y)};
 }
@@ -247,10 +253,15 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
   std::optional<UnaryOp> act_op;
   ops::UnaryParams act_params;
   if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
-  TensorRef y =
-      ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), c, float_attr(a, "alpha", 1.f),
-                float_attr(a, "beta", 1.f), a.get_int("transA", 0) != 0,
-                a.get_int("transB", 0) != 0, act_op, act_params);
+  ops::GemmOptions options;
+  options.c = c;
+  options.alpha = float_attr(a, "alpha", 1.f);
+  options.beta = float_attr(a, "beta", 1.f);
+  options.trans_a = a.get_int("transA", 0) != 0;
+  options.trans_b = a.get_int("transB", 0) != 0;
+  options.activation = act_op;
+  options.activation_params = act_params;
+  TensorRef y = ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), options);
   return {out(im, y)};
 }
 
@@ -265,8 +276,8 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
   if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
   return {out(im, ops::matmul_permuted(
                       im.graph(), ops::PermutedView{im.tensor(node, 0), fuse::perm(node, a, 0)},
-                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)}, bias, act_op,
-                      act_params, fuse::alpha(node, a)))};
+                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)},
+                      {bias, act_op, act_params}, fuse::alpha(node, a)))};
 }
 
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -522,37 +533,37 @@ Lowering arg_lowering(bool is_min) {
 }  // namespace
 
 void register_nn(LoweringTable& t) {
-  t["Conv"] = lower_conv;
-  t[fuse::fused_key("FusedConv")] = lower_fused_conv;
-  t[fuse::fused_key("FusedGemm")] = lower_gemm;
-  t[fuse::fused_key("FusedMatMul")] = lower_matmul;
-  t["ConvTranspose"] = lower_conv_transpose;
-  t["Gemm"] = lower_gemm;
-  t["MatMul"] = lower_matmul;
-  t["MaxPool"] = lower_pool;
-  t["AveragePool"] = lower_pool;
-  t["GlobalAveragePool"] = lower_global_pool;
-  t["GlobalMaxPool"] = lower_global_pool;
-  t["BatchNormalization"] = lower_batch_norm;
-  t["LayerNormalization"] = lower_layer_norm;
-  t["InstanceNormalization"] = lower_instance_norm;
-  t["GroupNormalization"] = lower_group_norm;
-  t["Softmax"] = lower_softmax;
-  t["LogSoftmax"] = lower_softmax;
-  t["ReduceSum"] = reduce_lowering(ops::ReduceOp::Sum);
-  t["ReduceMean"] = reduce_lowering(ops::ReduceOp::Mean);
-  t["ReduceMax"] = reduce_lowering(ops::ReduceOp::Max);
-  t["ReduceMin"] = reduce_lowering(ops::ReduceOp::Min);
-  t["ReduceProd"] = reduce_lowering(ops::ReduceOp::Prod);
-  t["ReduceL1"] = reduce_lowering(ops::ReduceOp::L1);
-  t["ReduceL2"] = reduce_lowering(ops::ReduceOp::L2);
-  t["ReduceLogSumExp"] = reduce_lowering(ops::ReduceOp::LogSumExp);
-  t["ReduceSumSquare"] = reduce_lowering(ops::ReduceOp::SumSquare);
-  t["ReduceLogSum"] = lower_reduce_log_sum;
-  t["DepthToSpace"] = lower_depth_space;
-  t["SpaceToDepth"] = lower_depth_space;
-  t["ArgMax"] = arg_lowering(false);
-  t["ArgMin"] = arg_lowering(true);
+  t["Conv"] = {lower_conv, shaders::conv::float16};
+  t[fuse::fused_key("FusedConv")] = {lower_fused_conv, shaders::conv::float16};
+  t[fuse::fused_key("FusedGemm")] = {lower_gemm, shaders::matmul_tiled::float16};
+  t[fuse::fused_key("FusedMatMul")] = {lower_matmul, shaders::matmul_tiled::float16};
+  t["ConvTranspose"] = {lower_conv_transpose, shaders::conv::float16};
+  t["Gemm"] = {lower_gemm, shaders::matmul_tiled::float16};
+  t["MatMul"] = {lower_matmul, shaders::matmul_tiled::float16};
+  t["MaxPool"] = {lower_pool, shaders::pool::float16};
+  t["AveragePool"] = {lower_pool, shaders::pool::float16};
+  t["GlobalAveragePool"] = {lower_global_pool, shaders::pool::float16};
+  t["GlobalMaxPool"] = {lower_global_pool, shaders::pool::float16};
+  t["BatchNormalization"] = {lower_batch_norm, shaders::norm::float16};
+  t["LayerNormalization"] = {lower_layer_norm, shaders::norm::float16};
+  t["InstanceNormalization"] = {lower_instance_norm, shaders::norm::float16};
+  t["GroupNormalization"] = {lower_group_norm, shaders::norm::float16};
+  t["Softmax"] = {lower_softmax, shaders::softmax::float16};
+  t["LogSoftmax"] = {lower_softmax, shaders::softmax::float16};
+  t["ReduceSum"] = {reduce_lowering(ops::ReduceOp::Sum), shaders::reduce::float16};
+  t["ReduceMean"] = {reduce_lowering(ops::ReduceOp::Mean), shaders::reduce::float16};
+  t["ReduceMax"] = {reduce_lowering(ops::ReduceOp::Max), shaders::reduce::float16};
+  t["ReduceMin"] = {reduce_lowering(ops::ReduceOp::Min), shaders::reduce::float16};
+  t["ReduceProd"] = {reduce_lowering(ops::ReduceOp::Prod), shaders::reduce::float16};
+  t["ReduceL1"] = {reduce_lowering(ops::ReduceOp::L1), shaders::reduce::float16};
+  t["ReduceL2"] = {reduce_lowering(ops::ReduceOp::L2), shaders::reduce::float16};
+  t["ReduceLogSumExp"] = {reduce_lowering(ops::ReduceOp::LogSumExp), shaders::reduce::float16};
+  t["ReduceSumSquare"] = {reduce_lowering(ops::ReduceOp::SumSquare), shaders::reduce::float16};
+  t["ReduceLogSum"] = {lower_reduce_log_sum, shaders::reduce::float16};
+  t["DepthToSpace"] = {lower_depth_space, shaders::strided_copy::float16};
+  t["SpaceToDepth"] = {lower_depth_space, shaders::strided_copy::float16};
+  t["ArgMax"] = {arg_lowering(false), shaders::argmax::float16};
+  t["ArgMin"] = {arg_lowering(true), shaders::argmax::float16};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -7,6 +7,12 @@
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
+#include "vkgraph/shaders/gather.h"
+#include "vkgraph/shaders/pad.h"
+#include "vkgraph/shaders/resize_linear.h"
+#include "vkgraph/shaders/resize_nearest.h"
+#include "vkgraph/shaders/strided_copy.h"
+#include "vkgraph/shaders/where.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -241,15 +247,20 @@ std::vector<Value> lower_not(Importer& im, const onnx::NodeProto& node, const fo
 std::vector<Value> lower_cast(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 1, 2);
   DType to;
+  std::optional<DType> int8_type;  // quantization ops read a cast to int8/uint8 as such
   if (node.op_type() == "CastLike") {
     to = im.input(node, 1).dtype;
+    int8_type = im.input(node, 1).int8_type;
   } else {
     auto it = a.ints.find("to");
     if (it == a.ints.end()) im.fail(node, "missing attribute 'to'");
     to = onnx_io::dtype_from_onnx(static_cast<int32_t>(it->second));
+    int8_type = int8_type_of(static_cast<int32_t>(it->second));
   }
-  if (to == im.input(node, 0).dtype) return {im.input(node, 0)};
-  return {out(im, ops::cast(im.graph(), im.tensor(node, 0), to))};
+  Value v = to == im.input(node, 0).dtype ? im.input(node, 0)
+                                          : out(im, ops::cast(im.graph(), im.tensor(node, 0), to));
+  v.int8_type = int8_type;
+  return {v};
 }
 
 std::vector<Value> lower_cumsum(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -358,22 +369,22 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
 }  // namespace
 
 void register_tensor(LoweringTable& t) {
-  t["Reshape"] = lower_reshape;
-  t["Flatten"] = lower_flatten;
-  t["Squeeze"] = lower_squeeze;
-  t["Unsqueeze"] = lower_unsqueeze;
-  t["Transpose"] = lower_transpose;
-  t["Concat"] = lower_concat;
-  t["Split"] = lower_split;
-  t["Slice"] = lower_slice;
-  t["Gather"] = lower_gather;
-  t["GatherElements"] = lower_gather;
+  t["Reshape"] = {lower_reshape, shaders::strided_copy::float16};
+  t["Flatten"] = {lower_flatten, shaders::strided_copy::float16};
+  t["Squeeze"] = {lower_squeeze, shaders::strided_copy::float16};
+  t["Unsqueeze"] = {lower_unsqueeze, shaders::strided_copy::float16};
+  t["Transpose"] = {lower_transpose, shaders::strided_copy::float16};
+  t["Concat"] = {lower_concat, shaders::strided_copy::float16};
+  t["Split"] = {lower_split, shaders::strided_copy::float16};
+  t["Slice"] = {lower_slice, shaders::strided_copy::float16};
+  t["Gather"] = {lower_gather, shaders::gather::float16};
+  t["GatherElements"] = {lower_gather, shaders::gather::float16};
   t["ScatterElements"] = lower_scatter;
   t["Scatter"] = lower_scatter;
-  t["Expand"] = lower_expand;
-  t["Tile"] = lower_tile;
-  t["Pad"] = lower_pad;
-  t["Where"] = lower_where;
+  t["Expand"] = {lower_expand, shaders::strided_copy::float16};
+  t["Tile"] = {lower_tile, shaders::pad::float16};
+  t["Pad"] = {lower_pad, shaders::pad::float16};
+  t["Where"] = {lower_where, shaders::where::float16};
   t["Equal"] = compare_lowering(ops::CompareOp::Equal);
   t["Less"] = compare_lowering(ops::CompareOp::Less);
   t["LessOrEqual"] = compare_lowering(ops::CompareOp::LessOrEqual);
@@ -387,8 +398,9 @@ void register_tensor(LoweringTable& t) {
   t["CastLike"] = lower_cast;
   t["CumSum"] = lower_cumsum;
   t["TopK"] = lower_topk;
-  t["Resize"] = lower_resize;
-  t["Upsample"] = lower_resize;
+  t["Resize"] = {lower_resize, shaders::resize_linear::float16 && shaders::resize_nearest::float16};
+  t["Upsample"] = {lower_resize,
+                   shaders::resize_linear::float16 && shaders::resize_nearest::float16};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -34,21 +34,22 @@ float erfc_approx(float x) {
 }
 
 // Some drivers compute tanh from exp(2x), which overflows to inf/inf = NaN for large |x|;
-// tanh is exactly +-1 in float beyond |x| = 10 anyway.
-float safe_tanh(float x) { return tanh(clamp(x, -10.0, 10.0)); }
+// tanh is exactly +-1 in float beyond |x| = 10 anyway (and so for +-inf).
+float safe_tanh(float x) { return tanh(clamp_nan(x, -10.0, 10.0)); }
 
 // alpha/beta as in ops::UnaryParams: LeakyRelu slope, Clip min/max, HardSigmoid slope/offset.
+// NaN stays NaN (the selections are NaN-aware; see max_nan in common.glsl), as in src/ops/unary.comp.
 float activate(int code, float x, float alpha, float beta) {
-  if (code == ACT_RELU) return max(x, 0.0);
+  if (code == ACT_RELU) return x < 0.0 ? 0.0 : x;  // NaN < 0 is false: NaN stays
   if (code == ACT_LEAKY_RELU) return x >= 0.0 ? x : alpha * x;
   if (code == ACT_SIGMOID) return 1.0 / (1.0 + exp(-x));
   if (code == ACT_TANH) return safe_tanh(x);
   if (code == ACT_GELU) return 0.5 * x * erfc_approx(-x * 0.70710678118654752);
   if (code == ACT_GELU_TANH)
     return 0.5 * x * (1.0 + safe_tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-  if (code == ACT_CLIP) return min(max(x, alpha), beta);
-  if (code == ACT_HARD_SIGMOID) return clamp(alpha * x + beta, 0.0, 1.0);
-  if (code == ACT_HARD_SWISH) return x * clamp(x / 6.0 + 0.5, 0.0, 1.0);
+  if (code == ACT_CLIP) return clamp_nan(x, alpha, beta);
+  if (code == ACT_HARD_SIGMOID) return clamp_nan(alpha * x + beta, 0.0, 1.0);
+  if (code == ACT_HARD_SWISH) return x * clamp_nan(x / 6.0 + 0.5, 0.0, 1.0);
   return x;
 }
 #endif  // ACTIVATION_GLSL

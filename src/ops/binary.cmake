@@ -1,12 +1,20 @@
-# Every shader variant, generated from one source each through defines.
+# Binary elementwise ops with NumPy broadcasting; the `op` axis is ops::BinaryOp. Same-shaped
+# operands take the index-free vec4 variant (not for int64).
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
-foreach(op add sub mul div max min pow mod fmod)
+set(binary_ops add sub mul div max min pow mod fmod)
+vkgraph_shader_family(binary
+  AXIS op ENUM add sub mul div max min pow mod fmod=FMod
+  AXIS dtype DTYPE
+  AXIS vec4 BOOL)
+foreach(op ${binary_ops})
   string(TOUPPER ${op} OP)
-  vkgraph_shader(binary_${op}_f32 ${OPS}/binary.comp OP_${OP}=1 DTYPE_F32=1)
-  vkgraph_shader(binary_${op}_i32 ${OPS}/binary.comp OP_${OP}=1 DTYPE_I32=1)
-  vkgraph_shader(binary_${op}_i64 ${OPS}/binary.comp OP_${OP}=1 DTYPE_I64=1)
-  vkgraph_shader(binary_${op}_f32_vec4 ${OPS}/binary.comp OP_${OP}=1 DTYPE_F32=1 VEC4=1)
-  vkgraph_shader(binary_${op}_f16 ${OPS}/binary.comp OP_${OP}=1 DTYPE_F16=1)
-  vkgraph_shader(binary_${op}_f16_vec4 ${OPS}/binary.comp OP_${OP}=1 DTYPE_F16=1 VEC4=1)
-  vkgraph_shader(binary_${op}_i32_vec4 ${OPS}/binary.comp OP_${OP}=1 DTYPE_I32=1 VEC4=1)
+  foreach(dtype f32 f16 i32 i64)
+    string(TOUPPER ${dtype} DT)
+    vkgraph_variant(binary binary_${op}_${dtype} ${OPS}/binary.comp KEY ${op} ${dtype} 0
+                    DEFINES OP_${OP}=1 DTYPE_${DT}=1)
+    if(NOT dtype STREQUAL "i64")
+      vkgraph_variant(binary binary_${op}_${dtype}_vec4 ${OPS}/binary.comp KEY ${op} ${dtype} 1
+                      DEFINES OP_${OP}=1 DTYPE_${DT}=1 VEC4=1)
+    endif()
+  endforeach()
 endforeach()

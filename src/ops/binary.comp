@@ -36,16 +36,31 @@ T apply(T x, T y) {
 #elif OP_DIV
   return x / y;
 #elif OP_MAX
+  #ifdef DTYPE_FLOAT
+  return max_nan(x, y);  // NaN in either operand gives NaN, as np.maximum
+  #else
   return max(x, y);
+  #endif
 #elif OP_MIN
+  #ifdef DTYPE_FLOAT
+  return min_nan(x, y);
+  #else
   return min(x, y);
+  #endif
 #elif OP_POW
   #ifdef DTYPE_FLOAT
-  // GLSL pow() is undefined for x < 0; ONNX expects real results for integral exponents.
-  if (x < 0.0 && y == floor(y)) {
+  // IEEE pow: x^0 and 1^y are 1 even for NaN. GLSL pow() is undefined for x < 0 (ONNX expects
+  // real results for integral exponents, NaN for the others) and for x = 0, y <= 0.
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return x + y;  // lavapipe's pow(NaN, y) is 0
+  if (x < 0.0) {
+    // Not an integer (infinite y counts as even): NaN, but (-inf)^0.5 = inf.
+    if (y != floor(y)) return isinf(x) ? pow(-x, y) : nan_value();
+    if (x == -1.0) return isinf(y) || mod(y, 2.0) == 0.0 ? 1.0 : -1.0;  // pow(1, inf) is NaN
     float r = pow(-x, y);
     return mod(y, 2.0) == 1.0 ? -r : r;
   }
+  if (x == 0.0) return y < 0.0 ? uintBitsToFloat(0x7f800000u) : (y > 0.0 ? 0.0 : y);  // y NaN
   return pow(x, y);
   #else
   T r = T(1);
@@ -58,6 +73,7 @@ T apply(T x, T y) {
   return (r != T(0) && ((r < T(0)) != (y < T(0)))) ? r + y : r;
 #elif OP_FMOD
   #ifdef DTYPE_FLOAT
+  if (isinf(y) && !isinf(x)) return x;  // C fmod; the formula below would give inf * 0 = NaN
   return x - y * trunc(x / y);
   #else
   return x - (x / y) * y;

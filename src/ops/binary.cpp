@@ -5,34 +5,9 @@
 #include "vkgraph/ops.h"
 
 namespace vkgraph::ops {
-namespace {
-const char* binary_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add:
-      return "add";
-    case BinaryOp::Sub:
-      return "sub";
-    case BinaryOp::Mul:
-      return "mul";
-    case BinaryOp::Div:
-      return "div";
-    case BinaryOp::Max:
-      return "max";
-    case BinaryOp::Min:
-      return "min";
-    case BinaryOp::Pow:
-      return "pow";
-    case BinaryOp::Mod:
-      return "mod";
-    case BinaryOp::FMod:
-      return "fmod";
-  }
-  return "?";
-}
-}  // namespace
 
 TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
-  std::string name = binary_name(op);
+  std::string name = shaders::binary::name(op);
   const TensorInfo &ia = g.info(a), &ib = g.info(b);
   if (ia.dtype != ib.dtype)
     throw Error(ErrorKind::InvalidArgument, name + ": dtypes differ (" + dtype_name(ia.dtype) +
@@ -57,15 +32,14 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
   }
   DispatchDesc d;
   bool is_float = ia.dtype == DType::Float32 || ia.dtype == DType::Float16;
-  d.shader = "binary_" + name + "_" +
-             (is_float ? float_suffix(g, ia.dtype, name) : typed_suffix(g, ia.dtype, name)) +
-             (vec4 ? "_vec4" : "");
+  DType dtype = is_float ? float_dtype(g, ia.dtype, name) : typed_dtype(g, ia.dtype, name);
+  d.shader = declared(shaders::binary::find(op, dtype, vec4), name);
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
   if (vec4) {
     // Tuned on the H200 (docs/bench/2026-11-29-h200-kernels.md): 1-D grid-stride dispatch.
-    uint32_t local = tuned("add.local", 256), unroll = tuned("add.unroll", 4);
+    uint32_t local = tuned(g, "add.local", 256), unroll = tuned(g, "add.unroll", 4);
     uint64_t max_groups =
-        std::min(tuned("add.groups", 65535), g.context().limits().maxComputeWorkGroupCount[0]);
+        std::min(tuned(g, "add.groups", 65535), g.context().limits().maxComputeWorkGroupCount[0]);
     uint64_t per_group = uint64_t{local} * unroll;
     d.groups = {static_cast<uint32_t>(
                     std::clamp<uint64_t>((n / 4 + per_group - 1) / per_group, 1, max_groups)),

@@ -48,3 +48,12 @@ uint linear_index() {
 }
 
 #define MAX_RANK 6
+
+// NaN-propagating selections, as ONNX (NumPy) defines Max, Min, Relu, Clip and the max
+// reductions. GLSL leaves max/min/clamp undefined for NaN operands (drivers keep either one),
+// so every float selection goes through these. Finite and infinite operands take exactly the
+// built-in's result; each costs one select beyond it.
+float max_nan(float a, float b) { return (a > b || isnan(a)) ? a : b; }
+float min_nan(float a, float b) { return (a < b || isnan(a)) ? a : b; }
+float clamp_nan(float x, float lo, float hi) { return isnan(x) ? x : min(max(x, lo), hi); }
+float nan_value() { return uintBitsToFloat(0x7fc00000u); }

@@ -5,35 +5,7 @@
 namespace vkgraph::ops {
 namespace {
 
-const char* compare_name(CompareOp op) {
-  switch (op) {
-    case CompareOp::Equal:
-      return "equal";
-    case CompareOp::Less:
-      return "less";
-    case CompareOp::LessOrEqual:
-      return "less_equal";
-    case CompareOp::Greater:
-      return "greater";
-    case CompareOp::GreaterOrEqual:
-      return "greater_equal";
-  }
-  return "?";
-}
-
-const char* logical_name(LogicalOp op) {
-  switch (op) {
-    case LogicalOp::And:
-      return "and";
-    case LogicalOp::Or:
-      return "or";
-    case LogicalOp::Xor:
-      return "xor";
-  }
-  return "?";
-}
-
-TensorRef add_bool_result(ComputeGraph& g, const std::string& shader, TensorRef a, TensorRef b,
+TensorRef add_bool_result(ComputeGraph& g, vk::ShaderId shader, TensorRef a, TensorRef b,
                           const std::string& op) {
   const TensorInfo ai = g.info(a), bi = g.info(b);
   elem_bits(g, DType::Bool, op);
@@ -56,26 +28,26 @@ TensorRef add_bool_result(ComputeGraph& g, const std::string& shader, TensorRef 
 }  // namespace
 
 TensorRef compare(ComputeGraph& g, CompareOp op, TensorRef a, TensorRef b) {
-  std::string name = compare_name(op);
+  std::string name = shaders::compare::name(op);
   DType da = g.info(a).dtype, db = g.info(b).dtype;
   if (da != db)
     throw Error(ErrorKind::InvalidArgument,
                 name + ": dtypes differ (" + dtype_name(da) + " vs " + dtype_name(db) + ")");
-  std::string shader = "compare_" + name + "_" + typed_suffix(g, da, name, true);
+  vk::ShaderId shader = declared(shaders::compare::find(op, typed_dtype(g, da, name, true)), name);
   return add_bool_result(g, shader, a, b, name);
 }
 
 TensorRef logical(ComputeGraph& g, LogicalOp op, TensorRef a, TensorRef b) {
-  std::string name = std::string("logical_") + logical_name(op);
+  std::string name = std::string("logical_") + shaders::logical::name(op);
   require_bool(g, a, name, "a");
   require_bool(g, b, name, "b");
-  return add_bool_result(g, name, a, b, name);
+  return add_bool_result(g, declared(shaders::logical::find(op), name), a, b, name);
 }
 
 TensorRef logical_not(ComputeGraph& g, TensorRef x) {
   require_bool(g, x, "logical_not", "x");
   // The shader is the binary one; its second operand is bound but unused.
-  return add_bool_result(g, "logical_not", x, x, "logical_not");
+  return add_bool_result(g, vk::ShaderId::logical_not, x, x, "logical_not");
 }
 
 }  // namespace vkgraph::ops

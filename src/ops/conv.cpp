@@ -2,6 +2,8 @@
 // that picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM), each in a 2-D
 // variant for trivial depth windows and a 3-D one, all sharing conv_common.glsl's push
 // constants and bias + activation epilogue; conv_transpose2d gathers.
+#include "vkgraph/shaders/conv.h"
+
 #include <cstddef>
 #include <limits>
 
@@ -157,17 +159,16 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, 
 // Implicit-GEMM tile shapes of the convolution kernels, matching conv.cmake's variants (not
 // matmul's GemmTile: these are square and fixed at build time).
 struct ConvTile {
-  const char* suffix;
   uint32_t size;     // BM = BN
   uint32_t threads;  // (BM / TM) * (BN / TN) with TM = TN = 4
 };
-constexpr ConvTile kLargeTile{"64", 64, 256};
-constexpr ConvTile kSmallTile{"32", 32, 64};
+constexpr ConvTile kLargeTile{64, 256};
+constexpr ConvTile kSmallTile{32, 64};
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
-// occupy every compute unit of a big GPU (VKGRAPH_TUNE conv.large_min, default 128); below
+// occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below
 // that, small tiles give more parallelism.
-uint64_t min_large_tile_groups() {
-  return tuned("conv.large_min", 128);
+uint64_t min_large_tile_groups(ComputeGraph& g) {
+  return tuned(g, "conv.large_min", 128);
 }
 
 uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile) {
@@ -177,9 +178,9 @@ uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile)
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
 // below min_large_tile_groups(), so split passes always use small tiles.
-SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
+SplitK conv_split_k(ComputeGraph& g, const ConvGeometry& c, int64_t groups) {
   return choose_split_k(gemm_tiles(c, groups, kSmallTile), kSmallTile.threads,
-                        c.in_c_g * c.k_d * c.k_h * c.k_w);
+                        c.in_c_g * c.k_d * c.k_h * c.k_w, split_k_policy(g));
 }
 
 // Which GEMM shader: pointwise reads X as a matrix whatever its spatial rank; otherwise the
@@ -187,21 +188,25 @@ SplitK conv_split_k(const ConvGeometry& c, int64_t groups) {
 enum class GemmKind { Pointwise, Im2col2d, Im2col3d };
 
 // What the kernels apply to each output element: + bias[channel], + residual[element] (a skip
-// connection of Y's shape), then the activation. `variant` names the shader variant
-// ("_res" with a residual, conv.cmake) and `dtype` the tensors' dtype ("f32", "f16").
-struct ConvEpilogue {
+// connection of Y's shape), then the activation; `dtype` is the tensors' dtype.
+struct KernelEpilogue {
   std::optional<TensorRef> bias, residual;
   uint32_t act_code;
   UnaryParams act_params;
-  std::string dtype;
-  std::string variant() const { return (residual ? "_res_" : "_") + dtype; }
+  DType dtype;
+  // The variant of `kind` (tile 0: a kernel without tiles) applying this epilogue.
+  vk::ShaderId variant(shaders::conv::Kind kind, uint32_t tile = 0) const {
+    return declared(shaders::conv::find(kind, tile, residual.has_value(), false, dtype),
+                    shaders::conv::name(kind));
+  }
 };
 
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
-DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t groups,
-                           GemmKind kind, uint32_t splits, const ConvEpilogue& e) {
+DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeometry& c,
+                           int64_t groups, GemmKind kind, uint32_t splits,
+                           const KernelEpilogue& e) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
-  bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups();
+  bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups(g);
   const ConvTile& tile = large ? kLargeTile : kSmallTile;
   uint64_t gx = shapes::ceil_div(n, tile.size), gy = shapes::ceil_div(m, tile.size),
            gz = groups * splits;
@@ -209,18 +214,20 @@ DispatchDesc gemm_dispatch(const std::string& op, const ConvGeometry& c, int64_t
         op + ": output of " + std::to_string(n) + " pixels x " + std::to_string(m) +
             " channels needs too many workgroups");
   DispatchDesc d;
-  const char* family = kind == GemmKind::Pointwise  ? "conv2d_pointwise"
-                       : kind == GemmKind::Im2col2d ? "conv2d_gemm"
-                                                    : "conv3d_gemm";
+  using shaders::conv::Kind;
+  const Kind family = kind == GemmKind::Pointwise  ? Kind::Conv2dPointwise
+                      : kind == GemmKind::Im2col2d ? Kind::Conv2dGemm
+                                                   : Kind::Conv3dGemm;
   // The partial pass leaves the epilogue to the reduce pass.
-  d.shader = family + std::string(tile.suffix) + (splits > 1 ? "_splitk_" + e.dtype : e.variant());
+  d.shader = splits > 1 ? declared(shaders::conv::find(family, tile.size, false, true, e.dtype), op)
+                        : e.variant(family, tile.size);
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   return d;
 }
 
 // One invocation per output element (depthwise, transposed).
-DispatchDesc elementwise_dispatch(const std::string& shader, const ConvGeometry& c) {
+DispatchDesc elementwise_dispatch(vk::ShaderId shader, const ConvGeometry& c) {
   DispatchDesc d;
   d.shader = shader;
   d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c * c.out_volume()));
@@ -232,7 +239,7 @@ DispatchDesc elementwise_dispatch(const std::string& shader, const ConvGeometry&
 // shaders that apply it (`with_residual`), the residual; sets the epilogue's specialization
 // constants.
 void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight, TensorRef y,
-                     const ConvGeometry& c, const ConvEpilogue& e, const std::string& label,
+                     const ConvGeometry& c, const KernelEpilogue& e, const std::string& label,
                      bool with_residual, int64_t k_chunk = 0) {
   d.bindings = {{x, Access::Read},
                 {weight, Access::Read},
@@ -248,9 +255,9 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
 // The implicit GEMM, split along K into partials plus a reduce pass when the output alone
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
 void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight, TensorRef y,
-              const ConvGeometry& c, int64_t groups, GemmKind kind, const ConvEpilogue& e) {
-  SplitK split = conv_split_k(c, groups);
-  DispatchDesc d = gemm_dispatch(op, c, groups, kind, split.splits, e);
+              const ConvGeometry& c, int64_t groups, GemmKind kind, const KernelEpilogue& e) {
+  SplitK split = conv_split_k(g, c, groups);
+  DispatchDesc d = gemm_dispatch(g, op, c, groups, kind, split.splits, e);
   if (split.splits == 1) {
     finish_dispatch(g, std::move(d), x, weight, y, c, e, op, true);
     return;
@@ -261,21 +268,20 @@ void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef wei
   // Partials stay float32 whatever the dtype.
   TensorRef partials = g.add_tensor(partial_shape, DType::Float32);
   finish_dispatch(g, std::move(d), x, weight, partials, c, e, op, false, split.k_chunk);
-  finish_dispatch(g, elementwise_dispatch("conv2d_splitk_reduce" + e.variant(), c), partials,
-                  partials, y, c, e, op + " (split-K reduce)", true, split.k_chunk);
+  finish_dispatch(g, elementwise_dispatch(e.variant(shaders::conv::Kind::Conv2dSplitkReduce), c),
+                  partials, partials, y, c, e, op + " (split-K reduce)", true, split.k_chunk);
 }
 
 // Every convolution, with its window lifted to 3-D; `spatial` is the caller's spatial rank and
 // `x_layout`, `w_layout` its layouts, for messages.
 TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const char* x_layout,
-                  const char* w_layout, TensorRef x, TensorRef weight,
-                  std::optional<TensorRef> bias, const Conv3dParams& params,
-                  std::optional<UnaryOp> activation, UnaryParams activation_params,
-                  std::optional<TensorRef> residual) {
+                  const char* w_layout, TensorRef x, TensorRef weight, const Conv3dParams& params,
+                  const ConvEpilogue& epilogue) {
+  const auto& [bias, activation, activation_params, residual] = epilogue;
   check_rank(g, x, spatial + 2, op, "input", x_layout);
   check_weight(g, weight, spatial + 2, op, w_layout);
-  const std::string dtype =
-      float_suffix(g, x, {weight, bias.value_or(weight), residual.value_or(weight)}, op);
+  const DType dtype =
+      float_dtype(g, x, {weight, bias.value_or(weight), residual.value_or(weight)}, op);
   check_window(op, params, spatial);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[0];
@@ -306,17 +312,18 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
   if (residual && g.info(*residual).shape != ys) {
     // A residual that broadcasts: the plain convolution, then the add, then the activation.
     TensorRef sum = binary(g, BinaryOp::Add,
-                           conv_nd(g, op, spatial, x_layout, w_layout, x, weight, bias, params,
-                                   std::nullopt, {}, std::nullopt),
+                           conv_nd(g, op, spatial, x_layout, w_layout, x, weight, params,
+                                   ConvEpilogue{bias, std::nullopt, {}, std::nullopt}),
                            *residual);
     return activation ? unary(g, *activation, sum, activation_params) : sum;
   }
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
-  const ConvEpilogue e{bias, residual, *act, activation_params, dtype};
+  const KernelEpilogue e{bias, residual, *act, activation_params, dtype};
 
   const bool depth = c.in_d > 1 || c.k_d > 1 || pads[0] > 0 || pads[3] > 0;
   if (groups == in_c && groups > 1) {
-    std::string shader = (depth ? "conv3d_depthwise" : "conv2d_depthwise") + e.variant();
+    vk::ShaderId shader = e.variant(depth ? shaders::conv::Kind::Conv3dDepthwise
+                                          : shaders::conv::Kind::Conv2dDepthwise);
     finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, y, c, e, op, true);
     return y;
   }
@@ -333,27 +340,22 @@ bool conv_can_fuse(UnaryOp activation) {
   return activation_code(activation).has_value();
 }
 
-TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
-                 const Conv3dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params, std::optional<TensorRef> residual) {
+TensorRef conv3d(ComputeGraph& g, TensorRef x, TensorRef weight, const Conv3dParams& params,
+                 const ConvEpilogue& epilogue) {
   return conv_nd(g, "conv3d", 3, "[N, C, D, H, W]", "[Cout, Cin/groups, kD, kH, kW]", x, weight,
-                 bias, params, activation, activation_params, residual);
+                 params, epilogue);
 }
 
-TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
-                 const Conv2dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params, std::optional<TensorRef> residual) {
-  return conv_nd(g, "conv2d", 2, "[N, C, H, W]", "[Cout, Cin/groups, kH, kW]", x, weight, bias,
-                 lift(params.strides, params.pads, params.dilations, params.groups), activation,
-                 activation_params, residual);
+TensorRef conv2d(ComputeGraph& g, TensorRef x, TensorRef weight, const Conv2dParams& params,
+                 const ConvEpilogue& epilogue) {
+  return conv_nd(g, "conv2d", 2, "[N, C, H, W]", "[Cout, Cin/groups, kH, kW]", x, weight,
+                 lift(params.strides, params.pads, params.dilations, params.groups), epilogue);
 }
 
-TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
-                 const Conv1dParams& params, std::optional<UnaryOp> activation,
-                 UnaryParams activation_params, std::optional<TensorRef> residual) {
-  return conv_nd(g, "conv1d", 1, "[N, C, L]", "[Cout, Cin/groups, k]", x, weight, bias,
-                 lift<1>({params.stride}, params.pads, {params.dilation}, params.groups),
-                 activation, activation_params, residual);
+TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, const Conv1dParams& params,
+                 const ConvEpilogue& epilogue) {
+  return conv_nd(g, "conv1d", 1, "[N, C, L]", "[Cout, Cin/groups, k]", x, weight,
+                 lift<1>({params.stride}, params.pads, {params.dilation}, params.groups), epilogue);
 }
 
 TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
@@ -362,7 +364,7 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   const Conv3dParams window = lift(params.strides, params.pads, params.dilations, params.groups);
   check_rank(g, x, 4, op, "input", "[N, C, H, W]");
   check_weight(g, weight, 4, op, "[Cin, Cout/groups, kH, kW]");
-  const std::string dtype = float_suffix(g, x, {weight, bias.value_or(weight)}, op);
+  const DType dtype = float_dtype(g, x, {weight, bias.value_or(weight)}, op);
   check_window(op, window, 2);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[1] * groups;
@@ -399,9 +401,9 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   Shape ys{c.batch, out_c, c.out_h, c.out_w};
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
-  const ConvEpilogue e{bias, std::nullopt, *activation_code(UnaryOp::Identity), {}, dtype};
-  finish_dispatch(g, elementwise_dispatch("conv_transpose2d" + e.variant(), c), x, weight, y, c, e,
-                  op, false);
+  const KernelEpilogue e{bias, std::nullopt, *activation_code(UnaryOp::Identity), {}, dtype};
+  finish_dispatch(g, elementwise_dispatch(e.variant(shaders::conv::Kind::ConvTranspose2d), c), x,
+                  weight, y, c, e, op, false);
   return y;
 }
 

@@ -1,4 +1,6 @@
 // CumSum: one invocation scans one line along the axis.
+#include "vkgraph/shaders/cumsum.h"
+
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
@@ -6,7 +8,7 @@ namespace vkgraph::ops {
 
 TensorRef cumsum(ComputeGraph& g, TensorRef x, int64_t axis, bool exclusive, bool reverse) {
   const TensorInfo xi = g.info(x);
-  std::string suffix = typed_suffix(g, xi.dtype, "cumsum");
+  DType dtype = typed_dtype(g, xi.dtype, "cumsum");
   if (xi.shape.empty()) throw Error(ErrorKind::InvalidArgument, "cumsum: input is a scalar");
   int a = normalize_axis(axis, xi.shape.size(), "cumsum");
   TensorRef y = g.add_tensor(xi.shape, xi.dtype);
@@ -19,8 +21,8 @@ TensorRef cumsum(ComputeGraph& g, TensorRef x, int64_t axis, bool exclusive, boo
       .add(checked_i32(inner, "cumsum", "dim"))
       .add(static_cast<int32_t>(exclusive))
       .add(static_cast<int32_t>(reverse));
-  add_elementwise(g, "cumsum_" + suffix, {{x, Access::Read}, {y, Access::Write}}, lines, pc.take(),
-                  "cumsum");
+  add_elementwise(g, declared(shaders::cumsum::find(dtype), "cumsum"),
+                  {{x, Access::Read}, {y, Access::Write}}, lines, pc.take(), "cumsum");
   return y;
 }
 

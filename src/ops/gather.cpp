@@ -1,7 +1,10 @@
 // Gather, GatherElements and ScatterElements. Index tensors may be Int32 or Int64; the shaders
 // read Int64 as word pairs, so only the scatter reductions on Int64 data need shaderInt64.
+#include "vkgraph/shaders/gather.h"
+
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/scatter.h"
 
 namespace vkgraph::ops {
 namespace {
@@ -60,7 +63,7 @@ std::vector<uint8_t> elementwise_push(int64_t n, const TensorInfo& data, const T
 TensorRef gather(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axis) {
   const TensorInfo di = g.info(data), ii = g.info(indices);
   require_index_dtype(g, indices, "gather");
-  std::string bits = elem_bits(g, di.dtype, "gather");
+  uint32_t bits = elem_bits(g, di.dtype, "gather");
   if (di.shape.empty()) throw Error(ErrorKind::InvalidArgument, "gather: data is a scalar");
   int a = normalize_axis(axis, di.shape.size(), "gather");
   check_constant_indices(g, indices, di.shape[a], "gather");
@@ -73,7 +76,7 @@ TensorRef gather(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axi
       .add(checked_i32(di.shape[a], "gather", "dim"))
       .add(checked_i32(inner, "gather", "dim"))
       .add(checked_i32(numel(ii.shape), "gather", "index count"));
-  add_elementwise(g, "gather_" + bits,
+  add_elementwise(g, declared(shaders::gather::find(shaders::gather::Kind::Gather, bits), "gather"),
                   {{data, Access::Read}, {indices, Access::Read}, {y, Access::Write}}, n, pc.take(),
                   "gather", {wide_indices(g, indices)});
   return y;
@@ -83,12 +86,13 @@ TensorRef gather_elements(ComputeGraph& g, TensorRef data, TensorRef indices, in
   const std::string op = "gather_elements";
   const TensorInfo di = g.info(data), ii = g.info(indices);
   require_index_dtype(g, indices, op);
-  std::string bits = elem_bits(g, di.dtype, op);
+  uint32_t bits = elem_bits(g, di.dtype, op);
   int a = check_elementwise_indices(di, ii, axis, op);
   check_constant_indices(g, indices, di.shape[a], op);
   TensorRef y = g.add_tensor(ii.shape, di.dtype);
   int64_t n = numel(ii.shape);
-  add_elementwise(g, "gather_elements_" + bits,
+  add_elementwise(g,
+                  declared(shaders::gather::find(shaders::gather::Kind::GatherElements, bits), op),
                   {{data, Access::Read}, {indices, Access::Read}, {y, Access::Write}}, n,
                   elementwise_push(n, di, ii, a, op), op, {wide_indices(g, indices)});
   return y;
@@ -104,31 +108,33 @@ TensorRef scatter_elements(ComputeGraph& g, TensorRef data, TensorRef indices, T
                 op + ": updates " + shape_str(ui.shape) + " " + dtype_name(ui.dtype) +
                     " must have the indices' shape " + shape_str(ii.shape) +
                     " and the data's dtype " + dtype_name(di.dtype));
-  std::string shader;
+  // None moves elements (per element size); the reductions compute (per dtype).
+  using shaders::scatter::Reduce;
+  std::optional<vk::ShaderId> shader;
   switch (reduction) {
     case ScatterReduction::None:
-      shader = "scatter_elements_none_" + elem_bits(g, di.dtype, op);
+      shader = shaders::gather::find(shaders::gather::Kind::ScatterElementsNone,
+                                     elem_bits(g, di.dtype, op));
       break;
     case ScatterReduction::Add:
-      shader = "scatter_elements_add_";
+      shader = shaders::scatter::find(Reduce::Add, typed_dtype(g, di.dtype, op));
       break;
     case ScatterReduction::Mul:
-      shader = "scatter_elements_mul_";
+      shader = shaders::scatter::find(Reduce::Mul, typed_dtype(g, di.dtype, op));
       break;
     case ScatterReduction::Max:
-      shader = "scatter_elements_max_";
+      shader = shaders::scatter::find(Reduce::Max, typed_dtype(g, di.dtype, op));
       break;
     case ScatterReduction::Min:
-      shader = "scatter_elements_min_";
+      shader = shaders::scatter::find(Reduce::Min, typed_dtype(g, di.dtype, op));
       break;
   }
-  if (reduction != ScatterReduction::None) shader += typed_suffix(g, di.dtype, op);
   int a = check_elementwise_indices(di, ii, axis, op);
   check_constant_indices(g, indices, di.shape[a], op);
   TensorRef y = g.add_tensor(di.shape, di.dtype);
   g.add_copy(data, y, 0, 0, di.nbytes(), op);
   int64_t fibers = ii.shape[a] == 0 ? 0 : numel(ii.shape) / ii.shape[a];
-  add_elementwise(g, shader,
+  add_elementwise(g, declared(shader, op),
                   {{indices, Access::Read}, {updates, Access::Read}, {y, Access::ReadWrite}},
                   fibers, elementwise_push(fibers, di, ii, a, op), op, {wide_indices(g, indices)});
   return y;

@@ -1,26 +1,37 @@
 # Matmul kernels: the tiled GEMM (plus its split-K partial and reduce passes) and the small-M
 # GEMV, the latter with a portable shared-memory reduction and a subgroup one, each for
 # float32 and float16 tensors (float16 computes in fp32). Tile shapes and operand layouts are
-# specialization constants
-# (see matmul_config.h and matmul.cpp); bias and the fused activation are push constants.
+# specialization constants (see matmul_config.h and matmul.cpp); bias and the fused activation
+# are push constants.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
+vkgraph_shader_family(matmul_tiled AXIS vec4 BOOL AXIS split_k BOOL AXIS dtype DTYPE)
+vkgraph_shader_family(matmul_splitk_reduce AXIS dtype DTYPE)
+vkgraph_shader_family(matmul_gemv AXIS subgroup BOOL AXIS dtype DTYPE)
 foreach(dtype f32 f16)
   string(TOUPPER ${dtype} DT)
-  vkgraph_shader(matmul_tiled_${dtype} ${OPS}/matmul_tiled.comp DTYPE_${DT}=1)
-  vkgraph_shader(matmul_tiled_splitk_${dtype} ${OPS}/matmul_tiled.comp SPLIT_K=1 DTYPE_${DT}=1)
-  vkgraph_shader(matmul_tiled_vec4_${dtype} ${OPS}/matmul_tiled.comp VEC4_TILE=1 DTYPE_${DT}=1)
-  vkgraph_shader(matmul_tiled_vec4_splitk_${dtype} ${OPS}/matmul_tiled.comp VEC4_TILE=1 SPLIT_K=1
-                 DTYPE_${DT}=1)
-  vkgraph_shader(matmul_splitk_reduce_${dtype} ${OPS}/matmul_splitk_reduce.comp DTYPE_${DT}=1)
-  vkgraph_shader(matmul_gemv_${dtype} ${OPS}/matmul_gemv.comp DTYPE_${DT}=1)
-  vkgraph_shader(matmul_gemv_subgroup_${dtype} ${OPS}/matmul_gemv.comp SUBGROUP_REDUCE=1
-                 DTYPE_${DT}=1)
+  vkgraph_variant(matmul_tiled matmul_tiled_${dtype} ${OPS}/matmul_tiled.comp KEY 0 0 ${dtype}
+                  DEFINES DTYPE_${DT}=1)
+  vkgraph_variant(matmul_tiled matmul_tiled_splitk_${dtype} ${OPS}/matmul_tiled.comp
+                  KEY 0 1 ${dtype} DEFINES SPLIT_K=1 DTYPE_${DT}=1)
+  vkgraph_variant(matmul_tiled matmul_tiled_vec4_${dtype} ${OPS}/matmul_tiled.comp
+                  KEY 1 0 ${dtype} DEFINES VEC4_TILE=1 DTYPE_${DT}=1)
+  vkgraph_variant(matmul_tiled matmul_tiled_vec4_splitk_${dtype} ${OPS}/matmul_tiled.comp
+                  KEY 1 1 ${dtype} DEFINES VEC4_TILE=1 SPLIT_K=1 DTYPE_${DT}=1)
+  vkgraph_variant(matmul_splitk_reduce matmul_splitk_reduce_${dtype}
+                  ${OPS}/matmul_splitk_reduce.comp KEY ${dtype} DEFINES DTYPE_${DT}=1)
+  vkgraph_variant(matmul_gemv matmul_gemv_${dtype} ${OPS}/matmul_gemv.comp KEY 0 ${dtype}
+                  DEFINES DTYPE_${DT}=1)
+  vkgraph_variant(matmul_gemv matmul_gemv_subgroup_${dtype} ${OPS}/matmul_gemv.comp
+                  KEY 1 ${dtype} DEFINES SUBGROUP_REDUCE=1 DTYPE_${DT}=1)
 endforeach()
 # fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile: subgroups along
 # M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages. Only
 # the default (the fastest in the H200 sweeps, docs/bench/2026-11-29-h200-kernels.md) and the
 # small tile for products of few default tiles are built; add shapes here to sweep them again
-# with VKGRAPH_TUNE mm16.*.
+# with the mm16.* tuning knobs.
+vkgraph_shader_family(matmul_coopmat
+  AXIS sg_m UINT AXIS sg_n UINT AXIS frag_m UINT AXIS frag_n UINT AXIS bk UINT AXIS stages UINT
+  AXIS dtype DTYPE)
 foreach(shape 2244:32:2 2222:32:2)
   string(REPLACE ":" ";" parts ${shape})
   list(GET parts 0 grid)
@@ -30,7 +41,7 @@ foreach(shape 2244:32:2 2222:32:2)
   string(SUBSTRING ${grid} 1 1 sg_n)
   string(SUBSTRING ${grid} 2 1 fm)
   string(SUBSTRING ${grid} 3 1 fn)
-  vkgraph_shader(matmul_coopmat_${grid}_k${bk}s${stages}_f16
-                 ${CMAKE_CURRENT_LIST_DIR}/matmul_coopmat.comp SG_M=${sg_m} SG_N=${sg_n} FM=${fm}
-                 FN=${fn} BK=${bk} STAGES=${stages})
+  vkgraph_variant(matmul_coopmat matmul_coopmat_${grid}_k${bk}s${stages}_f16
+                  ${OPS}/matmul_coopmat.comp KEY ${sg_m} ${sg_n} ${fm} ${fn} ${bk} ${stages} f16
+                  DEFINES SG_M=${sg_m} SG_N=${sg_n} FM=${fm} FN=${fn} BK=${bk} STAGES=${stages})
 endforeach()

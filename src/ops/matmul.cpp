@@ -9,6 +9,10 @@
 #include "matmul_config.h"
 #include "op_util.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/matmul_coopmat.h"
+#include "vkgraph/shaders/matmul_gemv.h"
+#include "vkgraph/shaders/matmul_splitk_reduce.h"
+#include "vkgraph/shaders/matmul_tiled.h"
 
 namespace vkgraph::ops {
 namespace {
@@ -231,9 +235,9 @@ std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg
 // fp32 in their fp16 variants (fp32 arithmetic, fp32 split-K partials).
 void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, TensorRef out,
                        const std::string& op) {
-  MatmulConfig cfg = matmul_config(g.context());
+  MatmulConfig cfg = matmul_config(g);
   const bool fp16 = g.info(out).dtype == DType::Float16;
-  const std::string dtype = fp16 ? "_f16" : "_f32";
+  const DType dtype = fp16 ? DType::Float16 : DType::Float32;
   int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));
   check(batch <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
         op + ": batch of " + std::to_string(batch) + " is too large");
@@ -247,7 +251,11 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   if (coopmat) {
     const CoopmatTile& t = *coopmat;
     const bool epilogue = e.bias || e.activation != EpilogueActivation::None || e.alpha != 1.f;
-    d.shader = "matmul_coopmat_" + t.name() + "_f16";
+    std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
+        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, DType::Float16);
+    check(shader.has_value(), ErrorKind::Unsupported,
+          op + ": no cooperative-matrix variant " + t.name() + " (matmul.cmake lists them)");
+    d.shader = *shader;
     // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
     // H200 as a SYNC-HAZARD after a transfer write); ordering it as read-write costs nothing.
     d.bindings[3].access = Access::ReadWrite;
@@ -267,11 +275,11 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     uint32_t cols;
     if (cfg.gemv_subgroup && k_fast) {
       cols = cfg.gemv_threads() / cfg.subgroup_size;
-      d.shader = "matmul_gemv_subgroup" + dtype;
+      d.shader = declared(shaders::matmul_gemv::find(true, dtype), op);
       d.local = {cfg.gemv_threads(), 1, 1};
     } else {
       cols = k_fast ? cfg.gemv_other : cfg.gemv_contig;
-      d.shader = "matmul_gemv" + dtype;
+      d.shader = declared(shaders::matmul_gemv::find(false, dtype), op);
       d.local = {cfg.gemv_contig, cfg.gemv_other, 1};
     }
     // Spec constants 3..6: ROWS, K_FAST, COLS (the subgroup variant's), VEC4_B.
@@ -295,7 +303,6 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   else if (cfg.small && tiles_of(cfg.tile) < cfg.small_max_tiles)
     t = *cfg.small;
   bool blocked_lanes = t.blocked_lanes && t.threads_x % 8 == 0 && t.threads_y % 4 == 0;
-  std::string variant = t.vec4() ? "matmul_tiled_vec4" : "matmul_tiled";
   d.local = {t.threads_x, t.threads_y, 1};
   d.spec = {t.micro_m,          t.micro_n,          t.bk,
             a_k_fast ? 1u : 0u, b_k_fast ? 1u : 0u, blocked_lanes ? 1u : 0u,
@@ -303,10 +310,10 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()),
               static_cast<uint32_t>(batch)};
   SplitK split = choose_split_k(uint64_t{d.groups[0]} * d.groups[1] * d.groups[2],
-                                t.threads_x * t.threads_y, p.k);
+                                t.threads_x * t.threads_y, p.k, split_k_policy(g));
   d.push = push_constants(p, e, split.k_chunk);
   if (split.splits == 1) {
-    d.shader = variant + dtype;
+    d.shader = declared(shaders::matmul_tiled::find(t.vec4(), false, dtype), op);
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
     return;
@@ -314,12 +321,12 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   // Split-K: the partials of every slice go to a scratch graph tensor (so the planner and the
   // hazard tracker see them), which the reduce pass sums into `out` with the epilogue.
   TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
-  d.shader = variant + "_splitk" + dtype;
+  d.shader = declared(shaders::matmul_tiled::find(t.vec4(), true, dtype), op);
   d.bindings[3] = {partials, Access::Write};
   d.groups[2] *= split.splits;
   check_groups(g, d.groups, op);
   DispatchDesc reduce;
-  reduce.shader = "matmul_splitk_reduce" + dtype;
+  reduce.shader = declared(shaders::matmul_splitk_reduce::find(dtype), op);
   reduce.bindings = {{partials, Access::Read},
                      {partials, Access::Read},
                      {e.bias.value_or(partials), Access::Read},
@@ -418,37 +425,36 @@ bool matmul_can_fuse(UnaryOp activation) {
   return epilogue_activation(activation).has_value();
 }
 
-TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<TensorRef> bias,
-                 std::optional<UnaryOp> activation, UnaryParams activation_params) {
-  Epilogue e = make_epilogue("matmul", bias, activation, activation_params);
+TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, const MatmulEpilogue& epilogue) {
+  Epilogue e =
+      make_epilogue("matmul", epilogue.bias, epilogue.activation, epilogue.activation_params);
   return matmul_views(g, as_stored(g, a), as_stored(g, b), e, "matmul");
 }
 
 TensorRef matmul_permuted(ComputeGraph& g, const PermutedView& a, const PermutedView& b,
-                          std::optional<TensorRef> bias, std::optional<UnaryOp> activation,
-                          UnaryParams activation_params, float alpha) {
-  Epilogue e = make_epilogue("matmul", bias, activation, activation_params);
+                          const MatmulEpilogue& epilogue, float alpha) {
+  Epilogue e =
+      make_epilogue("matmul", epilogue.bias, epilogue.activation, epilogue.activation_params);
   e.alpha = alpha;
   e.beta = alpha;
   return matmul_views(g, permuted(g, a, "matmul"), permuted(g, b, "matmul"), e, "matmul");
 }
 
-TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, std::optional<TensorRef> bias,
-                 std::optional<UnaryOp> activation, UnaryParams activation_params) {
-  Epilogue e = make_epilogue("linear", bias, activation, activation_params);
+TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, const MatmulEpilogue& epilogue) {
+  Epilogue e =
+      make_epilogue("linear", epilogue.bias, epilogue.activation, epilogue.activation_params);
   Operand w = as_stored(g, weight);
   check(w.shape.size() == 2, ErrorKind::InvalidArgument,
         "linear: weight " + shape_str(w.shape) + " must be 2-D [N, K]");
   return matmul_views(g, as_stored(g, x), transposed(w), e, "linear");
 }
 
-TensorRef gemm(ComputeGraph& g, TensorRef a, TensorRef b, std::optional<TensorRef> c, float alpha,
-               float beta, bool trans_a, bool trans_b, std::optional<UnaryOp> activation,
-               UnaryParams activation_params) {
-  Epilogue e = make_epilogue("gemm", c, activation, activation_params);
+TensorRef gemm(ComputeGraph& g, TensorRef a, TensorRef b, const GemmOptions& options) {
+  Epilogue e = make_epilogue("gemm", options.c, options.activation, options.activation_params);
   e.bias_name = "C";
-  e.alpha = alpha;
-  e.beta = beta;
+  e.alpha = options.alpha;
+  e.beta = options.beta;
+  const bool trans_a = options.trans_a, trans_b = options.trans_b;
   Operand va = as_stored(g, a), vb = as_stored(g, b);
   for (const Operand* o : {&va, &vb})
     check(o->shape.size() == 2, ErrorKind::InvalidArgument,

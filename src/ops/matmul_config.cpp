@@ -9,9 +9,6 @@
 namespace vkgraph::ops {
 namespace {
 
-thread_local std::optional<MatmulConfig> g_override;
-thread_local std::optional<SplitKPolicy> g_split_k_override;
-
 bool power_of_two(uint32_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
@@ -64,7 +61,8 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
 // 33.9 TFLOP/s, against 31.0 for 256 threads on 128 x 128 (bk 32) and 27.4 double-buffered,
 // and 34.5 with plain lanes instead of 8 x 4 blocks (34.0);
 // devices with less shared memory or fewer invocations get shallower slices or no large tile.
-std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
+std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim, const Tuning& tuning) {
+  auto tuned = [&](const char* key, uint32_t fallback) { return tuning.knob(key, fallback); };
   GemmTile t;
   t.threads_x = tuned("mm.tx", 32);
   t.threads_y = tuned("mm.ty", 16);
@@ -80,7 +78,8 @@ std::optional<GemmTile> choose_large_tile(const VkPhysicalDeviceLimits& lim) {
   return t;
 }
 
-SplitKPolicy tuned_split_k_policy() {
+SplitKPolicy tuned_split_k_policy(const Tuning& tuning) {
+  auto tuned = [&](const char* key, uint32_t fallback) { return tuning.knob(key, fallback); };
   SplitKPolicy p;
   p.target_threads = tuned("sk.threads", static_cast<uint32_t>(p.target_threads));
   p.min_k = tuned("sk.min_k", static_cast<uint32_t>(p.min_k));
@@ -91,7 +90,8 @@ SplitKPolicy tuned_split_k_policy() {
 
 // 32 x 32 tiles of 64 threads, so that a GEMM with few default tiles still spreads over many
 // workgroups (paired with split-K for its K walk).
-std::optional<GemmTile> choose_small_tile(const VkPhysicalDeviceLimits& lim) {
+std::optional<GemmTile> choose_small_tile(const VkPhysicalDeviceLimits& lim, const Tuning& tuning) {
+  auto tuned = [&](const char* key, uint32_t fallback) { return tuning.knob(key, fallback); };
   GemmTile t;
   t.threads_x = tuned("mm.sx", 8);
   t.threads_y = tuned("mm.sy", 8);
@@ -112,13 +112,14 @@ uint32_t GemmTile::shared_bytes() const {
   return stages * bk * (tile_m() + pad + tile_n() + pad) * 4;
 }
 
-MatmulConfig choose_matmul_config(const vk::Context& context) {
+MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuning) {
+  auto tuned = [&](const char* key, uint32_t fallback) { return tuning.knob(key, fallback); };
   const VkPhysicalDeviceLimits& lim = context.limits();
   MatmulConfig c;
   // Vulkan guarantees only 128 invocations per workgroup; halve the tiles until they fit.
   while (c.tile.threads_x * c.tile.threads_y > lim.maxComputeWorkGroupInvocations)
     c.tile.threads_y /= 2;
-  c.large = choose_large_tile(lim);
+  c.large = choose_large_tile(lim, tuning);
   c.use_coopmat = tuned("mm16.coopmat", 1) != 0;
   c.coopmat.sg_m = tuned("mm16.sgm", c.coopmat.sg_m);
   c.coopmat.sg_n = tuned("mm16.sgn", c.coopmat.sg_n);
@@ -133,7 +134,7 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   if (c.coopmat_small_below > 0) c.coopmat_small = CoopmatTile{2, 2, 2, 2, 32, 2, 1};
   c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);
-  c.small = choose_small_tile(lim);
+  c.small = choose_small_tile(lim, tuning);
   c.small_max_tiles = tuned("mm.small_max", 0);
   // The subgroup GEMV lays its threads out in x alone.
   while (c.gemv_threads() >
@@ -147,18 +148,23 @@ MatmulConfig choose_matmul_config(const vk::Context& context) {
   return c;
 }
 
-void override_matmul_config(std::optional<MatmulConfig> config) {
-  g_override = config;
-}
-
-MatmulConfig matmul_config(const vk::Context& context) {
-  MatmulConfig c = g_override ? *g_override : choose_matmul_config(context);
-  check_config(c, context);
+MatmulConfig matmul_config(ComputeGraph& g) {
+  const Tuning* tuning = g.options().tuning.get();
+  MatmulConfig c = tuning && tuning->matmul
+                       ? *tuning->matmul
+                       : choose_matmul_config(g.context(), tuning ? *tuning : Tuning{});
+  check_config(c, g.context());
   return c;
 }
 
-SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k) {
-  const SplitKPolicy policy = g_split_k_override.value_or(tuned_split_k_policy());
+SplitKPolicy split_k_policy(ComputeGraph& g) {
+  const Tuning* tuning = g.options().tuning.get();
+  if (tuning && tuning->split_k) return *tuning->split_k;
+  return tuned_split_k_policy(tuning ? *tuning : Tuning{});
+}
+
+SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k,
+                      const SplitKPolicy& policy) {
   SplitK s;
   if (k < policy.min_k || tiles == 0) return s;
   uint64_t by_groups = policy.target_threads / (tiles * group_threads);
@@ -172,10 +178,6 @@ SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k) {
   s.splits = static_cast<uint32_t>((k + s.k_chunk - 1) / s.k_chunk);
   if (s.splits < 2) return SplitK{};
   return s;
-}
-
-void override_split_k_policy(std::optional<SplitKPolicy> policy) {
-  g_split_k_override = policy;
 }
 
 }  // namespace vkgraph::ops

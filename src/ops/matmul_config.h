@@ -1,127 +1,34 @@
 #pragma once
-// Tile configuration of the matmul kernels. Everything tunable per device lives in this one
-// struct, chosen in one place (choose_matmul_config) from what the device reports, and reaches
-// the shaders as specialization constants.
+// Tile configuration of the matmul kernels. Everything tunable per device lives in
+// MatmulConfig (vkgraph/ops/tuning.h), chosen in one place (choose_matmul_config) from what
+// the device reports, and reaches the shaders as specialization constants.
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "vkgraph/graph/compute_graph.h"
+#include "vkgraph/ops/tuning.h"
 #include "vkgraph/vk/context.h"
 
 namespace vkgraph::ops {
 
-// One tile shape of the tiled GEMM: a workgroup of threads_x * threads_y threads computes a
-// tile of C of (threads_y * micro_m) rows by (threads_x * micro_n) columns, stepping K by `bk`;
-// each thread keeps micro_m x micro_n accumulators in registers.
-struct GemmTile {
-  uint32_t threads_x = 16, threads_y = 16;
-  uint32_t micro_m = 4, micro_n = 4;
-  uint32_t bk = 16;
-  uint32_t stages = 2;  // shared-memory buffers (STAGES in matmul_tiled.comp)
-  // Lanes as 8 x 4 blocks (BLOCKED_LANES in matmul_tiled.comp) where the workgroup allows it.
-  bool blocked_lanes = true;
-
-  uint32_t tile_m() const { return threads_y * micro_m; }
-  uint32_t tile_n() const { return threads_x * micro_n; }
-  // Micro-tiles in whole vec4s take the kernel variant with 16-byte shared-memory reads.
-  bool vec4() const { return micro_m % 4 == 0 && micro_n % 4 == 0; }
-  // Shared memory of the tiles, padding included (see matmul_tiled.comp).
-  uint32_t shared_bytes() const;
-};
-
-// The fp16 cooperative-matrix GEMM (matmul_coopmat.comp): sg_m x sg_n subgroups of 32, each
-// holding frag_m x frag_n 16x16 fp32 accumulators, so a workgroup computes a
-// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by bk through `stages` shared buffers.
-// One shader variant per shape (matmul.cmake lists the compiled ones).
-struct CoopmatTile {
-  uint32_t sg_m = 2, sg_n = 2, frag_m = 4, frag_n = 4;
-  uint32_t bk = 32, stages = 2;
-  uint32_t group_m = 1;  // tile rows per band of the workgroup order (GROUP_M)
-
-  uint32_t tile_m() const { return 16 * sg_m * frag_m; }
-  uint32_t tile_n() const { return 16 * sg_n * frag_n; }
-  uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // `stages` slices of 16-byte words, each row padded by one word. The epilogue reuses the A
-  // slices for one fp32 16x16 fragment per subgroup (fits_epilogue()).
-  uint32_t shared_bytes() const {
-    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
-  }
-  bool fits_epilogue() const { return stages * tile_m() * (bk / 8 + 1) >= sg_m * sg_n * 64; }
-  std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
-    return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
-           std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages);
-  }
-};
-
-struct MatmulConfig {
-  // fp16 products take the cooperative-matrix kernel where the device has it and they fit.
-  bool use_coopmat = true;
-  CoopmatTile coopmat;
-  // A smaller tile for products with fewer than coopmat_small_below tiles of `coopmat`, so
-  // that they still spread over the compute units.
-  std::optional<CoopmatTile> coopmat_small;
-  uint64_t coopmat_small_below = 128;
-  // Products with K above this many times their tile count take the tiled kernel, which
-  // splits K across workgroups.
-  uint64_t coopmat_max_k_per_tile = 64;
-  GemmTile tile;
-  // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
-  // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
-  // tiles would leave some idle.
-  std::optional<GemmTile> large;
-  uint64_t large_min_tiles = 128;
-  // Tile rows per band of the tiled kernel's workgroup order (GROUP_M in matmul_tiled.comp).
-  uint32_t group_m = 1;
-  // Smaller tiles for GEMMs with fewer than small_max_tiles tiles of `tile`: more workgroups
-  // where the default tile would leave most compute units idle.
-  std::optional<GemmTile> small;
-  uint64_t small_max_tiles = 0;
-  // GEMV, used when M <= gemv_rows: a workgroup computes all gemv_rows rows for a strip of
-  // columns, so B is read once. gemv_contig threads walk B's contiguous dimension, gemv_other
-  // the other one; whichever of them walks K must be a power of two (tree reduction).
-  uint32_t gemv_rows = 4;
-  uint32_t gemv_contig = 32, gemv_other = 8;
-  // When B is contiguous along K, reduce over K with subgroupAdd (one subgroup per column)
-  // instead of shared memory; subgroup_size is the size the host plans columns with.
-  bool gemv_subgroup = false;
-  uint32_t subgroup_size = 0;
-
-  uint32_t gemv_threads() const { return gemv_contig * gemv_other; }
-};
-
 // The default for `context`'s device: the largest tiles its limits allow, subgroup reduction
-// where the device has subgroup arithmetic. VKGRAPH_TUNE keys mm.tx, mm.ty, mm.tm, mm.tn,
+// where the device has subgroup arithmetic. Tuning knobs mm.tx, mm.ty, mm.tm, mm.tn,
 // mm.bk (the large tile; mm.tm=0 drops it), mm.large_min, mm.sx, mm.sy, mm.sm, mm.sn, mm.sbk,
 // mm.small_max (the small tile and when it is used) and mm16.sgm, mm16.sgn, mm16.fm,
 // mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
 // order; mm16.coopmat=0 turns it off), mm16.small_below (0: never the small tile),
-// mm16.max_k_per_tile, mm.stages, mm.blocked (the large tile's), mm.group override it for
-// tuning sweeps.
-MatmulConfig choose_matmul_config(const vk::Context& context);
+// mm16.max_k_per_tile, mm.stages, mm.blocked (the large tile's), mm.group in `tuning` adjust
+// it for tuning sweeps.
+MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuning = {});
 
-// Replaces the default for matmuls built on this thread; tests use it to run other tile shapes
-// and both GEMV reductions. std::nullopt restores the default.
-void override_matmul_config(std::optional<MatmulConfig> config);
+// `g`'s Tuning::matmul if set, else the default; throws Unsupported when it does not fit the
+// device.
+MatmulConfig matmul_config(ComputeGraph& g);
 
-// The override if set, else the default; throws Unsupported when it does not fit the device.
-MatmulConfig matmul_config(const vk::Context& context);
-
-// Split-K for the GEMM kernels (tiled matmul, implicit-GEMM conv): when the output has too few
-// tiles to occupy the GPU and K is deep, K is cut into slices that run as separate workgroups,
-// each writing a partial tile, and a second pass sums them and applies the epilogue.
-struct SplitKPolicy {
-  // Threads to aim for. Vulkan reports no compute-unit count, so this is fixed: 65536 is ~16
-  // warps per SM on the largest current GPUs (132 SMs on an H200), enough to hide the K loop's
-  // load latency, and costs little on small ones, where the extra partial traffic stays far
-  // below the K loop's.
-  // min_k and min_slice were swept on the H200 (docs/bench/2026-11-29-h200-conv.md): slices of
-  // 64 from K = 256 up cut ResNet-18 from 1.22 to 0.81 ms against slices of 256 from K = 1024;
-  // 32 or 128, or twice or half the threads, were no better.
-  uint64_t target_threads = 65536;
-  int64_t min_k = 256;     // below this the serial K walk is short enough
-  int64_t min_slice = 64;  // each slice's depth, so the partial writes stay amortized
-  uint32_t max_splits = 32;
-};
+// `g`'s Tuning::split_k if set, else the default with the sk.threads, sk.min_k, sk.min_slice
+// and sk.max knobs applied.
+SplitKPolicy split_k_policy(ComputeGraph& g);
 
 // How a GEMM of `tiles` output tiles of `group_threads` threads each and depth `k` is split:
 // `splits` slices of `k_chunk` (the last one possibly shorter, none empty); splits == 1 runs
@@ -130,11 +37,7 @@ struct SplitK {
   uint32_t splits = 1;
   int64_t k_chunk = 0;
 };
-SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k);
-
-// Replaces the split-K policy for GEMMs built on this thread (tests force splitting of small
-// shapes with it); std::nullopt restores the default, whose fields VKGRAPH_TUNE keys
-// sk.threads, sk.min_k, sk.min_slice and sk.max override for tuning sweeps.
-void override_split_k_policy(std::optional<SplitKPolicy> policy);
+SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k,
+                      const SplitKPolicy& policy = {});
 
 }  // namespace vkgraph::ops

@@ -1,8 +1,12 @@
 # Normalization shaders: one row-normalization kernel (layer, instance and group norm) and the
 # elementwise inference batch norm, for float32 and float16 tensors.
-set(OPS ${CMAKE_CURRENT_LIST_DIR})
+vkgraph_shader_family(norm
+  AXIS kind ENUM rows batch
+  AXIS dtype DTYPE)
 foreach(dtype f32 f16)
   string(TOUPPER ${dtype} DT)
-  vkgraph_shader(norm_rows_${dtype} ${OPS}/norm.comp DTYPE_${DT}=1)
-  vkgraph_shader(batch_norm_${dtype} ${OPS}/norm_batch.comp DTYPE_${DT}=1)
+  vkgraph_variant(norm norm_rows_${dtype} ${CMAKE_CURRENT_LIST_DIR}/norm.comp KEY rows ${dtype}
+                  DEFINES DTYPE_${DT}=1)
+  vkgraph_variant(norm batch_norm_${dtype} ${CMAKE_CURRENT_LIST_DIR}/norm_batch.comp
+                  KEY batch ${dtype} DEFINES DTYPE_${DT}=1)
 endforeach()

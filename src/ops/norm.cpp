@@ -1,6 +1,8 @@
 // Normalization: inference batch norm is elementwise; layer, instance and group norm share one
 // row kernel (norm.comp) that differs only in how rows are cut and how the affine parameters
 // are indexed.
+#include "vkgraph/shaders/norm.h"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -12,7 +14,7 @@ namespace vkgraph::ops {
 namespace {
 
 // Returns x's shape after checking its minimum rank and that 32-bit indices suffice. Dtypes
-// are checked where the shader is chosen (float_suffix): x's and the parameters' must match.
+// are checked where the shader is chosen (float_dtype): x's and the parameters' must match.
 Shape checked_input(ComputeGraph& g, TensorRef x, size_t min_rank, const std::string& op,
                     const char* layout) {
   Shape s = g.info(x).shape;
@@ -72,7 +74,7 @@ struct RowLayout {
 
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
                     std::optional<TensorRef> bias, const RowLayout& layout, float epsilon) {
-  const std::string dtype = float_suffix(g, x, {scale, bias.value_or(scale)}, op);
+  const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
   TensorRef y = g.add_tensor(g.info(x).shape, g.info(x).dtype);
   PushConstants pc;
   for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
@@ -80,7 +82,7 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
     pc.add(static_cast<int32_t>(v));
   pc.add(epsilon);
   DispatchDesc d;
-  d.shader = "norm_rows_" + dtype;
+  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype), op);
   d.bindings = {{x, Access::Read},
                 {scale, Access::Read},
                 {bias.value_or(scale), Access::Read},
@@ -108,14 +110,14 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
   check_per_channel(g, bias, channels, op, "bias");
   check_per_channel(g, mean, channels, op, "mean");
   check_per_channel(g, var, channels, op, "var");
-  const std::string dtype = float_suffix(g, x, {scale, bias, mean, var}, op);
+  const DType dtype = float_dtype(g, x, {scale, bias, mean, var}, op);
   TensorRef y = g.add_tensor(xs, g.info(x).dtype);
   const int64_t total = numel(xs);
   PushConstants pc;
   pc.add(static_cast<int32_t>(total)).add(static_cast<int32_t>(channels));
   pc.add(static_cast<int32_t>(product(xs.begin() + 2, xs.end()))).add(epsilon);
   DispatchDesc d;
-  d.shader = "batch_norm_" + dtype;
+  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Batch, dtype), op);
   d.bindings = {{x, Access::Read},    {scale, Access::Read}, {bias, Access::Read},
                 {mean, Access::Read}, {var, Access::Read},   {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(total));

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/shape_rules.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::ops {
 
@@ -16,20 +17,30 @@ std::array<uint32_t, 3> groups_for(uint64_t n, uint32_t local) {
   return {65535, static_cast<uint32_t>(y), 1};
 }
 
-uint32_t tuned(const std::string& key, uint32_t fallback) {
-  const char* env = std::getenv("VKGRAPH_TUNE");
-  if (!env) return fallback;
-  std::string spec = env;
+uint32_t Tuning::knob(const std::string& key, uint32_t fallback) const {
+  auto it = knobs.find(key);
+  return it == knobs.end() ? fallback : it->second;
+}
+
+Tuning Tuning::from_knobs(std::string_view spec) {
+  Tuning t;
   size_t at = 0;
   while (at <= spec.size()) {
     size_t end = std::min(spec.find(',', at), spec.size());
-    std::string item = spec.substr(at, end - at);
+    std::string item(spec.substr(at, end - at));
     size_t eq = item.find('=');
-    if (eq != std::string::npos && item.substr(0, eq) == key)
-      return static_cast<uint32_t>(std::strtoul(item.c_str() + eq + 1, nullptr, 10));
+    // The first setting of a key wins, as it did when the environment was searched per key.
+    if (eq != std::string::npos)
+      t.knobs.emplace(item.substr(0, eq),
+                      static_cast<uint32_t>(std::strtoul(item.c_str() + eq + 1, nullptr, 10)));
     at = end + 1;
   }
-  return fallback;
+  return t;
+}
+
+uint32_t tuned(ComputeGraph& g, const std::string& key, uint32_t fallback) {
+  const Tuning* tuning = g.options().tuning.get();
+  return tuning ? tuning->knob(key, fallback) : fallback;
 }
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
@@ -85,49 +96,33 @@ void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string&
                                             dtype_name(dtype));
 }
 
-std::string float_suffix(ComputeGraph& g, DType dtype, const std::string& op) {
-  if (dtype == DType::Float32) return "f32";
+DType float_dtype(ComputeGraph& g, DType dtype, const std::string& op) {
+  if (dtype == DType::Float32) return dtype;
   check(dtype == DType::Float16, ErrorKind::Unsupported,
         op + ": dtype " + dtype_name(dtype) + " not supported (accepts float32, float16)");
   check(g.context().features().storage_buffer_16bit, ErrorKind::Unsupported,
         op + ": float16 tensors need storageBuffer16BitAccess, which " +
             g.context().properties().deviceName + " lacks");
-  return "f16";
+  return dtype;
 }
 
-std::string float_suffix(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
-                         const std::string& op) {
-  DType dtype = g.info(t).dtype;
-  std::string suffix = float_suffix(g, dtype, op);
+DType float_dtype(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
+                  const std::string& op) {
+  DType dtype = float_dtype(g, g.info(t).dtype, op);
   for (TensorRef s : same) require_dtype(g, s, dtype, op);
-  return suffix;
+  return dtype;
+}
+
+vk::ShaderId declared(std::optional<vk::ShaderId> variant, const std::string& op) {
+  check(variant.has_value(), ErrorKind::Unsupported,
+        op + ": no shader variant is declared for these operands");
+  return *variant;
 }
 
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Identity:
-      return EpilogueActivation::None;
-    case UnaryOp::Relu:
-      return EpilogueActivation::Relu;
-    case UnaryOp::LeakyRelu:
-      return EpilogueActivation::LeakyRelu;
-    case UnaryOp::Sigmoid:
-      return EpilogueActivation::Sigmoid;
-    case UnaryOp::Tanh:
-      return EpilogueActivation::Tanh;
-    case UnaryOp::Gelu:
-      return EpilogueActivation::Gelu;
-    case UnaryOp::GeluTanh:
-      return EpilogueActivation::GeluTanh;
-    case UnaryOp::Clip:
-      return EpilogueActivation::Clip;
-    case UnaryOp::HardSigmoid:
-      return EpilogueActivation::HardSigmoid;
-    case UnaryOp::HardSwish:
-      return EpilogueActivation::HardSwish;
-    default:
-      return std::nullopt;
-  }
+  int code = shaders::unary::epilogue(op);
+  if (code < 0) return std::nullopt;
+  return static_cast<EpilogueActivation>(code);
 }
 
 }  // namespace vkgraph::ops

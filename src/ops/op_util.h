@@ -54,22 +54,27 @@ int64_t checked_add(int64_t a, int64_t b, const std::string& op);
 std::vector<int32_t> broadcast_strides(const Shape& shape, const Shape& out);
 std::vector<int32_t> to_i32(const Shape& shape, const std::string& op);
 
-// Kernel tuning knob `key` (e.g. "add.local"): `fallback` unless the environment variable
-// VKGRAPH_TUNE ("key=value,key=value") names it. It exists for tuning sweeps on real devices
-// (vkgraph bench-op) without a rebuild per configuration; defaults are chosen in code.
-uint32_t tuned(const std::string& key, uint32_t fallback);
+// Kernel tuning knob `key` (e.g. "add.local") of `g`'s GraphOptions::tuning, or `fallback`.
+// Knobs exist for tuning sweeps on real devices (vkgraph bench-op) without a rebuild per
+// configuration; defaults are chosen in code.
+uint32_t tuned(ComputeGraph& g, const std::string& key, uint32_t fallback);
 
 void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string& op);
 
-// The shader-name suffix of a float dtype: "f32", or "f16" (float16 storage, float32
-// arithmetic) where the device has 16-bit storage buffers. Anything else is an Unsupported
-// error naming `op`.
-std::string float_suffix(ComputeGraph& g, DType dtype, const std::string& op);
-// float_suffix of `t`, after checking that every tensor in `same` has t's dtype.
-std::string float_suffix(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
-                         const std::string& op);
+// `dtype` when it is a float dtype the device can run: Float32, or Float16 (float16 storage,
+// float32 arithmetic) where the device has 16-bit storage buffers. Anything else is an
+// Unsupported error naming `op`.
+DType float_dtype(ComputeGraph& g, DType dtype, const std::string& op);
+// float_dtype of `t`, after checking that every tensor in `same` has t's dtype.
+DType float_dtype(ComputeGraph& g, TensorRef t, std::initializer_list<TensorRef> same,
+                  const std::string& op);
 
-// Activations the conv and matmul epilogues fuse (activation.glsl's ACT_* codes).
+// The variant a family's find() returned; nullopt (a combination the family does not declare,
+// which the dtype checks above should have ruled out) is an Unsupported error naming `op`.
+vk::ShaderId declared(std::optional<vk::ShaderId> variant, const std::string& op);
+
+// Activations the conv and matmul epilogues fuse: activation.glsl's ACT_* codes, which are
+// the positions in unary.cmake's `epilogue` list.
 enum class EpilogueActivation : int32_t {
   None = 0,
   Relu,
@@ -82,7 +87,7 @@ enum class EpilogueActivation : int32_t {
   HardSigmoid,
   HardSwish,
 };
-// nullopt for activations no epilogue implements.
+// nullopt for activations no epilogue implements (not in the `epilogue` list).
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op);
 
 }  // namespace vkgraph::ops

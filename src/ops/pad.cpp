@@ -1,5 +1,7 @@
 // Pad and Tile: one shader maps each output coordinate to an input coordinate (or the constant).
 // Tile is Pad in wrap mode with all the padding at the end.
+#include "vkgraph/shaders/pad.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -50,7 +52,7 @@ std::array<uint32_t, 2> value_words(DType dtype, double value) {
 TensorRef add_pad(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& begin, const Shape& out,
                   PadMode mode, double value, const std::string& op) {
   const TensorInfo xi = g.info(x);
-  std::string bits = elem_bits(g, xi.dtype, op);
+  uint32_t bits = elem_bits(g, xi.dtype, op);
   if (xi.shape.size() > static_cast<size_t>(kMaxRank))
     throw Error(ErrorKind::Unsupported, op + ": rank " + std::to_string(xi.shape.size()) +
                                             " above " + std::to_string(kMaxRank));
@@ -67,7 +69,8 @@ TensorRef add_pad(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& begi
   std::vector<int32_t> b;
   for (int64_t v : begin) b.push_back(checked_i32(v, op, "pad"));
   pc.add_array(b, kMaxRank);
-  add_elementwise(g, "pad_" + bits, {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), op,
+  add_elementwise(g, declared(shaders::pad::find(bits), op),
+                  {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), op,
                   {static_cast<uint32_t>(mode)});
   return y;
 }

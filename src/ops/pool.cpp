@@ -1,6 +1,8 @@
 // Pooling: windowed max/average over NCHW or NCDHW, one kernel with 2-D windows lifted to 3-D
 // (one invocation per output), and global max/average over all spatial dims (one workgroup per
 // (n, c) row).
+#include "vkgraph/shaders/pool.h"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -52,7 +54,7 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
                   const Pool3dParams& params, bool is_max, TensorRef* indices = nullptr) {
   const std::string op =
       std::string(is_max ? "max_pool" : "avg_pool") + std::to_string(spatial) + "d";
-  const std::string dtype = float_suffix(g, g.info(x).dtype, op);
+  const DType dtype = float_dtype(g, g.info(x).dtype, op);
   const Shape xs = checked_input(g, x, true, spatial + 2, op, layout);
   const auto& [kernel, strides, pads, dil, ceil_mode, include_pad] = params;
   auto positive = [](const std::array<int64_t, 3>& v) {
@@ -84,7 +86,11 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
   for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
   DispatchDesc d;
-  d.shader = (is_max ? (indices ? "max_pool_indices_" : "max_pool_") : "avg_pool_") + dtype;
+  d.shader =
+      declared(shaders::pool::find(
+                   is_max ? (indices ? shaders::pool::Kind::MaxPoolIndices : shaders::pool::Kind::MaxPool)
+                          : shaders::pool::Kind::AvgPool, dtype),
+               op);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   if (indices) {
     *indices = g.add_tensor(ys, DType::Int64);
@@ -112,7 +118,7 @@ Pool3dParams lift(const Pool2dParams& p) {
 
 TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   const std::string op = is_max ? "global_max_pool" : "global_avg_pool";
-  const std::string dtype = float_suffix(g, g.info(x).dtype, op);
+  const DType dtype = float_dtype(g, g.info(x).dtype, op);
   const Shape xs = checked_input(g, x, false, 3, op, "[N, C, D1, ...]");
   check(numel(xs) > 0, ErrorKind::InvalidArgument, op + ": input " + shape_str(xs) + " is empty");
   Shape ys(xs.size(), 1);
@@ -127,7 +133,10 @@ TensorRef global_pool(ComputeGraph& g, TensorRef x, bool is_max) {
   PushConstants pc;
   pc.add(static_cast<int32_t>(rows)).add(static_cast<int32_t>(cols));
   DispatchDesc d;
-  d.shader = op + "_" + dtype;
+  d.shader = declared(
+      shaders::pool::find(
+          is_max ? shaders::pool::Kind::GlobalMaxPool : shaders::pool::Kind::GlobalAvgPool, dtype),
+      op);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(rows), 1);
   d.local = {local, 1, 1};

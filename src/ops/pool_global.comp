@@ -18,7 +18,7 @@ void main() {
 #if GLOBAL_MAX
   float v = uintBitsToFloat(0xff800000u);
   for (int i = int(gl_LocalInvocationID.x); i < p.cols; i += int(gl_WorkGroupSize.x))
-    v = max(v, T(x[base + i]));
+    v = max_nan(v, T(x[base + i]));
   float r = workgroup_reduce(v, true);
 #else
   float v = 0.0;

@@ -43,11 +43,20 @@ shared T partial[gl_WorkGroupSize.x];
 #define IDENTITY T(0)
 #endif
 
+// Float max and min propagate NaN (np.maximum.reduce); GLSL's are undefined for NaN.
+#ifdef DTYPE_FLOAT
+#define MAX_OF max_nan
+#define MIN_OF min_nan
+#else
+#define MAX_OF max
+#define MIN_OF min
+#endif
+
 T combine(T a, T b) {
 #if OP_MAX
-  return max(a, b);
+  return MAX_OF(a, b);
 #elif OP_MIN
-  return min(a, b);
+  return MIN_OF(a, b);
 #elif OP_PROD
   return a * b;
 #else
@@ -104,7 +113,7 @@ T accumulate(uint base, uint first, uint step, bool max_pass, T shift) {
   T acc = max_pass ? LOWEST : IDENTITY;
   for (uint r = first; r < p.n_red; r += step) {
     T v = T(x[base + reduced_offset(r)]);
-    acc = max_pass ? max(acc, v) : combine(acc, term(v, shift));
+    acc = max_pass ? MAX_OF(acc, v) : combine(acc, term(v, shift));
   }
   return acc;
 }
@@ -117,7 +126,7 @@ T workgroup_reduce(T v, bool max_pass) {
   barrier();
   for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
     if (t < s) {
-      partial[t] = max_pass ? max(partial[t], partial[t + s]) : combine(partial[t], partial[t + s]);
+      partial[t] = max_pass ? MAX_OF(partial[t], partial[t + s]) : combine(partial[t], partial[t + s]);
     }
     barrier();
   }
@@ -144,9 +153,9 @@ void main() {
 #if OP_LOG_SUM_EXP
   shift = accumulate(base, first, step, true, T(0));
   if (!OUTPUT_PER_THREAD) shift = workgroup_reduce(shift, true);
-  // All -inf (or an empty reduction): exp(-inf - -inf) would be NaN; any finite shift gives the
-  // right -inf.
-  if (isinf(shift) && shift < 0.0) shift = 0.0;
+  // An infinite maximum: exp(inf - inf) would be NaN; any finite shift gives the right +-inf
+  // (all -inf, or an empty reduction: log(0); a +inf element: log(inf)). A NaN shift stays.
+  if (isinf(shift)) shift = 0.0;
 #endif
   T acc = accumulate(base, first, step, false, shift);
   if (!OUTPUT_PER_THREAD) acc = workgroup_reduce(acc, false);

@@ -3,49 +3,25 @@
 #include "op_util.h"
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/argmax.h"
 
 namespace vkgraph::ops {
 namespace {
 
 // Shader name stem, as in reduce.cmake.
-const char* reduce_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Mean:
-      return "mean";
-    case ReduceOp::Max:
-      return "max";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::Prod:
-      return "prod";
-    case ReduceOp::L2:
-      return "l2";
-    case ReduceOp::LogSumExp:
-      return "log_sum_exp";
-    case ReduceOp::SumSquare:
-      return "sum_square";
-    case ReduceOp::L1:
-      return "l1";
-  }
-  return "?";
-}
-
 void check_index_range(const Shape& shape, const std::string& name) {
   int64_t n = numel(shape);
   check(n <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
         name + ": " + std::to_string(n) + " elements exceed the 32-bit index range");
 }
 
-std::string int_capable_suffix(ComputeGraph& g, DType dtype, bool ints_allowed,
-                               const std::string& name) {
-  if (dtype == DType::Float32 || dtype == DType::Float16) return float_suffix(g, dtype, name);
+DType int_capable_dtype(ComputeGraph& g, DType dtype, bool ints_allowed, const std::string& name) {
+  if (dtype == DType::Float32 || dtype == DType::Float16) return float_dtype(g, dtype, name);
   if (!ints_allowed || (dtype != DType::Int32 && dtype != DType::Int64))
     throw Error(ErrorKind::Unsupported,
                 name + ": dtype " + dtype_name(dtype) + " not supported (accepts " +
                     (ints_allowed ? "float32, float16, int32, int64" : "float32, float16") + ")");
-  return typed_suffix(g, dtype, name);
+  return typed_dtype(g, dtype, name);
 }
 
 // One invocation per output when each output reduces few elements, or when the reduced elements
@@ -99,11 +75,10 @@ uint32_t product(const std::vector<uint32_t>& v) {
 
 TensorRef reduce(ComputeGraph& g, ReduceOp op, TensorRef x, std::vector<int64_t> axes,
                  bool keepdims) {
-  std::string name = std::string("reduce_") + reduce_name(op);
+  std::string name = std::string("reduce_") + shaders::reduce::name(op);
   const TensorInfo xi = g.info(x);
-  bool ints_allowed =
-      op == ReduceOp::Sum || op == ReduceOp::Max || op == ReduceOp::Min || op == ReduceOp::Prod;
-  std::string suffix = int_capable_suffix(g, xi.dtype, ints_allowed, name);
+  bool ints_allowed = shaders::reduce::find(op, DType::Int32).has_value();
+  DType dtype = int_capable_dtype(g, xi.dtype, ints_allowed, name);
   check_index_range(xi.shape, name);
   size_t rank = xi.shape.size();
   std::vector<bool> reduced(rank, axes.empty());
@@ -132,7 +107,7 @@ TensorRef reduce(ComputeGraph& g, ReduceOp op, TensorRef x, std::vector<int64_t>
   pc.add_array(s.kept_shape, kMaxRank).add_array(s.kept_stride, kMaxRank);
   pc.add_array(s.reduced_shape, kMaxRank).add_array(s.reduced_stride, kMaxRank);
   DispatchDesc d;
-  d.shader = name + "_" + suffix;
+  d.shader = declared(shaders::reduce::find(op, dtype), name);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = per_thread ? groups_for(n_out) : groups_for(n_out, 1);
   d.local = {kLocal, 1, 1};
@@ -147,7 +122,7 @@ TensorRef argmax(ComputeGraph& g, TensorRef x, int64_t axis, bool keepdims, bool
                  bool is_min) {
   std::string name = is_min ? "argmin" : "argmax";
   const TensorInfo xi = g.info(x);
-  std::string suffix = int_capable_suffix(g, xi.dtype, true, name);
+  DType dtype = int_capable_dtype(g, xi.dtype, true, name);
   check_index_range(xi.shape, name);
   check(!xi.shape.empty(), ErrorKind::InvalidArgument, name + ": input is a scalar; needs an axis");
   int a = normalize_axis(axis, xi.shape.size(), name);
@@ -169,7 +144,7 @@ TensorRef argmax(ComputeGraph& g, TensorRef x, int64_t axis, bool keepdims, bool
   pc.add(static_cast<uint32_t>(n_out)).add(static_cast<uint32_t>(len));
   pc.add(static_cast<uint32_t>(inner));
   DispatchDesc d;
-  d.shader = "argmax_" + suffix;
+  d.shader = declared(shaders::argmax::find(dtype), name);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = per_thread ? groups_for(n_out) : groups_for(n_out, 1);
   d.local = {kLocal, 1, 1};

@@ -4,22 +4,26 @@
 
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/resize_linear.h"
+#include "vkgraph/shaders/resize_nearest.h"
 
 namespace vkgraph::ops {
 
 TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                  const ResizeOptions& options) {
   const TensorInfo xi = g.info(x);
-  std::string shader;
+  vk::ShaderRef shader;
   switch (options.mode) {
     case ResizeMode::Nearest:
-      shader = "resize_nearest_" + elem_bits(g, xi.dtype, "resize");
+      shader = declared(shaders::resize_nearest::find(elem_bits(g, xi.dtype, "resize")), "resize");
       break;
     case ResizeMode::Linear:
-      shader = "resize_linear_" + float_suffix(g, xi.dtype, "resize (linear)");
+      shader = declared(shaders::resize_linear::find(float_dtype(g, xi.dtype, "resize (linear)")),
+                        "resize");
       break;
     case ResizeMode::Cubic:
-      shader = "resize_cubic_" + float_suffix(g, xi.dtype, "resize (cubic)");
+      shader = std::string("resize_cubic_") +
+               (float_dtype(g, xi.dtype, "resize (cubic)") == DType::Float16 ? "f16" : "f32");
       break;
   }
   bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&

@@ -14,7 +14,7 @@ float workgroup_reduce(float v, bool take_max) {
   for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
     if (t < s) {
       float o = reduce_scratch[t + s];
-      reduce_scratch[t] = take_max ? max(reduce_scratch[t], o) : reduce_scratch[t] + o;
+      reduce_scratch[t] = take_max ? max_nan(reduce_scratch[t], o) : reduce_scratch[t] + o;
     }
     barrier();
   }

@@ -28,6 +28,10 @@ T combine(T old, T update) {
   return old + update;
 #elif defined(REDUCE_MUL)
   return old * update;
+#elif defined(REDUCE_MAX) && defined(DTYPE_FLOAT)
+  return max_nan(old, update);
+#elif defined(REDUCE_MIN) && defined(DTYPE_FLOAT)
+  return min_nan(old, update);
 #elif defined(REDUCE_MAX)
   return max(old, update);
 #elif defined(REDUCE_MIN)

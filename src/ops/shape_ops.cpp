@@ -5,47 +5,49 @@
 #include <limits>
 
 #include "vkgraph/ops.h"
+#include "vkgraph/shaders/strided_copy.h"
 
 namespace vkgraph::ops {
 
-std::string elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
+uint32_t elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
   switch (dtype) {
     case DType::Float32:
     case DType::Int32:
-      return "32";
+      return 32;
     case DType::Int64:
-      return "64";
+      return 64;
     case DType::Float16:
       check(g.context().features().storage_buffer_16bit, ErrorKind::Unsupported,
             op + ": Float16 tensors need storageBuffer16BitAccess, which " +
                 g.context().properties().deviceName + " lacks");
-      return "16";
+      return 16;
     case DType::Bool:
+    case DType::Int8:
+    case DType::UInt8:
       check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
-            op + ": Bool tensors need storageBuffer8BitAccess, which " +
+            op + ": " + dtype_name(dtype) + " tensors need storageBuffer8BitAccess, which " +
                 g.context().properties().deviceName + " lacks");
-      return "8";
+      return 8;
     default:
       throw Error(ErrorKind::Unsupported,
                   op + ": dtype " + dtype_name(dtype) + " is not supported");
   }
 }
 
-std::string typed_suffix(ComputeGraph& g, DType dtype, const std::string& op, bool allow_bool) {
+DType typed_dtype(ComputeGraph& g, DType dtype, const std::string& op, bool allow_bool) {
   switch (dtype) {
     case DType::Float32:
-      return "f32";
     case DType::Int32:
-      return "i32";
+      return dtype;
     case DType::Int64:
       check(g.context().features().shader_int64, ErrorKind::Unsupported,
             op + ": Int64 tensors need shaderInt64, which " + g.context().properties().deviceName +
                 " lacks");
-      return "i64";
+      return dtype;
     case DType::Bool:
       if (allow_bool) {
         elem_bits(g, dtype, op);
-        return "bool";
+        return dtype;
       }
       [[fallthrough]];
     default:
@@ -76,8 +78,9 @@ int32_t checked_i32(int64_t v, const std::string& op, const char* what) {
   return static_cast<int32_t>(v);
 }
 
-void add_elementwise(ComputeGraph& g, std::string shader, std::vector<Binding> bindings, int64_t n,
-                     std::vector<uint8_t> push, std::string label, std::vector<uint32_t> spec) {
+void add_elementwise(ComputeGraph& g, vk::ShaderRef shader, std::vector<Binding> bindings,
+                     int64_t n, std::vector<uint8_t> push, std::string label,
+                     std::vector<uint32_t> spec) {
   if (n == 0) return;
   checked_i32(n, label, "element count");
   DispatchDesc d;
@@ -128,7 +131,7 @@ std::vector<int32_t> i32s(const std::vector<int64_t>& v, const std::string& op, 
 void add_strided_copy(ComputeGraph& g, TensorRef src, TensorRef dst, const StridedCopy& copy,
                       const std::string& label) {
   DType dtype = g.info(src).dtype;
-  std::string bits = elem_bits(g, dtype, label);
+  uint32_t bits = elem_bits(g, dtype, label);
   int64_t n = numel(copy.shape);
   if (n == 0) return;
   StridedCopy s = simplified(copy);
@@ -149,8 +152,8 @@ void add_strided_copy(ComputeGraph& g, TensorRef src, TensorRef dst, const Strid
   pc.add_array(i32s(s.shape, label, "dim"), kMaxRank);
   pc.add_array(i32s(s.src_stride, label, "stride"), kMaxRank);
   pc.add_array(i32s(s.dst_stride, label, "stride"), kMaxRank);
-  add_elementwise(g, "strided_copy_" + bits, {{src, Access::Read}, {dst, Access::Write}}, n,
-                  pc.take(), label);
+  add_elementwise(g, declared(shaders::strided_copy::find(bits), label),
+                  {{src, Access::Read}, {dst, Access::Write}}, n, pc.take(), label);
 }
 
 TensorRef read_strided(ComputeGraph& g, TensorRef src, const Shape& shape,

@@ -9,14 +9,13 @@
 
 namespace vkgraph::ops {
 
-// Suffix of the shaders that move elements without arithmetic, which exist per element size:
-// "8" (Bool), "32" (f32, i32), "64" (i64). Throws naming `op` for other dtypes, and for Bool
-// when the device lacks 8-bit storage.
-std::string elem_bits(ComputeGraph& g, DType dtype, const std::string& op);
-// Suffix of per-dtype shaders: "f32", "i32", "i64", and "bool" when `allow_bool`. Throws naming
-// `op` for other dtypes, and for i64 when the device lacks shaderInt64.
-std::string typed_suffix(ComputeGraph& g, DType dtype, const std::string& op,
-                         bool allow_bool = false);
+// The element size that selects the shaders moving elements without arithmetic: 8 (Bool),
+// 16 (f16), 32 (f32, i32), 64 (i64). Throws naming `op` for other dtypes, and for Bool or f16
+// when the device lacks 8- or 16-bit storage.
+uint32_t elem_bits(ComputeGraph& g, DType dtype, const std::string& op);
+// `dtype` when per-dtype shaders take it: f32, i32, i64, and Bool when `allow_bool`. Throws
+// naming `op` for other dtypes, and for i64 when the device lacks shaderInt64.
+DType typed_dtype(ComputeGraph& g, DType dtype, const std::string& op, bool allow_bool = false);
 // Throws naming `op` unless `t` is Bool and the device can store it.
 void require_bool(ComputeGraph& g, TensorRef t, const std::string& op, const std::string& what);
 // Throws naming `op` unless `t` is int32 or int64.
@@ -24,8 +23,9 @@ void require_index_dtype(ComputeGraph& g, TensorRef t, const std::string& op);
 
 int32_t checked_i32(int64_t v, const std::string& op, const char* what);
 // A dispatch of one invocation per element of a range of `n` (nothing when n is zero).
-void add_elementwise(ComputeGraph& g, std::string shader, std::vector<Binding> bindings, int64_t n,
-                     std::vector<uint8_t> push, std::string label, std::vector<uint32_t> spec = {});
+void add_elementwise(ComputeGraph& g, vk::ShaderRef shader, std::vector<Binding> bindings,
+                     int64_t n, std::vector<uint8_t> push, std::string label,
+                     std::vector<uint32_t> spec = {});
 
 // dst[dst_offset + sum(i_d * dst_stride_d)] = src[src_offset + sum(i_d * src_stride_d)] for every
 // coordinate i of `shape`; strides and offsets in elements.

@@ -23,7 +23,7 @@ float workgroup_reduce(float v, bool is_max) {
   partial[t] = v;
   barrier();
   for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-    if (t < s) partial[t] = is_max ? max(partial[t], partial[t + s]) : partial[t] + partial[t + s];
+    if (t < s) partial[t] = is_max ? max_nan(partial[t], partial[t + s]) : partial[t] + partial[t + s];
     barrier();
   }
   float r = partial[0];
@@ -46,7 +46,7 @@ void main() {
   uint base = (row / p.inner) * p.len * p.inner + row % p.inner;
 
   float m = uintBitsToFloat(0xff800000u);  // -inf
-  for (uint k = first; k < p.len; k += step) m = max(m, T(x[base + k * p.inner]));
+  for (uint k = first; k < p.len; k += step) m = max_nan(m, T(x[base + k * p.inner]));
   if (!ROW_PER_THREAD) m = workgroup_reduce(m, true);
 
   float sum = 0.0;

@@ -1,3 +1,5 @@
+#include "vkgraph/shaders/softmax.h"
+
 #include <limits>
 
 #include "op_util.h"
@@ -8,7 +10,7 @@ namespace vkgraph::ops {
 TensorRef softmax(ComputeGraph& g, TensorRef x, int axis, bool log) {
   std::string name = log ? "log_softmax" : "softmax";
   const TensorInfo xi = g.info(x);
-  const std::string dtype = float_suffix(g, xi.dtype, name);
+  const DType dtype = float_dtype(g, xi.dtype, name);
   check(!xi.shape.empty(), ErrorKind::InvalidArgument, name + ": input is a scalar; needs an axis");
   int a = normalize_axis(axis, xi.shape.size(), name);
   int64_t n = numel(xi.shape);
@@ -28,7 +30,7 @@ TensorRef softmax(ComputeGraph& g, TensorRef x, int axis, bool log) {
   pc.add(static_cast<uint32_t>(rows)).add(static_cast<uint32_t>(len));
   pc.add(static_cast<uint32_t>(inner));
   DispatchDesc d;
-  d.shader = name + "_" + dtype;
+  d.shader = declared(shaders::softmax::find(log, dtype), name);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   d.groups = row_per_thread ? groups_for(rows) : groups_for(rows, 1);
   d.local = {kLocal, 1, 1};

@@ -1,4 +1,6 @@
+vkgraph_shader_family(topk AXIS dtype DTYPE)
 foreach(dtype f32 i32 i64)
   string(TOUPPER ${dtype} DTYPE)
-  vkgraph_shader(topk_${dtype} ${CMAKE_CURRENT_LIST_DIR}/topk.comp DTYPE_${DTYPE}=1)
+  vkgraph_variant(topk topk_${dtype} ${CMAKE_CURRENT_LIST_DIR}/topk.comp KEY ${dtype}
+                  DEFINES DTYPE_${DTYPE}=1)
 endforeach()

@@ -1,4 +1,6 @@
 // TopK: every element computes its own rank in its line (see topk.comp).
+#include "vkgraph/shaders/topk.h"
+
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
@@ -6,7 +8,7 @@ namespace vkgraph::ops {
 
 TopKResult topk(ComputeGraph& g, TensorRef x, int64_t k, int64_t axis, bool largest) {
   const TensorInfo xi = g.info(x);
-  std::string suffix = typed_suffix(g, xi.dtype, "topk");
+  DType dtype = typed_dtype(g, xi.dtype, "topk");
   if (xi.shape.empty()) throw Error(ErrorKind::InvalidArgument, "topk: input is a scalar");
   int a = normalize_axis(axis, xi.shape.size(), "topk");
   int64_t axis_len = xi.shape[a];
@@ -25,7 +27,7 @@ TopKResult topk(ComputeGraph& g, TensorRef x, int64_t k, int64_t axis, bool larg
       .add(checked_i32(inner, "topk", "dim"))
       .add(static_cast<int32_t>(k))
       .add(static_cast<int32_t>(largest));
-  add_elementwise(g, "topk_" + suffix,
+  add_elementwise(g, declared(shaders::topk::find(dtype), "topk"),
                   {{x, Access::Read}, {r.values, Access::Write}, {r.indices, Access::Write}}, n,
                   pc.take(), "topk");
   return r;

@@ -63,12 +63,13 @@ float sigmoid_(float v) {
 // Built-in tanh may be computed as (e^2x - 1) / (e^2x + 1) and turn into inf/inf; beyond
 // |v| = 10 tanh is 1 in float anyway. expm1 keeps small |v| relatively exact.
 float tanh_(float v) {
+  if (isnan(v)) return v;
   float e = expm1_(2.0 * min(abs(v), 10.0));
   return sign(v) * (e / (e + 2.0));
 }
 
 // log(1 + e^v) without overflow for large v or loss of the tiny result for very negative v.
-float softplus_(float v) { return max(v, 0.0) + log1p_unit(exp(-abs(v))); }
+float softplus_(float v) { return max_nan(v, 0.0) + log1p_unit(exp(-abs(v))); }
 
 // erf(v) = v P(v^2) on |v| < 1: Chebyshev fit, error 1.3e-9 relative.
 float erf_small(float v) {
@@ -93,7 +94,7 @@ float erfc_large(float v) {
 
 float erf_(float v) {
   float a = abs(v);
-  if (a < 1.0) return erf_small(v);
+  if (!(a >= 1.0)) return erf_small(v);  // NaN too: sign(NaN) below is undefined
   return sign(v) * (a >= 10.0 ? 1.0 : 1.0 - erfc_large(a));
 }
 
@@ -119,6 +120,7 @@ float sin_quadrant(float r, int q) {
 // to 1e5), with no fma (lavapipe does not fuse one). Larger arguments, rare in models, take
 // the built-in, whose own reduction is coarser on some drivers.
 float sin_shifted(float v, int quarter_turns) {
+  if (isinf(v)) return nan_value();  // the built-ins are undefined there
   if (abs(v) > 1.0e5) return quarter_turns == 0 ? sin(v) : cos(v);
   float k = roundEven(v * 0.636619772);
   // "precise" keeps the compiler from folding the parts back into one rounded pi/2.
@@ -129,8 +131,10 @@ float sin_shifted(float v, int quarter_turns) {
 }
 
 float apply(float v) {
+// NaN in gives NaN out wherever NumPy gives it (Relu, Clip, Sign, ...): comparisons with NaN are
+// false, and selections are written so that a false comparison keeps v.
 #if OP_RELU
-  return max(v, 0.0);
+  return v < 0.0 ? 0.0 : v;
 #elif OP_SIGMOID
   return sigmoid_(v);
 #elif OP_TANH
@@ -160,7 +164,7 @@ float apply(float v) {
 #elif OP_ROUND
   return roundEven(v);
 #elif OP_SIGN
-  return sign(v);
+  return isnan(v) ? v : sign(v);
 #elif OP_SIN
   return sin_shifted(v, 0);
 #elif OP_COS
@@ -178,20 +182,23 @@ float apply(float v) {
 #elif OP_SELU
   return p.beta * (v > 0.0 ? v : p.alpha * expm1_(v));
 #elif OP_CLIP
-  return min(max(v, p.alpha), p.beta);
+  return clamp_nan(v, p.alpha, p.beta);
 #elif OP_HARD_SIGMOID
-  return clamp(p.alpha * v + p.beta, 0.0, 1.0);
+  return clamp_nan(p.alpha * v + p.beta, 0.0, 1.0);
 #elif OP_HARD_SWISH
-  return v * clamp(v * (1.0 / 6.0) + 0.5, 0.0, 1.0);
+  return v * clamp_nan(v * (1.0 / 6.0) + 0.5, 0.0, 1.0);
 #elif OP_TAN
   return sin_shifted(v, 0) / sin_shifted(v, 1);
 #elif OP_ASIN
   // Through atan: some drivers' asin built-in is only good to ~3e-4 relative.
-  return 2.0 * atan(v / (1.0 + sqrt(max(1.0 - v * v, 0.0))));
+  // Outside [-1, 1] (and for NaN) the result is NaN, not the clamped formula's value.
+  if (!(abs(v) <= 1.0)) return nan_value();
+  return 2.0 * atan(v / (1.0 + sqrt(1.0 - v * v)));
 #elif OP_ACOS
-  return v <= -1.0 ? 3.14159265 : 2.0 * atan(sqrt(max(1.0 - v * v, 0.0)) / (1.0 + v));
+  if (!(abs(v) <= 1.0)) return nan_value();
+  return v == -1.0 ? 3.14159265 : 2.0 * atan(sqrt(1.0 - v * v) / (1.0 + v));
 #elif OP_ATAN
-  return atan(v);
+  return isnan(v) ? v : atan(v);  // lavapipe's atan(NaN) is 0
 #elif OP_SINH
   // expm1 on both sides keeps small |v| accurate: sinh(v) = (e^v - 1 - (e^-v - 1)) / 2.
   return 0.5 * (expm1_(v) - expm1_(-v));
@@ -208,7 +215,7 @@ float apply(float v) {
 #elif OP_THRESHOLDED_RELU
   return v > p.alpha ? v : 0.0;
 #elif OP_CELU
-  return max(v, 0.0) + min(0.0, p.alpha * expm1_(v / p.alpha));
+  return max_nan(v, 0.0) + min_nan(0.0, p.alpha * expm1_(v / p.alpha));
 #endif
 }
 #else

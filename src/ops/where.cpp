@@ -1,5 +1,7 @@
 // Where: a select with three-way NumPy broadcasting. It moves elements without arithmetic, so
 // its shaders exist per element size.
+#include "vkgraph/shaders/where.h"
+
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
 
@@ -12,7 +14,7 @@ TensorRef where(ComputeGraph& g, TensorRef cond, TensorRef a, TensorRef b) {
     throw Error(ErrorKind::InvalidArgument, std::string("where: dtypes differ (") +
                                                 dtype_name(ai.dtype) + " vs " +
                                                 dtype_name(bi.dtype) + ")");
-  std::string bits = elem_bits(g, ai.dtype, "where");
+  uint32_t bits = elem_bits(g, ai.dtype, "where");
   Shape out = broadcast_shapes(ci.shape, broadcast_shapes(ai.shape, bi.shape, "where"), "where");
   if (out.size() > static_cast<size_t>(kMaxRank))
     throw Error(ErrorKind::Unsupported,
@@ -25,7 +27,7 @@ TensorRef where(ComputeGraph& g, TensorRef cond, TensorRef a, TensorRef b) {
   pc.add_array(broadcast_strides(ci.shape, out), kMaxRank);
   pc.add_array(broadcast_strides(ai.shape, out), kMaxRank);
   pc.add_array(broadcast_strides(bi.shape, out), kMaxRank);
-  add_elementwise(g, "where_" + bits,
+  add_elementwise(g, declared(shaders::where::find(bits), "where"),
                   {{cond, Access::Read}, {a, Access::Read}, {b, Access::Read}, {y, Access::Write}},
                   n, pc.take(), "where");
   return y;

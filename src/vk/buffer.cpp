@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "vk/parallel_copy.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/context.h"
 #include "vkgraph/vk/result.h"
@@ -128,7 +129,7 @@ void StagingBuffer::invalidate(VkDeviceSize offset, VkDeviceSize bytes) {
 
 void StagingBuffer::copy_in(const void* data, VkDeviceSize bytes, VkDeviceSize offset) {
   check_range(offset, bytes, "copy into staging");
-  std::memcpy(static_cast<uint8_t*>(allocation_.mapped) + offset, data, bytes);
+  parallel_copy(static_cast<uint8_t*>(allocation_.mapped) + offset, data, bytes);
   trace_host(context_, SyncEvent::Type::HostWrite, *this, offset, bytes, allocation_.coherent);
   flush(offset, bytes);
 }
@@ -137,7 +138,8 @@ void StagingBuffer::copy_out(void* data, VkDeviceSize bytes, VkDeviceSize offset
   check_range(offset, bytes, "copy out of staging");
   invalidate(offset, bytes);
   trace_host(context_, SyncEvent::Type::HostRead, *this, offset, bytes, allocation_.coherent);
-  std::memcpy(data, static_cast<const uint8_t*>(allocation_.mapped) + offset, bytes);
+  // Straight from the mapping into the caller's memory: no intermediate copy.
+  parallel_copy(data, static_cast<const uint8_t*>(allocation_.mapped) + offset, bytes);
 }
 
 }  // namespace vkgraph::vk

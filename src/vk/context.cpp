@@ -163,6 +163,11 @@ struct DebugCallback {
                                                    const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                    void* user) {
     if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
+    // The loader reports through the same messenger ("Loader Message"): notices about the
+    // layers in VK_INSTANCE_LAYERS, a layer asked for twice, and so on. They say nothing about
+    // how vkgraph uses Vulkan, so they are not validation errors.
+    if (data && data->pMessageIdName && std::strcmp(data->pMessageIdName, "Loader Message") == 0)
+      return VK_FALSE;
     std::string msg = data && data->pMessage ? data->pMessage : "(no message)";
     static_cast<Context*>(user)->add_validation_message(std::move(msg));
     return VK_FALSE;

@@ -104,6 +104,15 @@ PipelineCache::~PipelineCache() {
   vkDestroyPipelineCache(d, cache_, nullptr);
 }
 
+const ShaderInfo& ShaderRef::resolve() const {
+  if (!by_id_) return find_shader(name_);
+  const ShaderInfo* info = shader_info(id_);
+  if (!info)
+    throw Error(ErrorKind::Unsupported,
+                "no shader with id " + std::to_string(static_cast<unsigned>(id_)));
+  return *info;
+}
+
 size_t PipelineCache::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return pipelines_.size();

@@ -152,9 +152,9 @@ inline void expect_close(const std::vector<float>& got, const Shape& got_shape,
 using Build = std::function<TensorRef(ComputeGraph&, const std::vector<TensorRef>&)>;
 
 // Makes each of `inputs` a graph input, builds the op, runs it and compares with `want`.
-inline void run_and_check(const std::vector<HostMat>& inputs, const Build& build,
-                          const Reference& want) {
-  ComputeGraph g(context());
+inline void run_and_check(const GraphOptions& options, const std::vector<HostMat>& inputs,
+                          const Build& build, const Reference& want) {
+  ComputeGraph g(context(), options);
   std::vector<TensorRef> refs;
   for (size_t i = 0; i < inputs.size(); ++i)
     refs.push_back(g.add_input(inputs[i].shape, DType::Float32, "in" + std::to_string(i)));
@@ -171,10 +171,13 @@ inline void run_and_check(const std::vector<HostMat>& inputs, const Build& build
 
 class MatmulTest : public GpuTest {
  protected:
-  void TearDown() override {
-    ops::override_matmul_config(std::nullopt);
-    ops::override_split_k_policy(std::nullopt);
-    GpuTest::TearDown();
+  // The kernel tuning the test's graphs are built with (the device's defaults unless a test
+  // sets its fields).
+  ops::Tuning tuning_;
+  GraphOptions graph_options() const {
+    GraphOptions options;
+    options.tuning = std::make_shared<ops::Tuning>(tuning_);
+    return options;
   }
   HostMat random(Shape shape, float lo = -1.f, float hi = 1.f) {
     return {shape, random_floats(static_cast<size_t>(numel(shape)), lo, hi)};
@@ -189,9 +192,10 @@ class MatmulTest : public GpuTest {
       apply_bias(want, 1, &inputs.back(), 1);
     }
     run_and_check(
-        inputs,
+        graph_options(), inputs,
         [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-          return ops::matmul(g, in[0], in[1], bias_shape ? std::optional(in[2]) : std::nullopt);
+          return ops::matmul(g, in[0], in[1],
+                             {.bias = bias_shape ? std::optional(in[2]) : std::nullopt});
         },
         want);
   }
@@ -203,9 +207,10 @@ class MatmulTest : public GpuTest {
     std::vector<HostMat> inputs = {x, w};
     if (with_bias) inputs.push_back(bias);
     run_and_check(
-        inputs,
+        graph_options(), inputs,
         [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-          return ops::linear(g, in[0], in[1], with_bias ? std::optional(in[2]) : std::nullopt);
+          return ops::linear(g, in[0], in[1],
+                             {.bias = with_bias ? std::optional(in[2]) : std::nullopt});
         },
         want);
   }
@@ -220,10 +225,14 @@ class MatmulTest : public GpuTest {
     std::vector<HostMat> inputs = {trans_a ? transpose(a) : a, trans_b ? transpose(b) : b};
     if (c_shape) inputs.push_back(c);
     run_and_check(
-        inputs,
+        graph_options(), inputs,
         [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-          return ops::gemm(g, in[0], in[1], c_shape ? std::optional(in[2]) : std::nullopt, alpha,
-                           beta, trans_a, trans_b);
+          return ops::gemm(g, in[0], in[1],
+                           {.c = c_shape ? std::optional(in[2]) : std::nullopt,
+                            .alpha = alpha,
+                            .beta = beta,
+                            .trans_a = trans_a,
+                            .trans_b = trans_b});
         },
         want);
   }
@@ -235,9 +244,9 @@ class MatmulTest : public GpuTest {
     apply_bias(want, 1, &bias, 1);
     apply_activation(want, op, params);
     run_and_check(
-        {a, b, bias},
+        graph_options(), {a, b, bias},
         [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-          return ops::matmul(g, in[0], in[1], in[2], op, params);
+          return ops::matmul(g, in[0], in[1], {in[2], op, params});
         },
         want);
   }

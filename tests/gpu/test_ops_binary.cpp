@@ -1,23 +1,22 @@
 // The vec4 grid-stride path of same-shape binary ops: lengths that are not multiples of the
-// workgroup or the unroll, and a capped workgroup count (VKGRAPH_TUNE) so every invocation
-// walks several grid strides.
-#include <cstdlib>
-
+// workgroup or the unroll, and a capped workgroup count (the add.* tuning knobs) so every
+// invocation walks several grid strides.
 #include "gpu_test.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 
 class BinaryVec4 : public GpuTest {
  protected:
-  void TearDown() override {
-    unsetenv("VKGRAPH_TUNE");
-    GpuTest::TearDown();
-  }
+  // Knobs in VKGRAPH_TUNE's format, as the CLI passes them on.
+  std::string knobs_;
 
   void check_add_and_mul(int64_t n) {
     SCOPED_TRACE(::testing::Message() << "n=" << n);
-    ComputeGraph g(context());
+    GraphOptions options;
+    options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(knobs_));
+    ComputeGraph g(context(), options);
     auto a = g.add_input({n}, DType::Float32, "a");
     auto b = g.add_input({n}, DType::Float32, "b");
     g.add_output(ops::binary(g, ops::BinaryOp::Add, a, b), "sum");
@@ -41,12 +40,12 @@ TEST_F(BinaryVec4, DefaultDispatch) {
 }
 
 TEST_F(BinaryVec4, SeveralGridStrides) {
-  setenv("VKGRAPH_TUNE", "add.local=64,add.unroll=3,add.groups=5", 1);
+  knobs_ = "add.local=64,add.unroll=3,add.groups=5";
   for (int64_t n : {4, 4 * 963, 4 * 5000}) check_add_and_mul(n);
 }
 
 TEST_F(BinaryVec4, NoUnroll) {
-  setenv("VKGRAPH_TUNE", "add.local=32,add.unroll=1,add.groups=2", 1);
+  knobs_ = "add.local=32,add.unroll=1,add.groups=2";
   check_add_and_mul(4 * 301);
 }
 

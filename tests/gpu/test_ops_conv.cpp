@@ -132,12 +132,17 @@ ops::Conv2dParams unlift(const ops::Conv3dParams& p) {
 
 class OpsConv : public GpuTest {
  protected:
+  // The kernel tuning check() builds with (the device's defaults unless a fixture sets it).
+  ops::Tuning tuning_;
+
   // 4-D cases run conv2d, 5-D ones conv3d.
   void check(const ConvCase& c) {
     auto xv = random_floats(numel(c.x), -c.x_range, c.x_range);
     auto wv = random_floats(numel(c.w));
     auto bv = random_floats(c.w[0]);
-    ComputeGraph g(context());
+    GraphOptions options;
+    options.tuning = std::make_shared<ops::Tuning>(tuning_);
+    ComputeGraph g(context(), options);
     TensorRef x = g.add_input(c.x, DType::Float32, "x");
     TensorRef w = c.weight_is_input ? g.add_input(c.w, DType::Float32, "w")
                                     : g.add_constant(HostTensor::from(DType::Float32, c.w, wv));
@@ -165,8 +170,8 @@ class OpsConv : public GpuTest {
       if (c.x.size() == 4) ys.erase(ys.begin() + 2);
     }
     TensorRef y = c.x.size() == 5
-                      ? ops::conv3d(g, x, w, b, c.params, c.act, c.act_params, r)
-                      : ops::conv2d(g, x, w, b, unlift(c.params), c.act, c.act_params, r);
+                      ? ops::conv3d(g, x, w, c.params, {b, c.act, c.act_params, r})
+                      : ops::conv2d(g, x, w, unlift(c.params), {b, c.act, c.act_params, r});
     g.add_output(y, "y");
     ASSERT_EQ(g.info(y).shape, ys);
     expect_close(run_graph(g, inputs), want, 1e-4);
@@ -269,11 +274,7 @@ class OpsConvSplitK : public OpsConv {
     ops::SplitKPolicy policy;
     policy.min_k = 128;
     policy.min_slice = 32;
-    ops::override_split_k_policy(policy);
-  }
-  void TearDown() override {
-    ops::override_split_k_policy(std::nullopt);
-    OpsConv::TearDown();
+    tuning_.split_k = policy;
   }
 };
 
@@ -382,7 +383,7 @@ TEST_F(OpsConv, Conv1d) {
   TensorRef w = g.add_constant(HostTensor::from(DType::Float32, {6, 2, 3}, wv));
   TensorRef b = g.add_constant(HostTensor::from(DType::Float32, {6}, bv));
   ops::Conv1dParams p{2, {1, 2}, 2, 2};
-  TensorRef y = ops::conv1d(g, x, w, b, p);
+  TensorRef y = ops::conv1d(g, x, w, p, {.bias = b});
   g.add_output(y, "y");
   // Same problem as a conv2d with H = 1.
   ConvCase c{{2, 4, 1, 11}, {6, 2, 1, 3}, conv_params({1, 2}, {0, 1, 0, 2}, {1, 2}, 2)};
@@ -511,7 +512,7 @@ TEST_F(OpsConvErrors, Conv2d) {
     ops::conv2d(g, x, input({6, 3, 3, 3}));
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "groups 3 must divide", [&] {
-    ops::conv2d(g, x, input({6, 2, 3, 3}), std::nullopt, {{1, 1}, {}, {1, 1}, 3});
+    ops::conv2d(g, x, input({6, 2, 3, 3}), {{1, 1}, {}, {1, 1}, 3});
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "weight must be [Cout, Cin/groups, kH, kW]",
                [&] {
@@ -521,16 +522,16 @@ TEST_F(OpsConvErrors, Conv2d) {
     ops::conv2d(g, input({4, 8, 8}), input({6, 4, 3, 3}));
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "bias must be [6]", [&] {
-    ops::conv2d(g, x, input({6, 4, 3, 3}), input({5}));
+    ops::conv2d(g, x, input({6, 4, 3, 3}), {}, {.bias = input({5})});
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "exceeds padded height", [&] {
     ops::conv2d(g, x, input({6, 4, 9, 3}));
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "strides", [&] {
-    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{0, 1}});
+    ops::conv2d(g, x, input({6, 4, 3, 3}), {{0, 1}});
   });
   expect_error(ErrorKind::Unsupported, "conv2d", "cannot be fused", [&] {
-    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {}, UnaryOp::Exp);
+    ops::conv2d(g, x, input({6, 4, 3, 3}), {}, {.activation = UnaryOp::Exp});
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "has an empty dim", [&] {
     ops::conv2d(g, x, input({6, 4, 0, 3}));
@@ -542,10 +543,10 @@ TEST_F(OpsConvErrors, Conv2d) {
   // Model-given windows too large for the shaders' ints, or for int64 itself.
   const int64_t big = int64_t{1} << 32;
   expect_error(ErrorKind::Unsupported, "conv2d", "does not fit in 32 bits", [&] {
-    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{2 * big, 1}, {big, 0, big, 0}});
+    ops::conv2d(g, x, input({6, 4, 3, 3}), {{2 * big, 1}, {big, 0, big, 0}});
   });
   expect_error(ErrorKind::InvalidArgument, "conv2d", "overflows int64", [&] {
-    ops::conv2d(g, x, input({6, 4, 3, 3}), std::nullopt, {{1, 1}, {}, {int64_t{1} << 62, 1}});
+    ops::conv2d(g, x, input({6, 4, 3, 3}), {{1, 1}, {}, {int64_t{1} << 62, 1}});
   });
 }
 
@@ -562,7 +563,7 @@ TEST_F(OpsConvErrors, Conv3d) {
     ops::conv3d(g, x, input({6, 4, 4, 3, 3}));
   });
   expect_error(ErrorKind::InvalidArgument, "conv3d", "dilations [1, 0, 1]", [&] {
-    ops::conv3d(g, x, input({6, 4, 3, 3, 3}), std::nullopt, {{1, 1, 1}, {}, {1, 0, 1}});
+    ops::conv3d(g, x, input({6, 4, 3, 3, 3}), {{1, 1, 1}, {}, {1, 0, 1}});
   });
   expect_error(ErrorKind::InvalidArgument, "conv3d", "input channels", [&] {
     ops::conv3d(g, x, input({6, 2, 3, 3, 3}));

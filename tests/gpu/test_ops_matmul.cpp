@@ -111,7 +111,7 @@ TEST_F(MatmulTest, LinearConstantWeight) {
   HostMat x = random({3, 24}), w = random({10, 24});
   Reference want = reference_matmul(x, transpose(w));
   run_and_check(
-      {x},
+      graph_options(), {x},
       [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
         TensorRef weight = g.add_constant(HostTensor::from(DType::Float32, w.shape, w.v), "w");
         return ops::linear(g, in[0], weight);
@@ -170,9 +170,9 @@ TEST_F(MatmulTest, GeluKeepsPrecisionForLargeNegativeInputs) {
   apply_activation(want, UnaryOp::Gelu, {});
   for (double& s : want.scale) s = 0;  // relative to the tiny result itself
   run_and_check(
-      {a, b},
+      graph_options(), {a, b},
       [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-        return ops::matmul(g, in[0], in[1], std::nullopt, UnaryOp::Gelu);
+        return ops::matmul(g, in[0], in[1], {.activation = UnaryOp::Gelu});
       },
       want);
 }
@@ -183,10 +183,15 @@ TEST_F(MatmulTest, GemmWithActivation) {
   apply_bias(want, 2.0, &c, 0.5);
   apply_activation(want, UnaryOp::Clip, {-0.25f, 0.5f});
   run_and_check(
-      {transpose(a), b, c},
+      graph_options(), {transpose(a), b, c},
       [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-        return ops::gemm(g, in[0], in[1], in[2], 2.f, 0.5f, true, false, UnaryOp::Clip,
-                         {-0.25f, 0.5f});
+        return ops::gemm(g, in[0], in[1],
+                         {.c = in[2],
+                          .alpha = 2.f,
+                          .beta = 0.5f,
+                          .trans_a = true,
+                          .activation = UnaryOp::Clip,
+                          .activation_params = {-0.25f, 0.5f}});
       },
       want);
 }
@@ -239,12 +244,12 @@ TEST_F(MatmulTest, ErrorsNameTheOpAndTheProblem) {
       K::InvalidArgument, {"matmul", "broadcast"});
   expect_error(
       [](ComputeGraph& g) {
-        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), f32(g, {3, 4}));
+        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), {.bias = f32(g, {3, 4})});
       },
       K::InvalidArgument, {"matmul", "bias [3, 4]", "[3, 5]"});
   expect_error(
       [](ComputeGraph& g) {
-        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), f32(g, {2, 3, 5}));
+        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), {.bias = f32(g, {2, 3, 5})});
       },
       K::InvalidArgument, {"matmul", "bias"});
   expect_error(
@@ -254,7 +259,7 @@ TEST_F(MatmulTest, ErrorsNameTheOpAndTheProblem) {
       K::Unsupported, {"matmul", "int32"});
   expect_error(
       [](ComputeGraph& g) {
-        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), std::nullopt, UnaryOp::Exp);
+        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), {.activation = UnaryOp::Exp});
       },
       K::Unsupported, {"matmul", "activation", "fused"});
   expect_error(
@@ -279,12 +284,12 @@ TEST_F(MatmulTest, ErrorsNameTheOpAndTheProblem) {
       K::InvalidArgument, {"gemm", "input A", "2-D"});
   expect_error(
       [](ComputeGraph& g) {
-        ops::gemm(g, f32(g, {4, 3}), f32(g, {4, 5}), std::nullopt, 1.f, 1.f, false, false);
+        ops::gemm(g, f32(g, {4, 3}), f32(g, {4, 5}), {});
       },
       K::InvalidArgument, {"gemm", "K=3", "K=4"});
   expect_error(
       [](ComputeGraph& g) {
-        ops::gemm(g, f32(g, {3, 4}), f32(g, {4, 5}), f32(g, {4}));
+        ops::gemm(g, f32(g, {3, 4}), f32(g, {4, 5}), {.c = f32(g, {4})});
       },
       K::InvalidArgument, {"gemm", "C [4]", "[3, 5]"});
 }

@@ -34,7 +34,7 @@ TEST_F(MatmulConfigs, SmallOddTiles) {
   c.gemv_rows = 2;
   c.gemv_contig = 8;
   c.gemv_other = 4;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
 }
 
@@ -45,7 +45,7 @@ TEST_F(MatmulConfigs, LargeVec4Tiles) {
   ASSERT_TRUE(c.large.has_value());
   EXPECT_TRUE(c.large->vec4());
   c.large_min_tiles = 0;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
   check_gemm(150, 70, 260, false, false, Shape{260}, 1.f, 1.f);
   check_gemm(150, 70, 260, true, true, Shape{150, 1}, 0.5f, 2.f);
@@ -55,7 +55,7 @@ TEST_F(MatmulConfigs, SmallVec4TilesBlockedLanes) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   c.tile = {8, 4, 4, 8, 3};
   c.large.reset();
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
   check_gemm(40, 31, 70, false, true, Shape{70}, 1.f, 1.f);
 }
@@ -67,14 +67,14 @@ TEST_F(MatmulConfigs, BandedWorkgroupOrder) {
   c.tile = {8, 4, 2, 2, 4};
   c.large.reset();
   c.group_m = 3;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
   check_gemm(60, 45, 20, false, true, Shape{20}, 1.f, 1.f);
   check_matmul({2, 37, 23}, {23, 41});
   ops::SplitKPolicy policy;
   policy.min_k = 16;
   policy.min_slice = 16;
-  ops::override_split_k_policy(policy);
+  tuning_.split_k = policy;
   check_gemm(60, 45, 100, true, false, Shape{60, 1}, 0.5f, 2.f);
 }
 
@@ -84,20 +84,20 @@ TEST_F(MatmulConfigs, SmallTileForFewTiles) {
   ASSERT_TRUE(c.small.has_value());
   c.large.reset();
   c.small_max_tiles = 1000;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
   check_gemm(70, 45, 100, false, true, Shape{100}, 1.f, 1.f);
   ops::SplitKPolicy policy;
   policy.min_k = 16;
   policy.min_slice = 16;
-  ops::override_split_k_policy(policy);
+  tuning_.split_k = policy;
   check_gemm(70, 45, 100, true, false, Shape{70, 1}, 0.5f, 2.f);
 }
 
 TEST_F(MatmulConfigs, GemvSharedMemoryReduction) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   c.gemv_subgroup = false;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
 }
 
@@ -105,7 +105,7 @@ TEST_F(MatmulConfigs, GemvSubgroupReduction) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   if (!context()->features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
   c.gemv_subgroup = true;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_all_layouts();
 }
 
@@ -113,8 +113,8 @@ TEST_F(MatmulConfigs, RejectsConfigBeyondDeviceLimits) {
   ops::MatmulConfig c;
   c.tile.threads_x = context()->limits().maxComputeWorkGroupInvocations;
   c.tile.threads_y = 2;
-  ops::override_matmul_config(c);
-  ComputeGraph g(context());
+  tuning_.matmul = c;
+  ComputeGraph g(context(), graph_options());
   auto a = g.add_input({4, 4}, DType::Float32, "a");
   try {
     ops::matmul(g, a, a);
@@ -131,7 +131,6 @@ TEST_F(MatmulConfigs, RejectsConfigBeyondDeviceLimits) {
 // tiles of 64 threads, transformer projections with 64x64 tiles of 256 threads) and on a large
 // GEMM: slices of >= 64 until ~65536 threads run.
 TEST(SplitKHeuristic, DefaultPolicy) {
-  ops::override_split_k_policy(std::nullopt);
   ops::SplitK conv4 = ops::choose_split_k(16 * 2, 64, 4608);
   EXPECT_EQ(conv4.splits, 32u);  // capped by max_splits
   EXPECT_EQ(conv4.k_chunk, 144);
@@ -156,7 +155,7 @@ class MatmulSplitK : public MatmulConfigs {
     ops::SplitKPolicy policy;
     policy.min_k = 16;
     policy.min_slice = 8;
-    ops::override_split_k_policy(policy);
+    tuning_.split_k = policy;
   }
 };
 
@@ -168,14 +167,14 @@ TEST_F(MatmulSplitK, SmallOddTiles) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   c.tile = {8, 4, 3, 2, 5};
   c.large.reset();
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_gemm(37, 100, 45, true, false, Shape{37, 45}, 0.5f, 2.f);
 }
 
 TEST_F(MatmulSplitK, LargeVec4Tiles) {
   ops::MatmulConfig c = ops::choose_matmul_config(*context());
   c.large_min_tiles = 0;
-  ops::override_matmul_config(c);
+  tuning_.matmul = c;
   check_gemm(130, 100, 140, false, true, Shape{130, 140}, 0.5f, 2.f);
 }
 
@@ -185,15 +184,15 @@ TEST_F(MatmulSplitK, BatchesBiasAndActivation) {
   apply_bias(want, 1, &bias, 1);
   apply_activation(want, UnaryOp::GeluTanh, {});
   run_and_check(
-      {a, b, bias},
+      graph_options(), {a, b, bias},
       [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
-        return ops::matmul(g, in[0], in[1], in[2], UnaryOp::GeluTanh);
+        return ops::matmul(g, in[0], in[1], {in[2], UnaryOp::GeluTanh});
       },
       want);
 }
 
 TEST_F(MatmulSplitK, AddsPartialAndReducePasses) {
-  ComputeGraph g(context());
+  ComputeGraph g(context(), graph_options());
   TensorRef a = g.add_input({37, 100}, DType::Float32, "a");
   TensorRef b = g.add_input({100, 45}, DType::Float32, "b");
   g.add_output(ops::matmul(g, a, b), "c");
@@ -226,12 +225,13 @@ class MatmulFloat16 : public MatmulTest {
                  << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias);
     std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
                           c = to_half(random_floats(n));
-    ComputeGraph g(context());
+    ComputeGraph g(context(), graph_options());
     auto ta = g.add_input({m, k}, DType::Float16, "a");
     auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
     auto tc = g.add_input({n}, DType::Float16, "bias");
     std::optional<TensorRef> tbias = bias ? std::optional(tc) : std::nullopt;
-    auto y = linear ? ops::linear(g, ta, tb, tbias, UnaryOp::Relu) : ops::matmul(g, ta, tb, tbias);
+    auto y =
+        linear ? ops::linear(g, ta, tb, {tbias, UnaryOp::Relu}) : ops::matmul(g, ta, tb, {tbias});
     EXPECT_EQ(g.info(y).dtype, DType::Float16);
     g.add_output(y, "y");
     g.copy_to_input(0, a.data(), a.size() * 2);
@@ -269,7 +269,7 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
     SCOPED_TRACE("coopmat_small_below " + std::to_string(small_below));
     ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
     cfg.coopmat_small_below = small_below;
-    ops::override_matmul_config(cfg);
+    tuning_.matmul = cfg;
     check(128, 64, 256, false, false);
     check(128, 64, 256, false, true);
     check(256, 96, 128, false, true);
@@ -279,20 +279,20 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
 TEST_F(MatmulFloat16, PortableKernelWhereCoopmatWouldFit) {
   ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
   cfg.use_coopmat = false;
-  ops::override_matmul_config(cfg);
+  tuning_.matmul = cfg;
   check(128, 64, 256, false, false);
 }
 
 TEST_F(MatmulFloat16, LargeVec4Tiles) {
   ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
   cfg.large_min_tiles = 0;
-  ops::override_matmul_config(cfg);
+  tuning_.matmul = cfg;
   check(130, 20, 140, false, true);
   check(128, 16, 128, true, false);
 }
 
 TEST_F(MatmulFloat16, RejectsMixedDtypes) {
-  ComputeGraph g(context());
+  ComputeGraph g(context(), graph_options());
   auto a = g.add_input({4, 4}, DType::Float16, "a");
   auto b = g.add_input({4, 4}, DType::Float32, "b");
   try {

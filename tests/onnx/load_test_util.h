@@ -137,6 +137,10 @@ inline HostTensor random_input(const ValueInfo& in, const Shape& shape, Rng& rng
       case DType::Bool:
         t.data<uint8_t>()[i] = small(rng) > 0;
         break;
+      case DType::Int8:
+      case DType::UInt8:  // model inputs are never 8-bit (the frontend widens them)
+        t.bytes[i] = static_cast<uint8_t>(small(rng));
+        break;
     }
   }
   return t;

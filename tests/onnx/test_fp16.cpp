@@ -104,28 +104,29 @@ std::vector<HalfCase> half_cases() {
       {"conv3x3_bias_relu",
        {{1, 8, 10, 10}, {16, 8, 3, 3}, {16}},
        one([](ComputeGraph& g, auto& in) {
-         return conv2d(g, in[0], in[1], in[2], conv_params(1), UnaryOp::Relu);
+         return conv2d(g, in[0], in[1], conv_params(1),
+                       {.bias = in[2], .activation = UnaryOp::Relu});
        })},
       {"conv_strided_64_tile",
        {{2, 16, 20, 20}, {64, 16, 3, 3}},
        one([](ComputeGraph& g, auto& in) {
-         return conv2d(g, in[0], in[1], std::nullopt, conv_params(1, 1, 2));
+         return conv2d(g, in[0], in[1], conv_params(1, 1, 2));
        })},
       {"conv_pointwise", {{1, 24, 6, 6}, {40, 24, 1, 1}, {40}}, one([](ComputeGraph& g, auto& in) {
-         return conv2d(g, in[0], in[1], in[2], conv_params(0), UnaryOp::Clip, {0.f, 0.5f});
+         return conv2d(g, in[0], in[1], conv_params(0), {in[2], UnaryOp::Clip, {0.f, 0.5f}});
        })},
       {"conv_depthwise", {{1, 8, 9, 9}, {8, 1, 3, 3}, {8}}, one([](ComputeGraph& g, auto& in) {
-         return conv2d(g, in[0], in[1], in[2], conv_params(1, 8));
+         return conv2d(g, in[0], in[1], conv_params(1, 8), {.bias = in[2]});
        })},
       // K = 256 * 9 with a 4x4 output: split-K partial and reduce passes, partials in float32.
       {"conv_split_k",
        {{1, 256, 4, 4}, {8, 256, 3, 3}, {8}},
        one([](ComputeGraph& g, auto& in) {
-         return conv2d(g, in[0], in[1], in[2], conv_params(1));
+         return conv2d(g, in[0], in[1], conv_params(1), {.bias = in[2]});
        }),
        1e-2f},
       {"conv3d", {{1, 3, 4, 5, 5}, {4, 3, 2, 3, 3}}, one([](ComputeGraph& g, auto& in) {
-         return conv3d(g, in[0], in[1], std::nullopt, Conv3dParams{});
+         return conv3d(g, in[0], in[1], Conv3dParams{});
        })},
       {"conv_transpose", {{1, 4, 5, 5}, {4, 3, 3, 3}}, one([](ComputeGraph& g, auto& in) {
          ConvTranspose2dParams p;
@@ -143,7 +144,7 @@ std::vector<HalfCase> half_cases() {
                                        global_avg_pool(g, in[0]), global_max_pool(g, in[0])};
        }},
       {"gemv", {{1, 96}, {48, 96}, {48}}, one([](ComputeGraph& g, auto& in) {
-         return linear(g, in[0], in[1], in[2], UnaryOp::Relu);
+         return linear(g, in[0], in[1], {in[2], UnaryOp::Relu});
        })},
       {"gemv_deep",
        {{1, 1200}, {40, 1200}},
@@ -158,19 +159,20 @@ std::vector<HalfCase> half_cases() {
        one([](ComputeGraph& g, auto& in) { return matmul(g, in[0], in[1]); }),
        1e-2f},
       {"gemm_bias", {{20, 30}, {30, 24}, {24}}, one([](ComputeGraph& g, auto& in) {
-         return gemm(g, in[0], in[1], in[2], 0.5f, 2.f);
+         return gemm(g, in[0], in[1], {.c = in[2], .alpha = 0.5f, .beta = 2.f});
        })},
       // Shapes that fill whole tensor-core tiles: where the device has cooperative matrices,
       // the fp16 side runs their epilogue (alpha, a 2-D C, beta, activation; a [N] bias).
       {"gemm_tile_shaped_epilogue",
        {{64, 64}, {64, 128}, {64, 128}},
        one([](ComputeGraph& g, auto& in) {
-         return gemm(g, in[0], in[1], in[2], 0.5f, 2.f, false, false, UnaryOp::Relu);
+         return gemm(g, in[0], in[1],
+                     {.c = in[2], .alpha = 0.5f, .beta = 2.f, .activation = UnaryOp::Relu});
        })},
       {"matmul_tile_shaped_bias_gelu",
        {{128, 64}, {64, 128}, {128}},
        one([](ComputeGraph& g, auto& in) {
-         return matmul(g, in[0], in[1], in[2], UnaryOp::Gelu);
+         return matmul(g, in[0], in[1], {in[2], UnaryOp::Gelu});
        })},
       {"softmax_rows_and_columns",
        {{4, 300}},
@@ -230,7 +232,7 @@ TEST_F(GpuTest, Fp16OpsRefuseMixedDtypes) {
   ComputeGraph g(context());
   TensorRef x = g.add_input({1, 2, 4, 4}, DType::Float16, "x");
   TensorRef w = g.add_input({3, 2, 3, 3}, DType::Float32, "w");
-  expect_error([&] { ops::conv2d(g, x, w, std::nullopt, {}); }, ErrorKind::Unsupported,
+  expect_error([&] { ops::conv2d(g, x, w, {}); }, ErrorKind::Unsupported,
                {"conv2d", "float32", "float16"});
   TensorRef s = g.add_input({4}, DType::Float32, "s");
   expect_error([&] { ops::layer_norm(g, x, s); }, ErrorKind::Unsupported, {"layer_norm"});

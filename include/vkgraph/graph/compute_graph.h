@@ -6,6 +6,10 @@
 // device->host barrier, so outputs are read after: barrier, fence wait, invalidate, read.
 //
 // Threads: one graph is used by one thread at a time. Several graphs may share a Context.
+// Running methods (prepare, copy_to_input, bind_*, submit, wait, execute, copy_from_output,
+// read_output) called from a second thread while one is inside any of them throw
+// InvalidState instead of racing; a sequence of them (inputs, execute, outputs) is the
+// caller's to serialise. Session::run does, so one Session may be shared by threads.
 #include <vulkan/vulkan.h>
 
 #include <array>
@@ -15,8 +19,12 @@
 #include <vector>
 
 #include "vkgraph/types.h"
+#include "vkgraph/vk/shader_ref.h"
 
 namespace vkgraph {
+namespace ops {
+struct Tuning;
+}
 
 namespace vk {
 class Context;
@@ -39,7 +47,7 @@ struct Binding {
 // One compute dispatch. Specialization constants 0..2 are the workgroup size; `spec` holds the
 // shader's own constants (ids 3, 4, ...).
 struct DispatchDesc {
-  std::string shader;
+  vk::ShaderRef shader;
   std::vector<Binding> bindings;  // binding i of set 0
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::array<uint32_t, 3> local{64, 1, 1};
@@ -86,6 +94,9 @@ struct GraphOptions {
   bool plan_memory = true;                 // share activation memory between tensors by lifetime
   bool profile = false;                    // per-node timestamps
   ExternalSync external;
+  // Kernel tuning for the ops that build this graph (vkgraph/ops/tuning.h); null: the device's
+  // defaults. The graph only carries it.
+  std::shared_ptr<const ops::Tuning> tuning;
 };
 
 struct TensorInfo {

@@ -1,0 +1,103 @@
+#pragma once
+// Quantization ops (src/ops/quant): linear (de)quantization, integer matmul and convolution
+// with int32 accumulation, and weight-only low-bit matmul (MatMulNBits).
+//
+// Quantized tensors are Int8 or UInt8: one byte per element in 8-bit storage buffers
+// (storageBuffer8BitAccess), widened to int32 inside the kernels, so no shaderInt8 is needed.
+// Scales are Float32 tensors. Zero points may be Int8, UInt8 or Int32 tensors (Int32 holds the
+// 8-bit value; the ONNX frontend widens int8/uint8 values to it); an absent zero point is 0.
+// Rounding is to nearest, ties to even, and results saturate to the quantized type's range, as
+// ONNX QuantizeLinear specifies.
+#include <array>
+#include <optional>
+
+#include "vkgraph/graph/compute_graph.h"
+
+namespace vkgraph::ops {
+
+// Which elements share a scale and zero point. PerTensor: scale and zero point are scalars
+// (or one-element tensors). PerAxis: 1-D of the length of x's dim `axis`. Blocked (ONNX opset
+// 21): scale has x's shape except dim `axis`, which is ceil(dim / block_size).
+struct QuantAxis {
+  int64_t axis = 1;
+  int64_t block_size = 0;  // 0: per tensor or per axis, chosen from the scale's shape
+};
+
+// y = saturate(round_half_even(x / scale) + zero_point); x: Float32 or Float16; `out`: Int8
+// or UInt8. NaN quantizes to the zero point.
+TensorRef quantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
+                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis = {});
+// y = (x - zero_point) * scale, Float32; x: Int8, UInt8 or Int32.
+TensorRef dequantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
+                            std::optional<TensorRef> zero_point, QuantAxis axis = {});
+
+struct DynamicQuantized {
+  TensorRef y;           // UInt8, x's shape
+  TensorRef scale;       // Float32 scalar
+  TensorRef zero_point;  // UInt8 scalar
+};
+// ONNX DynamicQuantizeLinear: the range [min(0, min x), max(0, max x)] maps onto [0, 255];
+// scale = range / 255, zero_point = saturate(round(-min / scale)), y = quantize_linear(x).
+// An all-zero x gives scale 0, zero point 0 and y 0. x: Float32.
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x);
+
+// Between Int8/UInt8 and Int32 (also Int8 <-> UInt8): widening is exact, narrowing keeps the
+// low 8 bits (two's complement), as ONNX Cast does. ops::cast forwards here.
+TensorRef convert_quantized(ComputeGraph& g, TensorRef x, DType to);
+
+// numpy.matmul of (a - a_zero_point) and (b - b_zero_point), Int32 (accumulation wraps in 32
+// bits). a: [..., M, K], b: [..., K, N], Int8 or UInt8, batch dims broadcast. a_zero_point: a
+// scalar or one per row of a (M values); b_zero_point: a scalar or one per column (N values).
+TensorRef matmul_integer(ComputeGraph& g, TensorRef a, TensorRef b,
+                         std::optional<TensorRef> a_zero_point = std::nullopt,
+                         std::optional<TensorRef> b_zero_point = std::nullopt);
+
+// A quantized operand: values with their scale and zero point (per tensor unless said).
+struct QuantizedOperand {
+  TensorRef values;
+  TensorRef scale;
+  std::optional<TensorRef> zero_point;
+};
+// ONNX QLinearMatMul: matmul_integer, then requantized once in the epilogue:
+// y = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero_point), `out` Int8 or
+// UInt8. a's scale and zero point may be per row, b's per column.
+TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                         const QuantizedOperand& y_params, DType out);
+
+// 1-D or 2-D convolution of integer tensors (x [N, C, L] or [N, C, H, W]; weight [M, C/groups,
+// k...]); attributes as ONNX Conv, pads all begins then all ends. Padding reads as x's zero point.
+struct IntConvParams {
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  std::array<int64_t, 2> dilations{1, 1};
+  int64_t groups = 1;
+};
+// ONNX ConvInteger: Int32 sums of (x - x_zero_point) * (w - w_zero_point); x_zero_point a
+// scalar, w_zero_point a scalar or one per output channel.
+TensorRef conv_integer(ComputeGraph& g, TensorRef x, TensorRef weight,
+                       std::optional<TensorRef> x_zero_point, std::optional<TensorRef> w_zero_point,
+                       const IntConvParams& params);
+// ONNX QLinearConv: conv_integer plus an Int32 bias [M] (in units of x_scale * w_scale), then
+// requantized as qlinear_matmul; w's scale and zero point may be per output channel.
+TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
+                       const QuantizedOperand& y_params, std::optional<TensorRef> bias,
+                       const IntConvParams& params, DType out);
+
+// com.microsoft MatMulNBits: y = a @ dequant(b)^T (+ bias). a: [..., K] Float32 or Float16;
+// b: UInt8 [N, n_blocks, blob] (or any shape of that size), codes of `bits` bits packed low
+// first along K in blocks of block_size (a power of two >= 16; n_blocks = ceil(K / block_size),
+// blob = block_size * bits / 8); scales: [N, n_blocks] of a's dtype. Weight k of row n is
+// (code - zero) * scale[n, block], where block = k / block_size (or g_idx[k], Int32 [K]) and
+// zero is 2^(bits-1), or from zero_points: UInt8 packed like b ([N, ceil(n_blocks * bits / 8)])
+// or unpacked of a's dtype ([N, n_blocks]). bias: [N] of a's dtype. bits: 2, 4 or 8. Codes are
+// unpacked in registers; sums are float32. M = 1 runs a GEMV that reads b once.
+struct NBitsParams {
+  int64_t k = 0, n = 0, bits = 4, block_size = 32;
+};
+TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales,
+                       const NBitsParams& params,
+                       std::optional<TensorRef> zero_points = std::nullopt,
+                       std::optional<TensorRef> g_idx = std::nullopt,
+                       std::optional<TensorRef> bias = std::nullopt);
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,186 @@
+#include "arrays.h"
+
+#include <cstring>
+#include <memory>
+
+#include "vkgraph/error.h"
+
+namespace vkgraph::python {
+
+namespace {
+
+// ONNX TensorProto.DataType values (onnx.proto); the binding needs only their numbers.
+enum OnnxType : int32_t {
+  kFloat = 1,
+  kUint8 = 2,
+  kInt8 = 3,
+  kUint16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUint32 = 12,
+  kUint64 = 13,
+};
+
+struct TypeNames {
+  const char* onnx;   // as onnxruntime spells it in "tensor(...)"
+  const char* numpy;  // NumPy dtype name
+};
+
+TypeNames names_of(int32_t onnx_type) {
+  switch (onnx_type) {
+    case kFloat:
+      return {"float", "float32"};
+    case kUint8:
+      return {"uint8", "uint8"};
+    case kInt8:
+      return {"int8", "int8"};
+    case kUint16:
+      return {"uint16", "uint16"};
+    case kInt16:
+      return {"int16", "int16"};
+    case kInt32:
+      return {"int32", "int32"};
+    case kInt64:
+      return {"int64", "int64"};
+    case kBool:
+      return {"bool", "bool"};
+    case kFloat16:
+      return {"float16", "float16"};
+    case kDouble:
+      return {"double", "float64"};
+    case kUint32:
+      return {"uint32", "uint32"};
+    case kUint64:
+      return {"uint64", "uint64"};
+  }
+  return {nullptr, nullptr};
+}
+
+int32_t onnx_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return kFloat;
+    case DType::Float16:
+      return kFloat16;
+    case DType::Int32:
+      return kInt32;
+    case DType::Int64:
+      return kInt64;
+    case DType::Bool:
+      return kBool;
+  }
+  return 0;
+}
+
+// The declared type when vkgraph knows how to feed it, else the computed one.
+int32_t effective_onnx_type(const ValueInfo& info) {
+  return names_of(info.onnx_type).onnx ? info.onnx_type : onnx_type_of(info.dtype);
+}
+
+py::dtype numpy_dtype(int32_t onnx_type) {
+  return py::dtype(names_of(onnx_type).numpy);
+}
+
+std::string onnx_type_string_of(const py::dtype& dt) {
+  // The "tensor(...)" name of a fed array, for the refusal message; NumPy's name otherwise.
+  for (int32_t t : {kFloat, kUint8, kInt8, kUint16, kInt16, kInt32, kInt64, kBool, kFloat16,
+                    kDouble, kUint32, kUint64}) {
+    py::dtype candidate = numpy_dtype(t);
+    if (candidate.kind() == dt.kind() && candidate.itemsize() == dt.itemsize())
+      return std::string("tensor(") + names_of(t).onnx + ")";
+  }
+  return "numpy dtype " + py::str(static_cast<const py::handle&>(dt)).cast<std::string>();
+}
+
+bool same_element_type(const py::dtype& a, const py::dtype& b) {
+  return a.kind() == b.kind() && a.itemsize() == b.itemsize();
+}
+
+}  // namespace
+
+std::string type_string(const ValueInfo& info) {
+  const char* name = names_of(effective_onnx_type(info)).onnx;
+  return std::string("tensor(") + (name ? name : "unknown") + ")";
+}
+
+py::dtype declared_dtype(const ValueInfo& info) {
+  return numpy_dtype(effective_onnx_type(info));
+}
+
+HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
+  py::array array = py::array::ensure(value);
+  if (!array)
+    throw Error(ErrorKind::InvalidArgument,
+                "input '" + info.name + "' must be a numpy.ndarray (or convertible to one), got " +
+                    py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
+  const py::dtype want = declared_dtype(info);
+  if (!same_element_type(array.dtype(), want))
+    throw Error(ErrorKind::InvalidArgument, "unexpected input data type for '" + info.name +
+                                                "': got " + onnx_type_string_of(array.dtype()) +
+                                                ", expected " + type_string(info));
+  const py::dtype computed = numpy_dtype(onnx_type_of(info.dtype));
+  // astype copies into a C-contiguous, native-order array of the computed type; arrays that
+  // are already that are used as they are.
+  if (!same_element_type(want, computed) || !array.dtype().attr("isnative").cast<bool>() ||
+      !(array.flags() & py::array::c_style))
+    array = array.attr("astype")(computed, py::arg("order") = "C");
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  HostTensor t;
+  t.dtype = info.dtype;
+  t.shape = std::move(shape);
+  const auto* data = static_cast<const uint8_t*>(array.data());
+  t.bytes.assign(data, data + array.nbytes());
+  return t;
+}
+
+py::array to_numpy(HostTensor&& tensor, const ValueInfo& info) {
+  const py::dtype computed = numpy_dtype(onnx_type_of(tensor.dtype));
+  std::vector<py::ssize_t> shape(tensor.shape.begin(), tensor.shape.end());
+  py::array array;
+  if (tensor.bytes.empty()) {
+    array = py::array(computed, shape);
+  } else {
+    auto owner = std::make_unique<HostTensor>(std::move(tensor));
+    void* data = owner->bytes.data();
+    py::capsule base(owner.get(), [](void* p) { delete static_cast<HostTensor*>(p); });
+    owner.release();
+    array = py::array(computed, shape, data, base);
+  }
+  const py::dtype want = declared_dtype(info);
+  if (!same_element_type(want, computed)) return array.attr("astype")(want);
+  return array;
+}
+
+const char* numpy_name(DType dtype) {
+  return names_of(onnx_type_of(dtype)).numpy;
+}
+
+HostBinding to_binding(const std::string& name, const py::handle& item, DType dtype,
+                       bool writeable) {
+  auto pair = py::reinterpret_borrow<py::tuple>(item);
+  py::array array = py::reinterpret_borrow<py::array>(pair[0]);
+  const size_t capacity = pair[1].cast<size_t>();
+  if (!same_element_type(array.dtype(), numpy_dtype(onnx_type_of(dtype))) ||
+      !array.dtype().attr("isnative").cast<bool>())
+    throw Error(ErrorKind::InvalidArgument,
+                "binding '" + name + "' must be " + numpy_name(dtype) + ", got " +
+                    py::str(static_cast<const py::handle&>(array.dtype())).cast<std::string>());
+  if (!(array.flags() & py::array::c_style))
+    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be C-contiguous");
+  if (writeable && !array.writeable())
+    throw Error(ErrorKind::InvalidArgument, "output binding '" + name + "' is read-only");
+  if (capacity < static_cast<size_t>(array.nbytes()))
+    throw Error(ErrorKind::InvalidArgument, "binding '" + name + "': capacity below its size");
+  HostBinding b;
+  b.data = const_cast<void*>(array.data());
+  b.bytes = capacity;
+  b.dtype = dtype;
+  b.shape.assign(array.shape(), array.shape() + array.ndim());
+  return b;
+}
+
+}  // namespace vkgraph::python

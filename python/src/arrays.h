@@ -1,0 +1,43 @@
+#pragma once
+// NumPy arrays <-> vkgraph HostTensors at the Python boundary, in the element types the model
+// declares (what onnxruntime hands its users) rather than the ones vkgraph computes in: a
+// model input declared UINT8 takes a uint8 array, which becomes an Int32 tensor.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "vkgraph/session.h"
+#include "vkgraph/types.h"
+
+namespace vkgraph::python {
+
+namespace py = pybind11;
+
+// "tensor(float)", "tensor(uint8)", ...: onnxruntime's NodeArg.type for an ONNX element type
+// (or, when the model declares none, for the type vkgraph computes in).
+std::string type_string(const ValueInfo& info);
+
+// The NumPy dtype a model value is fed and returned in.
+py::dtype declared_dtype(const ValueInfo& info);
+
+// A C-contiguous copy of `value` as a HostTensor of info.dtype. Refuses, as InvalidArgument,
+// anything whose element type is not the declared one (onnxruntime does not convert either);
+// converts non-contiguous and non-native-byte-order arrays. Needs the GIL.
+HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info);
+
+// A NumPy array of the declared type; zero-copy when that is the computed type (the array
+// owns the tensor's bytes). Needs the GIL.
+py::array to_numpy(HostTensor&& tensor, const ValueInfo& info);
+
+// App memory for Session::run_bound: `item` is (array, capacity). The array must already be
+// C-contiguous, of `dtype`, and writeable when `writeable`; `capacity` is the bytes usable
+// from its first element (an aligned allocation rounded up to pages lets the device import
+// it). Needs the GIL.
+HostBinding to_binding(const std::string& name, const py::handle& item, DType dtype,
+                       bool writeable);
+
+// NumPy's name for the dtype vkgraph computes in ("float32", ...).
+const char* numpy_name(DType dtype);
+
+}  // namespace vkgraph::python

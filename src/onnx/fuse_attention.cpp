@@ -1,0 +1,264 @@
+#include "onnx/fuse_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "onnx/importer.h"
+
+namespace vkgraph::onnx_import::fuse {
+namespace {
+
+using onnx::NodeProto;
+
+void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_attr(NodeProto& n, const char* name, float value) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+void set_attr(NodeProto& n, const char* name, int64_t value) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+int other_input(const NodeProto& consumer, const std::string& value) {
+  return consumer.input(0) == value ? 1 : 0;
+}
+
+// The value of a float32 scalar constant input (one element, of a rank that does not broadcast
+// the other operand, of rank `max_rank`, up), if it is one.
+std::optional<float> scalar(const Importer& im, const NodeProto& node, int i, size_t max_rank) {
+  const HostTensor* c = im.constant(node, i);
+  if (!c || c->dtype != DType::Float32 || c->numel() != 1 || c->shape.size() > max_rank)
+    return std::nullopt;
+  return c->data<float>()[0];
+}
+
+// Whether the operand `i` of `node` is computed already (itself or, for an elided Transpose's
+// view, its source).
+bool computed(const Pass& p, const NodeProto& node, int i) {
+  return p.view(node.input(i)) || p.importer().available(node, i);
+}
+
+// Whether the computed value `name` (an elided view's source, say) is float32.
+bool is_float32(const Importer& im, const std::string& name) {
+  NodeProto probe;  // the importer answers by node and input position
+  probe.add_input(name);
+  return im.available(probe, 0) && im.input(probe, 0).dtype == DType::Float32;
+}
+
+// numpy broadcasting of `from` to `to` without growing it.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    int64_t f = from[i], t = to[to.size() - from.size() + i];
+    if (f != 1 && f != t) return false;
+  }
+  return true;
+}
+
+// What the pattern has learnt about the scores' MatMul and its operands.
+struct Scores {
+  Pass::View q, kt;
+  float scale = 1.f;
+  std::vector<const NodeProto*> absorbed;  // before the MatMul's own consumers (prescaled form)
+};
+
+// A Where that masks the scores out with -inf (or a fill at least as low as -1e30 where the
+// condition is a host constant that keeps an entry of every row: then each row's softmax
+// gives those entries exactly 0 either way): the mask kind, or nullopt.
+std::optional<AttentionMask> where_mask(const Pass& p, const NodeProto& where,
+                                        const std::string& scores, const Shape& score_shape) {
+  const Importer& im = p.importer();
+  if (where.input_size() != 3 || where.input(0) == scores) return std::nullopt;
+  const bool scores_when_true = where.input(1) == scores;
+  if (!scores_when_true && where.input(2) != scores) return std::nullopt;
+  if (where.input(1) == where.input(2)) return std::nullopt;
+  const int fill_at = scores_when_true ? 2 : 1;
+  std::optional<float> fill = scalar(im, where, fill_at, score_shape.size());
+  if (!fill || !im.available(where, 0) || im.input(where, 0).dtype != DType::Bool)
+    return std::nullopt;
+  if (!broadcasts_to(im.input(where, 0).shape, score_shape)) return std::nullopt;
+  const AttentionMask kind = scores_when_true ? kMaskWhereFalse : kMaskWhereTrue;
+  if (std::isinf(*fill) && *fill < 0) return kind;
+  const HostTensor* cond = im.constant(where, 0);
+  if (!cond || !(*fill <= -1e30f) || cond->shape.empty()) return std::nullopt;
+  // Every row (the last dim) keeps an entry, and the condition covers every row it masks.
+  const int64_t cols = cond->shape.back();
+  if (cols != score_shape.back()) return std::nullopt;
+  for (int64_t r = 0; r < cond->numel() / cols; ++r) {
+    bool kept = false;
+    for (int64_t c = 0; c < cols && !kept; ++c)
+      kept = (cond->data<uint8_t>()[r * cols + c] != 0) == scores_when_true;
+    if (!kept) return std::nullopt;
+  }
+  return kind;
+}
+
+// An inference Dropout (identity) that alone reads `value`, on the terms its own lowering
+// (passthrough, lower_elementwise.cpp) accepts: no mask output, training_mode a constant 0.
+const NodeProto* inference_dropout(const Pass& p, const std::string& value) {
+  const NodeProto* d = p.sole_consumer(value);
+  if (!d || d->op_type() != "Dropout" || d->input(0) != value) return nullptr;
+  if (d->output_size() > 1 && !d->output(1).empty()) return nullptr;
+  if (d->input_size() > 2 && !d->input(2).empty()) {
+    const HostTensor* training = p.importer().constant(*d, 2);
+    if (!training || training->numel() != 1 || training->as_int(0) != 0) return nullptr;
+  }
+  return d;
+}
+
+// From the scores' MatMul on: the rest of the chain, and the fused node.
+std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) {
+  const Importer& im = p.importer();
+  const Shape& qs = s.q.shape;
+  const Shape& ks = s.kt.shape;
+  const size_t rank = qs.size();
+  if ((rank != 3 && rank != 4) || ks.size() != rank) return std::nullopt;
+  if (qs[rank - 1] != ks[rank - 2]) return std::nullopt;
+  // K's batch and head dims equal Q's or are 1 (the kernel's broadcasts); Q's are the result's.
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (ks[i] != qs[i] && ks[i] != 1) return std::nullopt;
+  if (!is_float32(im, s.q.source) || !is_float32(im, s.kt.source)) return std::nullopt;
+  // What ops::attention takes (else the unfused ops run): head dim <= 256, at most 65535
+  // workgroups a dimension (8 query rows a workgroup at least), 32-bit element indices.
+  const int64_t heads = rank == 4 ? qs[0] * qs[1] : qs[0];
+  const int64_t kMax32 = std::numeric_limits<uint32_t>::max();
+  if (qs.back() < 1 || qs.back() > 256 || heads > 65535 || (qs[rank - 2] + 7) / 8 > 65535 ||
+      numel(qs) > kMax32 || numel(ks) > kMax32)
+    return std::nullopt;
+  Shape score_shape(qs.begin(), qs.end() - 1);
+  score_shape.push_back(ks.back());
+
+  Fusion f;
+  f.absorbed = s.absorbed;
+  const NodeProto* tail = &mm;
+  auto next = [&](const NodeProto* n) { f.absorbed.push_back(tail = n); };
+  if (const NodeProto* sc = p.sole_consumer(mm.output(0));
+      sc && (sc->op_type() == "Mul" || sc->op_type() == "Div") && sc->input_size() == 2) {
+    const int other = other_input(*sc, mm.output(0));
+    const bool divides = sc->op_type() == "Div";
+    std::optional<float> c = scalar(im, *sc, other, rank);
+    if (c && (!divides || other == 1)) {
+      const float factor = divides ? 1.f / *c : *c;
+      // x / c as x * (1 / c) is within an ulp only while 1 / c is a normal number.
+      if (std::isnormal(factor)) {
+        s.scale *= factor;
+        next(sc);
+      }
+    }
+  }
+  std::string mask;
+  AttentionMask mask_kind = kMaskAdd;
+  if (const NodeProto* m = p.sole_consumer(tail->output(0)); m && m->input_size() >= 2) {
+    if (m->op_type() == "Add" && m->input_size() == 2) {
+      const int other = other_input(*m, tail->output(0));
+      if (m->input(other) != tail->output(0) && im.available(*m, other) &&
+          im.input(*m, other).dtype == DType::Float32 &&
+          broadcasts_to(im.input(*m, other).shape, score_shape) &&
+          im.input(*m, other).shape.size() <= 4) {
+        mask = m->input(other);
+        next(m);
+      }
+    } else if (m->op_type() == "Where") {
+      if (auto kind = where_mask(p, *m, tail->output(0), score_shape);
+          kind && im.input(*m, 0).shape.size() <= 4) {
+        mask = m->input(0);
+        mask_kind = *kind;
+        next(m);
+      }
+    }
+  }
+  const NodeProto* sm = p.sole_consumer(tail->output(0));
+  if (!sm || sm->op_type() != "Softmax" || sm->input(0) != tail->output(0)) return std::nullopt;
+  const int64_t axis = fold::attrs_from_node(*sm).get_int("axis", im.opset() >= 13 ? -1 : 1);
+  if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return std::nullopt;
+  next(sm);
+  if (const NodeProto* d = inference_dropout(p, tail->output(0))) next(d);
+  const NodeProto* pv = p.sole_consumer(tail->output(0));
+  if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
+      pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0) || !computed(p, *pv, 1))
+    return std::nullopt;
+  const Pass::View v = p.resolve(*pv, 1);
+  if (v.shape.size() != rank || v.shape[rank - 2] != ks[rank - 1] ||
+      v.shape[rank - 1] != qs[rank - 1])
+    return std::nullopt;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (v.shape[i] != ks[i]) return std::nullopt;
+  if (!is_float32(im, v.source)) return std::nullopt;
+  next(pv);
+
+  NodeProto n;
+  n.set_name(mm.name());
+  n.set_op_type("FusedAttention");
+  n.set_domain(kDomain);
+  n.add_input(s.q.source);
+  n.add_input(s.kt.source);
+  n.add_input(v.source);
+  n.add_input(mask);
+  if (!s.q.perm.empty()) set_ints(n, "perm_q", s.q.perm);
+  if (!s.kt.perm.empty()) set_ints(n, "perm_k", s.kt.perm);
+  if (!v.perm.empty()) set_ints(n, "perm_v", v.perm);
+  set_attr(n, "scale", s.scale);
+  set_attr(n, "mask_kind", static_cast<int64_t>(mask_kind));
+  n.add_output(pv->output(0));
+  f.node = std::move(n);
+  return f;
+}
+
+}  // namespace
+
+std::optional<Fusion> attention(const NodeProto& mm, Pass& p) {
+  if (mm.input_size() != 2 || mm.input(0).empty() || mm.input(1).empty()) return std::nullopt;
+  if (mm.input(0) == mm.input(1)) return std::nullopt;
+  return match_from_scores(mm, Scores{p.resolve(mm, 0), p.resolve(mm, 1), 1.f, {}}, p);
+}
+
+std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
+  const Importer& im = p.importer();
+  if (mul.input_size() != 2) return std::nullopt;
+  // Mul(x, c) with x computed and c a scalar constant, in either order.
+  auto scaled = [&](const NodeProto& n) -> std::optional<std::pair<int, float>> {
+    if (n.op_type() != "Mul" || n.input_size() != 2) return std::nullopt;
+    for (int c : {1, 0})
+      if (computed(p, n, 1 - c) && !im.constant(n, 1 - c))
+        if (auto v = scalar(im, n, c, p.resolve(n, 1 - c).shape.size()))
+          return std::make_pair(1 - c, *v);
+    return std::nullopt;
+  };
+  const auto root = scaled(mul);
+  if (!root) return std::nullopt;
+  const NodeProto* mm = p.sole_consumer(mul.output(0));
+  if (!mm || mm->op_type() != "MatMul" || mm->input_size() != 2 || mm->input(0) == mm->input(1))
+    return std::nullopt;
+  const int at = mm->input(0) == mul.output(0) ? 0 : 1;
+  // The other operand's Mul is not lowered yet: this pattern, at the first of the two, takes it.
+  if (im.available(*mm, 1 - at)) return std::nullopt;
+  const NodeProto* other = im.producer(mm->input(1 - at));
+  if (!other || other == &mul || p.sole_consumer(other->output(0)) != mm) return std::nullopt;
+  const auto second = scaled(*other);
+  if (!second) return std::nullopt;
+  // The product of the two scales: each sqrt(scale) in onnxscript; exact enough either way.
+  const float scale = root->second * second->second;
+  if (!std::isnormal(scale)) return std::nullopt;
+  const NodeProto& q_mul = at == 0 ? mul : *other;
+  const NodeProto& k_mul = at == 0 ? *other : mul;
+  Scores s;
+  s.q = p.resolve(q_mul, at == 0 ? root->first : second->first);
+  s.kt = p.resolve(k_mul, at == 0 ? second->first : root->first);
+  s.scale = scale;
+  s.absorbed = {other, mm};  // skipped when the importer gets to them
+  return match_from_scores(*mm, s, p);
+}
+
+}  // namespace vkgraph::onnx_import::fuse

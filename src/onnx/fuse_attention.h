@@ -1,0 +1,33 @@
+#pragma once
+// The attention pattern of the fusion pass (fuse.h): what PyTorch's exporters emit for
+// scaled-dot-product attention becomes one FusedAttention node, lowered to ops::attention.
+//
+//   MatMul(Q, Kᵀ) [-> Mul/Div by a scalar constant] [-> Add(mask) | Where(bool, -inf, ·)]
+//     -> Softmax(last axis) [-> Dropout (inference)] -> MatMul(·, V)
+//
+// Q, Kᵀ and V are read as the pass's views (elided Transposes) or as computed tensors; a K
+// given transposed is just a Kᵀ with no permutation. The dynamo/onnxscript decomposition of
+// scaled_dot_product_attention scales Q and Kᵀ by sqrt(scale) each before the MatMul; rooted at
+// the first of those two Muls, the pattern folds both into the one scale.
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+
+#include "onnx/fuse.h"
+
+namespace vkgraph::onnx_import::fuse {
+
+// Rooted at the scores' MatMul.
+std::optional<Fusion> attention(const onnx::NodeProto& matmul, Pass& pass);
+// Rooted at a Mul by a scalar whose product is one operand of the scores' MatMul, the other
+// operand being a Mul by a scalar not lowered yet (the dynamo form).
+std::optional<Fusion> attention_prescaled(const onnx::NodeProto& mul, Pass& pass);
+
+// FusedAttention's inputs (absent mask: an empty name) and attributes: "perm_q", "perm_k",
+// "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored),
+// "scale" (float), "mask_kind" (kMaskAdd: added to the scores; kMaskWhereTrue/False: a bool
+// tensor, whose true/false entries mask the score out with -inf).
+enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnInputs };
+enum AttentionMask : int64_t { kMaskAdd = 0, kMaskWhereTrue = 1, kMaskWhereFalse = 2 };
+
+}  // namespace vkgraph::onnx_import::fuse

@@ -1,0 +1,110 @@
+// The lowering of the fusion pass's FusedAttention node (fuse_attention.h) to ops::attention.
+#include <limits>
+
+#include "onnx/fuse_attention.h"
+#include "onnx/importer.h"
+#include "vkgraph/ops/attention.h"
+
+namespace vkgraph::onnx_import {
+namespace {
+
+ops::PermutedView view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
+                       const char* perm) {
+  const std::vector<int64_t>* p = a.find_ints(perm);
+  return {im.tensor(node, input), p ? *p : std::vector<int64_t>{}};
+}
+
+HostTensor float_scalar(float v) {
+  HostTensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+// Whether an additive mask is the causal one (top-left aligned): 0 where key j <= query i, at
+// most -1e30 above (finfo.min or -inf: either way exp gives 0, and no row is masked whole),
+// the same for every batch and head. The kernel then masks by index and skips the key tiles
+// past the diagonal instead of reading a mask.
+bool is_causal(const HostTensor& m, int64_t s, int64_t skv) {
+  if (m.dtype != DType::Float32 || m.shape.size() < 2 || m.shape[m.shape.size() - 2] != s ||
+      m.shape.back() != skv)
+    return false;
+  for (int64_t at = 0; at < m.numel(); ++at) {
+    const int64_t i = (at / skv) % s, j = at % skv;
+    const float v = m.data<float>()[at];
+    if (j <= i ? v != 0.f : !(v <= -1e30f)) return false;
+  }
+  return true;
+}
+
+HostTensor causal_of_where(const HostTensor& cond, bool masked_when) {
+  HostTensor m(DType::Float32, cond.shape);
+  for (int64_t i = 0; i < cond.numel(); ++i)
+    m.data<float>()[i] = (cond.data<uint8_t>()[i] != 0) == masked_when
+                             ? -std::numeric_limits<float>::infinity()
+                             : 0.f;
+  return m;
+}
+
+// The additive mask of a Where that masks scores out where its condition is `masked_when`:
+// -inf there, 0 elsewhere. A constant condition becomes a constant; a computed one a Where.
+TensorRef additive_mask(Importer& im, const onnx::NodeProto& node, bool masked_when) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (const HostTensor* cond = im.constant(node, fuse::kAttnMask))
+    return im.constant_tensor(causal_of_where(*cond, masked_when),
+                              node.input(fuse::kAttnMask) + "/additive");
+  TensorRef inf = im.constant_tensor(float_scalar(kNegInf)),
+            zero = im.constant_tensor(float_scalar(0.f));
+  TensorRef cond = im.tensor(node, fuse::kAttnMask);
+  return masked_when ? ops::where(im.graph(), cond, inf, zero)
+                     : ops::where(im.graph(), cond, zero, inf);
+}
+
+std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& node,
+                                         const fold::Attrs& a) {
+  im.require_inputs(node, fuse::kAttnInputs - 1, fuse::kAttnInputs);
+  ops::AttentionParams params;
+  auto scale = a.floats.find("scale");
+  if (scale != a.floats.end()) params.scale = scale->second;
+  const int64_t kind = a.get_int("mask_kind", fuse::kMaskAdd);
+  // The scores' rows and columns: q's second-last dim, v's.
+  auto dim = [&](int input, const char* perm, size_t from_end) {
+    const Shape& stored = im.input(node, input).shape;
+    const std::vector<int64_t>* p = a.find_ints(perm);
+    const size_t at = stored.size() - from_end;
+    return stored[p ? (*p)[at] : at];
+  };
+  if (const HostTensor* m = im.constant(node, fuse::kAttnMask)) {
+    HostTensor additive =
+        kind == fuse::kMaskAdd ? *m : causal_of_where(*m, kind == fuse::kMaskWhereTrue);
+    params.causal =
+        is_causal(additive, dim(fuse::kAttnQ, "perm_q", 2), dim(fuse::kAttnV, "perm_v", 2));
+  }
+  std::optional<TensorRef> mask;
+  if (im.has_input(node, fuse::kAttnMask) && !params.causal) {
+    switch (kind) {
+      case fuse::kMaskAdd:
+        mask = im.tensor(node, fuse::kAttnMask);
+        break;
+      case fuse::kMaskWhereTrue:
+        mask = additive_mask(im, node, true);
+        break;
+      case fuse::kMaskWhereFalse:
+        mask = additive_mask(im, node, false);
+        break;
+      default:
+        im.fail(node, "unknown mask_kind");
+    }
+  }
+  TensorRef y = ops::attention(im.graph(), view(im, node, a, fuse::kAttnQ, "perm_q"),
+                               view(im, node, a, fuse::kAttnKt, "perm_k"),
+                               view(im, node, a, fuse::kAttnV, "perm_v"), mask, params);
+  return {Importer::device_value(im.graph(), y)};
+}
+
+}  // namespace
+
+void register_attention(LoweringTable& t) {
+  t[fuse::fused_key("FusedAttention")] = lower_fused_attention;
+}
+
+}  // namespace vkgraph::onnx_import

@@ -1,0 +1,231 @@
+// Quantization ONNX ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, and com.microsoft MatMulNBits.
+//
+// The frontend computes int8/uint8 values in Int32 (Value::dtype) but remembers the declared
+// 8-bit type (Value::int8_type). These lowerings give the integer kernels 8-bit tensors:
+// an 8-bit device tensor as it is, a constant narrowed on the host, a widened device value
+// narrowed on the device. Their 8-bit results stay 8-bit on the device; other ops get them
+// widened to Int32 by Importer::tensor(), once.
+#include "onnx/importer.h"
+#include "vkgraph/error.h"
+#include "vkgraph/ops/quant.h"
+
+namespace vkgraph::onnx_import {
+namespace {
+
+bool is_8bit(DType d) {
+  return d == DType::Int8 || d == DType::UInt8;
+}
+
+// The declared 8-bit type of input `i`.
+DType int8_type(Importer& im, const onnx::NodeProto& node, size_t i, const std::string& what) {
+  const Value& v = im.input(node, i);
+  if (v.int8_type) return *v.int8_type;
+  for (TensorRef t : {v.tensor, v.other})
+    if (t.valid() && is_8bit(im.graph().info(t).dtype)) return im.graph().info(t).dtype;
+  im.fail(node, what + " must be int8 or uint8, got " + dtype_name(v.dtype));
+}
+
+// Input `i` as an Int8/UInt8 device tensor.
+TensorRef quantized(Importer& im, const onnx::NodeProto& node, size_t i, const std::string& what) {
+  const Value& v = im.input(node, i);
+  ComputeGraph& g = im.graph();
+  for (TensorRef t : {v.tensor, v.other})
+    if (t.valid() && is_8bit(g.info(t).dtype)) return t;
+  const DType type = int8_type(im, node, i, what);
+  if (v.constant) {
+    HostTensor q(type, v.constant->shape);
+    for (int64_t j = 0; j < q.numel(); ++j)
+      q.bytes[j] = static_cast<uint8_t>(v.constant->as_int(j));
+    return g.add_constant(std::move(q), node.input(i));
+  }
+  return ops::convert_quantized(g, im.tensor(node, i), type);
+}
+
+// Input `i` for the dequantizing side: 8-bit where it is held so, else the widened Int32.
+TensorRef quantized_or_widened(Importer& im, const onnx::NodeProto& node, size_t i) {
+  const Value& v = im.input(node, i);
+  for (TensorRef t : {v.tensor, v.other})
+    if (t.valid() && is_8bit(im.graph().info(t).dtype)) return t;
+  if (v.constant && v.int8_type) return quantized(im, node, i, "input");
+  if (v.dtype != DType::Int32) im.fail(node, "input must be int8 or uint8");
+  return im.tensor(node, i);
+}
+
+std::optional<TensorRef> optional_tensor(Importer& im, const onnx::NodeProto& node, size_t i) {
+  if (!im.has_input(node, i)) return std::nullopt;
+  return im.tensor(node, i);
+}
+
+// An 8-bit result: the model sees an int8/uint8 value (computed in Int32 by other ops).
+Value quantized_value(Importer& im, TensorRef t) {
+  Value v = Importer::device_value(im.graph(), t);
+  v.int8_type = v.dtype;
+  v.dtype = DType::Int32;
+  return v;
+}
+
+ops::QuantAxis quant_axis(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  ops::QuantAxis q;
+  q.axis = a.get_int("axis", 1);
+  q.block_size = a.get_int("block_size", 0);
+  if (q.block_size < 0) im.fail(node, "block_size must not be negative");
+  return q;
+}
+
+std::vector<Value> lower_quantize(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  DType out = im.has_input(node, 2) ? int8_type(im, node, 2, "y_zero_point") : DType::UInt8;
+  if (int64_t t = a.get_int("output_dtype", 0); t != 0) {
+    const DType wanted = t == onnx::TensorProto::INT8    ? DType::Int8
+                         : t == onnx::TensorProto::UINT8 ? DType::UInt8
+                                                         : DType::Float32;
+    if (wanted == DType::Float32)
+      im.fail(node, "output_dtype " + std::to_string(t) + " is not supported (int8, uint8)");
+    if (im.has_input(node, 2) && wanted != out)
+      im.fail(node, "output_dtype differs from y_zero_point's type");
+    out = wanted;
+  }
+  TensorRef y = ops::quantize_linear(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
+                                     optional_tensor(im, node, 2), out, quant_axis(im, node, a));
+  return {quantized_value(im, y)};
+}
+
+std::vector<Value> lower_dequantize(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  TensorRef y =
+      ops::dequantize_linear(im.graph(), quantized_or_widened(im, node, 0), im.tensor(node, 1),
+                             optional_tensor(im, node, 2), quant_axis(im, node, a));
+  // From opset 19 the result has the scale's type, which may be float16.
+  if (im.input(node, 1).dtype == DType::Float16) y = ops::cast(im.graph(), y, DType::Float16);
+  return {Importer::device_value(im.graph(), y)};
+}
+
+std::vector<Value> lower_dynamic_quantize(Importer& im, const onnx::NodeProto& node,
+                                          const fold::Attrs&) {
+  im.require_inputs(node, 1, 1);
+  ops::DynamicQuantized r = ops::dynamic_quantize_linear(im.graph(), im.tensor(node, 0));
+  return {quantized_value(im, r.y), Importer::device_value(im.graph(), r.scale),
+          quantized_value(im, r.zero_point)};
+}
+
+std::vector<Value> lower_matmul_integer(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs&) {
+  im.require_inputs(node, 2, 4);
+  TensorRef y =
+      ops::matmul_integer(im.graph(), quantized(im, node, 0, "A"), quantized(im, node, 1, "B"),
+                          optional_tensor(im, node, 2), optional_tensor(im, node, 3));
+  return {Importer::device_value(im.graph(), y)};
+}
+
+// QLinear ops' operand at inputs first, first + 1 (scale), first + 2 (zero point).
+ops::QuantizedOperand operand(Importer& im, const onnx::NodeProto& node, size_t first,
+                              const std::string& what) {
+  return {quantized(im, node, first, what), im.tensor(node, first + 1),
+          optional_tensor(im, node, first + 2)};
+}
+
+std::vector<Value> lower_qlinear_matmul(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs&) {
+  im.require_inputs(node, 8, 8);
+  const DType out = int8_type(im, node, 7, "y_zero_point");
+  ops::QuantizedOperand y_params{TensorRef{}, im.tensor(node, 6), im.tensor(node, 7)};
+  TensorRef y = ops::qlinear_matmul(im.graph(), operand(im, node, 0, "a"),
+                                    operand(im, node, 3, "b"), y_params, out);
+  return {quantized_value(im, y)};
+}
+
+// ConvInteger / QLinearConv attributes; x is [N, C, L] or [N, C, H, W].
+ops::IntConvParams conv_params(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                               const Shape& x, const Shape& w) {
+  if ((x.size() != 3 && x.size() != 4) || w.size() != x.size())
+    im.fail(node, "only 1-D and 2-D convolutions are supported; input " + shape_str(x) +
+                      ", weight " + shape_str(w));
+  const size_t n = x.size() - 2;
+  auto ints = [&](const char* name, int64_t fill, size_t len) {
+    const auto* v = a.find_ints(name);
+    std::vector<int64_t> r = v ? *v : std::vector<int64_t>(len, fill);
+    if (r.size() != len)
+      im.fail(node, std::string(name) + " has " + std::to_string(r.size()) + " values, expected " +
+                        std::to_string(len));
+    return r;
+  };
+  const std::vector<int64_t> kernel = ints("kernel_shape", 0, n);
+  for (size_t i = 0; i < n; ++i)
+    if (a.find_ints("kernel_shape") && kernel[i] != w[2 + i])
+      im.fail(node, "kernel_shape differs from the weight's shape " + shape_str(w));
+  auto it = a.strings.find("auto_pad");
+  const std::string auto_pad = it == a.strings.end() ? "NOTSET" : it->second;
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    im.fail(node, "auto_pad " + auto_pad + " is not supported (NOTSET, VALID)");
+  const std::vector<int64_t> strides = ints("strides", 1, n), dil = ints("dilations", 1, n);
+  const std::vector<int64_t> pads =
+      auto_pad == "VALID" ? std::vector<int64_t>(2 * n, 0) : ints("pads", 0, 2 * n);
+  ops::IntConvParams p;
+  p.groups = a.get_int("group", 1);
+  for (size_t i = 0; i < n; ++i) {
+    p.strides[i] = strides[i];
+    p.dilations[i] = dil[i];
+    p.pads[i] = pads[i];
+    p.pads[n + i] = pads[n + i];
+  }
+  return p;
+}
+
+std::vector<Value> lower_conv_integer(Importer& im, const onnx::NodeProto& node,
+                                      const fold::Attrs& a) {
+  im.require_inputs(node, 2, 4);
+  ops::IntConvParams p = conv_params(im, node, a, im.input(node, 0).shape, im.input(node, 1).shape);
+  TensorRef y =
+      ops::conv_integer(im.graph(), quantized(im, node, 0, "x"), quantized(im, node, 1, "w"),
+                        optional_tensor(im, node, 2), optional_tensor(im, node, 3), p);
+  return {Importer::device_value(im.graph(), y)};
+}
+
+std::vector<Value> lower_qlinear_conv(Importer& im, const onnx::NodeProto& node,
+                                      const fold::Attrs& a) {
+  im.require_inputs(node, 8, 9);
+  ops::IntConvParams p = conv_params(im, node, a, im.input(node, 0).shape, im.input(node, 3).shape);
+  const DType out = int8_type(im, node, 7, "y_zero_point");
+  ops::QuantizedOperand y_params{TensorRef{}, im.tensor(node, 6), im.tensor(node, 7)};
+  TensorRef y = ops::qlinear_conv(im.graph(), operand(im, node, 0, "x"), operand(im, node, 3, "w"),
+                                  y_params, optional_tensor(im, node, 8), p, out);
+  return {quantized_value(im, y)};
+}
+
+std::vector<Value> lower_matmul_nbits(Importer& im, const onnx::NodeProto& node,
+                                      const fold::Attrs& a) {
+  im.require_inputs(node, 3, 6);
+  ops::NBitsParams p;
+  p.k = a.get_int("K", 0);
+  p.n = a.get_int("N", 0);
+  p.bits = a.get_int("bits", 4);
+  p.block_size = a.get_int("block_size", 0);
+  if (a.get_int("weight_prepacked", 0) != 0) im.fail(node, "prepacked weights are not supported");
+  std::optional<TensorRef> zero_points;
+  if (im.has_input(node, 3)) {
+    const Value& z = im.input(node, 3);
+    zero_points =
+        z.int8_type == DType::UInt8 ? quantized(im, node, 3, "zero_points") : im.tensor(node, 3);
+  }
+  TensorRef y = ops::matmul_nbits(im.graph(), im.tensor(node, 0), quantized(im, node, 1, "B"),
+                                  im.tensor(node, 2), p, zero_points, optional_tensor(im, node, 4),
+                                  optional_tensor(im, node, 5));
+  return {Importer::device_value(im.graph(), y)};
+}
+
+}  // namespace
+
+void register_quant(LoweringTable& t) {
+  t["QuantizeLinear"] = lower_quantize;
+  t["DequantizeLinear"] = lower_dequantize;
+  t["DynamicQuantizeLinear"] = lower_dynamic_quantize;
+  t["MatMulInteger"] = lower_matmul_integer;
+  t["QLinearMatMul"] = lower_qlinear_matmul;
+  t["ConvInteger"] = lower_conv_integer;
+  t["QLinearConv"] = lower_qlinear_conv;
+  t["com.microsoft.MatMulNBits"] = lower_matmul_nbits;
+}
+
+}  // namespace vkgraph::onnx_import

@@ -1,0 +1,215 @@
+// Linear quantization, dequantization, DynamicQuantizeLinear and conversions between 8-bit and
+// int32 tensors (quant.comp, quant_dynamic.comp). Quantized tensors are bytes; their signedness
+// travels as a push constant, so one shader serves Int8 and UInt8.
+#include <algorithm>
+
+#include "quant_util.h"
+
+namespace vkgraph::ops {
+
+void require_8bit_storage(ComputeGraph& g, const std::string& op) {
+  check(g.context().features().storage_buffer_8bit, ErrorKind::Unsupported,
+        op + ": quantized tensors need storageBuffer8BitAccess, which " +
+            std::string(g.context().properties().deviceName) + " lacks");
+}
+
+void require_quantized(ComputeGraph& g, TensorRef t, const std::string& op, const char* what) {
+  const TensorInfo ti = g.info(t);
+  check(is_quantized(ti.dtype), ErrorKind::Unsupported,
+        op + ": " + what + " is " + dtype_name(ti.dtype) + ", expected int8 or uint8");
+  require_8bit_storage(g, op);
+}
+
+QuantRange quant_range(DType dtype) {
+  if (dtype == DType::Int8) return {-128, 127};
+  if (dtype == DType::UInt8) return {0, 255};
+  throw Error(ErrorKind::Unsupported,
+              std::string("quantized type must be int8 or uint8, not ") + dtype_name(dtype));
+}
+
+TensorRef zero_point_i32(ComputeGraph& g, std::optional<TensorRef> zero_point,
+                         const std::string& op) {
+  if (!zero_point)
+    return g.add_constant(HostTensor::from(DType::Int32, {}, std::vector<int32_t>{0}));
+  const DType dtype = g.info(*zero_point).dtype;
+  if (dtype == DType::Int32) return *zero_point;
+  check(is_quantized(dtype), ErrorKind::Unsupported,
+        op + ": zero point is " + dtype_name(dtype) + ", expected int8, uint8 or int32");
+  return convert_quantized(g, *zero_point, DType::Int32);
+}
+
+TensorRef scale_f32(ComputeGraph& g, TensorRef scale, const std::string& op) {
+  const DType dtype = g.info(scale).dtype;
+  if (dtype == DType::Float32) return scale;
+  check(dtype == DType::Float16, ErrorKind::Unsupported,
+        op + ": scale is " + dtype_name(dtype) + ", expected float32 or float16");
+  return cast(g, scale, DType::Float32);
+}
+
+int32_t param_count(ComputeGraph& g, TensorRef param, int64_t expect, int64_t total,
+                    const std::string& op, const char* what) {
+  const int64_t n = numel(g.info(param).shape);
+  if (n == 1) return 1;
+  check(n > 0 && n % expect == 0 && total % n == 0, ErrorKind::InvalidArgument,
+        op + ": " + what + " has " + std::to_string(n) + " values, expected 1 or one per " +
+            (expect > 0 ? std::to_string(expect) : std::string("0")) + "-long dim");
+  return checked_i32(n, op, what);
+}
+
+namespace {
+
+// How a scale (and its zero point) map onto x's elements: quant.comp's param_index.
+struct ParamLayout {
+  int32_t mode = 0, axis_len = 1, inner = 1, block = 1, blocks = 1;
+};
+
+ParamLayout param_layout(const Shape& x, const Shape& scale, std::optional<Shape> zero,
+                         const QuantAxis& q, const std::string& op) {
+  if (zero)
+    check(*zero == scale || numel(*zero) == numel(scale), ErrorKind::InvalidArgument,
+          op + ": zero point shape " + shape_str(*zero) + " differs from scale shape " +
+              shape_str(scale));
+  ParamLayout l;
+  if (q.block_size == 0 && numel(scale) == 1 && scale.size() <= 1) return l;
+  check(!x.empty(), ErrorKind::InvalidArgument,
+        op + ": a scalar input needs a scalar scale, got " + shape_str(scale));
+  const int axis = normalize_axis(q.axis, x.size(), op);
+  const int64_t len = x[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < x.size(); ++d) inner = checked_mul(inner, x[d], op);
+  l.axis_len = checked_i32(len, op, "axis length");
+  l.inner = checked_i32(inner, op, "inner size");
+  if (q.block_size == 0) {
+    check(scale.size() == 1 && scale[0] == len, ErrorKind::InvalidArgument,
+          op + ": per-axis scale must be 1-D of length " + std::to_string(len) + " (axis " +
+              std::to_string(axis) + " of " + shape_str(x) + "), got " + shape_str(scale));
+    l.mode = 1;
+    return l;
+  }
+  check(q.block_size > 0, ErrorKind::InvalidArgument,
+        op + ": block_size must be positive, got " + std::to_string(q.block_size));
+  Shape want = x;
+  want[axis] = (len + q.block_size - 1) / q.block_size;
+  check(scale == want, ErrorKind::InvalidArgument,
+        op + ": blocked scale must have shape " + shape_str(want) + " (block_size " +
+            std::to_string(q.block_size) + " along axis " + std::to_string(axis) + "), got " +
+            shape_str(scale));
+  l.mode = 2;
+  l.block = checked_i32(q.block_size, op, "block_size");
+  l.blocks = checked_i32(want[axis], op, "blocks");
+  return l;
+}
+
+void push_layout(PushConstants& pc, const ParamLayout& l) {
+  pc.add(l.mode).add(l.axis_len).add(l.inner).add(l.block).add(l.blocks);
+}
+
+}  // namespace
+
+TensorRef quantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
+                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis) {
+  const std::string op = "quantize_linear";
+  const TensorInfo xi = g.info(x);
+  const std::string suffix = float_dtype(g, xi.dtype, op) == DType::Float16 ? "f16" : "f32";
+  const QuantRange range = quant_range(out);
+  require_8bit_storage(g, op);
+  std::optional<Shape> zero_shape;
+  if (zero_point) zero_shape = g.info(*zero_point).shape;
+  const ParamLayout l = param_layout(xi.shape, g.info(scale).shape, zero_shape, axis, op);
+  TensorRef s = scale_f32(g, scale, op), z = zero_point_i32(g, zero_point, op);
+  TensorRef y = g.add_tensor(xi.shape, out);
+  const int64_t n = numel(xi.shape);
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count")).add(int32_t{0}).add(range.min).add(range.max);
+  push_layout(pc, l);
+  add_elementwise(g, "quant_quantize_" + suffix,
+                  {{x, Access::Read}, {s, Access::Read}, {z, Access::Read}, {y, Access::Write}}, n,
+                  pc.take(), op);
+  return y;
+}
+
+TensorRef dequantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
+                            std::optional<TensorRef> zero_point, QuantAxis axis) {
+  const std::string op = "dequantize_linear";
+  const TensorInfo xi = g.info(x);
+  check(is_quantized(xi.dtype) || xi.dtype == DType::Int32, ErrorKind::Unsupported,
+        op + ": input is " + dtype_name(xi.dtype) + ", expected int8, uint8 or int32");
+  if (is_quantized(xi.dtype)) require_8bit_storage(g, op);
+  std::optional<Shape> zero_shape;
+  if (zero_point) zero_shape = g.info(*zero_point).shape;
+  const ParamLayout l = param_layout(xi.shape, g.info(scale).shape, zero_shape, axis, op);
+  TensorRef s = scale_f32(g, scale, op), z = zero_point_i32(g, zero_point, op);
+  TensorRef y = g.add_tensor(xi.shape, DType::Float32);
+  const int64_t n = numel(xi.shape);
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count")).add(int32_t{xi.dtype == DType::Int8});
+  pc.add(int32_t{0}).add(int32_t{0});
+  push_layout(pc, l);
+  add_elementwise(g, xi.dtype == DType::Int32 ? "quant_dequantize_i32" : "quant_dequantize_u8",
+                  {{x, Access::Read}, {s, Access::Read}, {z, Access::Read}, {y, Access::Write}}, n,
+                  pc.take(), op);
+  return y;
+}
+
+TensorRef convert_quantized(ComputeGraph& g, TensorRef x, DType to) {
+  const std::string op = "cast";
+  const TensorInfo xi = g.info(x);
+  check((is_quantized(xi.dtype) || xi.dtype == DType::Int32) &&
+            (is_quantized(to) || to == DType::Int32),
+        ErrorKind::Unsupported,
+        op + ": no conversion from " + std::string(dtype_name(xi.dtype)) + " to " + dtype_name(to) +
+            " (8-bit tensors convert to and from int32)");
+  if (xi.dtype == to) return g.add_view(x, xi.shape);
+  require_8bit_storage(g, op);
+  if (is_quantized(xi.dtype) && is_quantized(to))
+    return convert_quantized(g, convert_quantized(g, x, DType::Int32), to);
+  TensorRef y = g.add_tensor(xi.shape, to);
+  const int64_t n = numel(xi.shape);
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count")).add(int32_t{xi.dtype == DType::Int8});
+  add_elementwise(g, to == DType::Int32 ? "quant_widen" : "quant_narrow",
+                  {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), op);
+  return y;
+}
+
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x) {
+  const std::string op = "dynamic_quantize_linear";
+  const TensorInfo xi = g.info(x);
+  require_dtype(g, x, DType::Float32, op);
+  require_8bit_storage(g, op);
+  const int64_t n = numel(xi.shape);
+  constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
+  // Enough workgroups to spread a large tensor, few enough for one workgroup to finish.
+  const uint32_t groups =
+      static_cast<uint32_t>(std::clamp<int64_t>((n + kLocal * 16 - 1) / (kLocal * 16), 1, 1024));
+  TensorRef partial = g.add_tensor({groups, 2}, DType::Float32);
+  DispatchDesc minmax;
+  minmax.shader = "quant_minmax";
+  minmax.bindings = {{x, Access::Read}, {partial, Access::Write}};
+  minmax.groups = {groups, 1, 1};
+  minmax.local = {kLocal, 1, 1};
+  minmax.push = PushConstants().add(checked_i32(n, op, "element count")).take();
+  minmax.label = op + " range";
+  g.add_dispatch(std::move(minmax));
+
+  DynamicQuantized r;
+  r.scale = g.add_tensor({}, DType::Float32);
+  r.zero_point = g.add_tensor({}, DType::UInt8);
+  TensorRef zero = g.add_tensor({}, DType::Int32);
+  DispatchDesc params;
+  params.shader = "quant_dynamic_params";
+  params.bindings = {{partial, Access::Read},
+                     {r.scale, Access::Write},
+                     {zero, Access::Write},
+                     {r.zero_point, Access::Write}};
+  params.groups = {1, 1, 1};
+  params.local = {kLocal, 1, 1};
+  params.push = PushConstants().add(static_cast<int32_t>(groups)).take();
+  params.label = op + " parameters";
+  g.add_dispatch(std::move(params));
+
+  r.y = quantize_linear(g, x, r.scale, zero, DType::UInt8);
+  return r;
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,45 @@
+// Helpers of the quantization shaders. Quantized tensors of either signedness are bound as
+// uint8_t arrays (8-bit storage only, no shaderInt8): a load widens the byte to int and
+// sign-extends it when the tensor is Int8; a store keeps the low 8 bits of the saturated int.
+#extension GL_EXT_shader_8bit_storage : require
+
+int widen(uint b, int is_signed) {
+  int v = int(b);
+  return is_signed != 0 ? (v ^ 0x80) - 0x80 : v;
+}
+
+// Functions cannot take or return 8-bit values without shaderInt8, hence the macros.
+#define widen_byte(b, is_signed) widen(uint(b), is_signed)
+#define narrow_byte(v) uint8_t(uint(v) & 0xffu)
+
+// a / b, corrected by one step on the exact residual so that a quotient that is exactly
+// representable comes out exactly: GLSL allows a / b 2.5 ulp of error (lavapipe's is not
+// correctly rounded), which would move ties such as 2.5 off the tie. The residual a - q * b
+// is computed exactly with Dekker's product (products and sums are correctly rounded, and
+// `precise` forbids contracting them; fma is not relied on: it need not be fused). Other
+// quotients end within an ulp, nearly always the correctly rounded value.
+vec2 split_halves(float x) {
+  precise float t = 4097.0 * x;
+  precise float hi = t - (t - x);
+  precise float lo = x - hi;
+  return vec2(hi, lo);
+}
+
+float div_exact(float a, float b) {
+  precise float q = a / b;
+  precise float p = q * b;
+  vec2 qs = split_halves(q), bs = split_halves(b);
+  precise float err = ((qs.x * bs.x - p) + qs.x * bs.y + qs.y * bs.x) + qs.y * bs.y;
+  precise float r = (a - p) - err;  // a - p is exact: p is within a few ulp of a
+  precise float c = q + r / b;
+  return isnan(c) || isinf(c) ? q : c;
+}
+
+// ONNX QuantizeLinear's rounding and saturation: round half to even, then clamp to the
+// quantized type's [qmin, qmax]. `zero` is added after rounding, in float (exact for the
+// 8-bit range). NaN maps to the zero point.
+int quantize_value(float v, int zero, int qmin, int qmax) {
+  if (isnan(v)) return clamp(zero, qmin, qmax);
+  float q = clamp(roundEven(v) + float(zero), float(qmin), float(qmax));
+  return int(q);
+}

@@ -1,0 +1,148 @@
+#version 450
+// MatMulNBits: y[m, n] = sum_k a[m, k] * w[n, k] (+ bias[n]), w dequantized in registers from
+// codes of `bits` bits packed low first along K (row n's bit k * bits), one scale (and zero) per
+// block of K. b is read as 32-bit words; a word holds 32 / bits codes of one block.
+//   GEMV   32 invocations per row n (4 rows per workgroup) stride over the row's words, so
+//          the packed weights are read once, in order; a shared-memory sum ends each row.
+//          Workgroup y is the row m of a.
+//   TILED  64 n x 32 m tiles, K in slices of 32: each slice of w is dequantized once into
+//          shared memory and reused by all 32 rows of a.
+// DTYPE_*: a, scales, float zero points, bias and y; sums are float32.
+#extension GL_EXT_shader_8bit_storage : require
+#include "common.glsl"
+
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { uint b[]; };
+layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
+layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
+layout(std430, binding = 4) readonly buffer ZeroFloat { ELEM zero_float[]; };
+layout(std430, binding = 5) readonly buffer GIdx { int g_idx[]; };
+layout(std430, binding = 6) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 7) writeonly buffer Y { ELEM y[]; };
+
+layout(push_constant) uniform Params {
+  int M, N, K;
+  int bits, block_size, blocks;  // blocks per row
+  int row_words;                 // 32-bit words of b per row
+  int zero_row_bytes;            // packed zero points: bytes per row
+  int zero_mode;                 // 0: 2^(bits-1), 1: packed uint8, 2: float
+  int has_g_idx, has_bias;
+} p;
+
+float zero_of(int n, int block) {
+  if (p.zero_mode == 0) return float(1 << (p.bits - 1));
+  if (p.zero_mode == 2) return float(zero_float[n * p.blocks + block]);
+  int bit = block * p.bits;
+  uint byte = uint(zero_packed[n * p.zero_row_bytes + bit / 8]);
+  return float((byte >> uint(bit % 8)) & ((1u << uint(p.bits)) - 1u));
+}
+
+int block_of(int k) { return p.has_g_idx != 0 ? g_idx[k] : k / p.block_size; }
+
+float dequantized(int n, int k, uint word, int j) {
+  int block = block_of(k);
+  float code = float((word >> uint(j * p.bits)) & ((1u << uint(p.bits)) - 1u));
+  return (code - zero_of(n, block)) * float(scales[n * p.blocks + block]);
+}
+
+#if GEMV
+#define LANES 32
+#define ROWS 4
+shared float partial[ROWS * LANES];
+
+void main() {
+  int lane = int(gl_LocalInvocationID.x) % LANES, slot = int(gl_LocalInvocationID.x) / LANES;
+  int n = int(gl_WorkGroupID.x) * ROWS + slot, m = int(gl_WorkGroupID.y);
+  int per_word = 32 / p.bits;
+  float sum = 0.0;
+  if (n < p.N) {
+    for (int w = lane; w < p.row_words; w += LANES) {
+      int k0 = w * per_word;
+      if (k0 >= p.K) break;
+      uint word = b[n * p.row_words + w];
+      uint mask = (1u << uint(p.bits)) - 1u;
+      if (p.has_g_idx == 0) {
+        // One block per word: sum a * code and a, then scale and shift once.
+        int block = k0 / p.block_size;
+        float dot_codes = 0.0, sum_a = 0.0;
+        for (int j = 0; j < per_word && k0 + j < p.K; ++j) {
+          float x = float(a[m * p.K + k0 + j]);
+          dot_codes += x * float((word >> uint(j * p.bits)) & mask);
+          sum_a += x;
+        }
+        sum += (dot_codes - zero_of(n, block) * sum_a) * float(scales[n * p.blocks + block]);
+      } else {
+        for (int j = 0; j < per_word && k0 + j < p.K; ++j)
+          sum += float(a[m * p.K + k0 + j]) * dequantized(n, k0 + j, word, j);
+      }
+    }
+  }
+  partial[gl_LocalInvocationID.x] = sum;
+  barrier();
+  for (int s = LANES / 2; s > 0; s >>= 1) {
+    if (lane < s) partial[gl_LocalInvocationID.x] += partial[gl_LocalInvocationID.x + s];
+    barrier();
+  }
+  if (lane == 0 && n < p.N) {
+    float v = partial[gl_LocalInvocationID.x];
+    if (p.has_bias != 0) v += float(bias[n]);
+    y[m * p.N + n] = ELEM(v);
+  }
+}
+
+#else  // TILED
+#define BN 64
+#define BM 32
+#define BK 32
+#define TN 4
+#define TM 2
+shared float As[BK][BM];
+shared float Ws[BK][BN];
+
+void main() {
+  int tid = int(gl_LocalInvocationID.x);
+  int tn = tid % (BN / TN), tm = tid / (BN / TN);
+  int n0 = int(gl_WorkGroupID.x) * BN, m0 = int(gl_WorkGroupID.y) * BM;
+  int per_word = 32 / p.bits, slice_words = BK / per_word;
+  float acc[TM][TN];
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+  for (int k0 = 0; k0 < p.K; k0 += BK) {
+    for (int e = tid; e < BM * BK; e += 256) {
+      int r = e / BK, kk = e % BK;
+      int m = m0 + r, k = k0 + kk;
+      As[kk][r] = m < p.M && k < p.K ? float(a[m * p.K + k]) : 0.0;
+    }
+    for (int e = tid; e < BN * slice_words; e += 256) {
+      int c = e / slice_words, wi = e % slice_words;
+      int n = n0 + c, kw = k0 + wi * per_word;
+      int w = kw / per_word;
+      uint word = n < p.N && w < p.row_words ? b[n * p.row_words + w] : 0u;
+      for (int j = 0; j < per_word; ++j) {
+        int k = kw + j;
+        Ws[k - k0][c] = n < p.N && k < p.K ? dequantized(n, k, word, j) : 0.0;
+      }
+    }
+    barrier();
+    for (int kk = 0; kk < BK; ++kk) {
+      float av[TM], wv[TN];
+      for (int i = 0; i < TM; ++i) av[i] = As[kk][tm * TM + i];
+      for (int j = 0; j < TN; ++j) wv[j] = Ws[kk][tn * TN + j];
+      for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * wv[j];
+    }
+    barrier();
+  }
+  for (int i = 0; i < TM; ++i) {
+    int m = m0 + tm * TM + i;
+    if (m >= p.M) continue;
+    for (int j = 0; j < TN; ++j) {
+      int n = n0 + tn * TN + j;
+      if (n >= p.N) continue;
+      float v = acc[i][j];
+      if (p.has_bias != 0) v += float(bias[n]);
+      y[m * p.N + n] = ELEM(v);
+    }
+  }
+}
+#endif

@@ -1,0 +1,247 @@
+// ops::attention (src/ops/attention.comp) against a float64 reference on random data: query
+// lengths across and within tiles, head dims 64 and 128 (and a generic 40), additive masks that
+// broadcast, causal masking, grouped-query and multi-query heads, K stored either way, Q read
+// through a transposed view, float32 and float16 storage. Outputs are poisoned by a first run
+// on NaN inputs, so every element must be written again.
+#include <cmath>
+#include <limits>
+
+#include "shape_test_util.h"
+#include "vkgraph/ops/attention.h"
+
+namespace vkgraph::testing {
+namespace {
+
+struct Case {
+  int64_t b = 1, h = 2, hkv = 2, s = 7, skv = 7, d = 64;
+  bool mask = false;  // additive [B, 1, S, Skv] (broadcast over heads)
+  bool causal = false;
+  bool k_transposed = false;  // K stored [B, Hkv, D, Skv]
+  bool q_view = false;        // Q stored [B, S, H, D], read as [B, H, S, D]
+  bool fp16 = false;
+  std::string name() const {
+    return "b" + std::to_string(b) + " h" + std::to_string(h) + "/" + std::to_string(hkv) + " s" +
+           std::to_string(s) + " skv" + std::to_string(skv) + " d" + std::to_string(d) +
+           (mask ? " mask" : "") + (causal ? " causal" : "") + (k_transposed ? " kT" : "") +
+           (q_view ? " qview" : "") + (fp16 ? " fp16" : "");
+  }
+};
+
+// Rounds through float16 where the case stores in it, so that the reference sees what the
+// kernel reads.
+std::vector<float> stored(std::vector<float> x, bool fp16) {
+  if (fp16)
+    for (float& v : x) v = half_to_float(float_to_half(v));
+  return x;
+}
+
+HostTensor tensor_of(const std::vector<float>& x, Shape shape, bool fp16) {
+  HostTensor t(fp16 ? DType::Float16 : DType::Float32, std::move(shape));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (fp16)
+      t.data<uint16_t>()[i] = float_to_half(x[i]);
+    else
+      t.data<float>()[i] = x[i];
+  }
+  return t;
+}
+
+// out[b][h][i][:] = softmax_j(scale q.k_j + mask) v_j, in float64; k and v as [B, Hkv, Skv, D].
+std::vector<double> reference(const Case& c, const std::vector<float>& q,
+                              const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<float>& mask, float scale) {
+  std::vector<double> out(c.b * c.h * c.s * c.d);
+  const int64_t group = c.h / c.hkv;
+  std::vector<double> p(c.skv);
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.h; ++h)
+      for (int64_t i = 0; i < c.s; ++i) {
+        const int64_t kh = h / group;
+        auto qat = [&](int64_t d) {
+          return c.q_view ? q[((b * c.s + i) * c.h + h) * c.d + d]
+                          : q[((b * c.h + h) * c.s + i) * c.d + d];
+        };
+        double m = -INFINITY;
+        for (int64_t j = 0; j < c.skv; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.d; ++d)
+            dot += qat(d) * double(k[((b * c.hkv + kh) * c.skv + j) * c.d + d]);
+          p[j] = dot * scale + (c.mask ? mask[(b * c.s + i) * c.skv + j] : 0.0);
+          if (c.causal && j > i) p[j] = -INFINITY;
+          m = std::max(m, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < c.skv; ++j) sum += p[j] = std::exp(p[j] - m);
+        for (int64_t d = 0; d < c.d; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < c.skv; ++j)
+            acc += p[j] * v[((b * c.hkv + kh) * c.skv + j) * c.d + d];
+          out[((b * c.h + h) * c.s + i) * c.d + d] = acc / sum;
+        }
+      }
+  return out;
+}
+
+class AttentionTest : public GpuTest {
+ protected:
+  void check(const Case& c) {
+    SCOPED_TRACE(c.name());
+    if (c.fp16 && !context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+    const float scale = 1.f / std::sqrt(float(c.d));
+    std::vector<float> q = stored(random_floats(c.b * c.h * c.s * c.d, -2, 2), c.fp16);
+    std::vector<float> k = stored(random_floats(c.b * c.hkv * c.skv * c.d, -2, 2), c.fp16);
+    std::vector<float> v = stored(random_floats(c.b * c.hkv * c.skv * c.d), c.fp16);
+    std::vector<float> mask = stored(random_floats(c.b * c.s * c.skv, -3, 0), c.fp16);
+    // K as stored: [B, Hkv, Skv, D] or transposed [B, Hkv, D, Skv].
+    std::vector<float> k_stored = k;
+    if (c.k_transposed)
+      for (int64_t bh = 0; bh < c.b * c.hkv; ++bh)
+        for (int64_t j = 0; j < c.skv; ++j)
+          for (int64_t d = 0; d < c.d; ++d)
+            k_stored[(bh * c.d + d) * c.skv + j] = k[(bh * c.skv + j) * c.d + d];
+    Shape qs = c.q_view ? Shape{c.b, c.s, c.h, c.d} : Shape{c.b, c.h, c.s, c.d};
+    Shape ks = c.k_transposed ? Shape{c.b, c.hkv, c.d, c.skv} : Shape{c.b, c.hkv, c.skv, c.d};
+    std::vector<HostTensor> inputs = {tensor_of(q, qs, c.fp16), tensor_of(k_stored, ks, c.fp16),
+                                      tensor_of(v, {c.b, c.hkv, c.skv, c.d}, c.fp16),
+                                      tensor_of(mask, {c.b, 1, c.s, c.skv}, c.fp16)};
+
+    ComputeGraph g(context());
+    std::vector<TensorRef> in;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      in.push_back(g.add_input(inputs[i].shape, inputs[i].dtype, "in" + std::to_string(i)));
+    ops::AttentionParams params;
+    params.scale = scale;
+    params.causal = c.causal;
+    TensorRef y = ops::attention(
+        g, {in[0], c.q_view ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{}},
+        {in[1], c.k_transposed ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1, 3, 2}},
+        {in[2], {}}, c.mask ? std::optional<TensorRef>(in[3]) : std::nullopt, params);
+    g.add_output(y, "y");
+    // First run on NaN inputs: the output holds NaN unless the second run rewrites it all.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      HostTensor nan =
+          tensor_of(std::vector<float>(inputs[i].numel(), NAN), inputs[i].shape, c.fp16);
+      g.copy_to_input(i, nan.bytes.data(), nan.nbytes());
+    }
+    g.execute();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
+    g.execute();
+    HostTensor got = g.read_output(0);
+    ASSERT_EQ(shape_str(got.shape), shape_str(Shape{c.b, c.h, c.s, c.d}));
+    std::vector<double> want = reference(c, q, k, v, mask, scale);
+    // float32: accumulation order only; float16: the output's rounding (2^-11) dominates.
+    const double tol = c.fp16 ? 2e-3 : 2e-5;
+    int failures = 0;
+    for (size_t i = 0; i < want.size() && failures < 5; ++i) {
+      double a = c.fp16 ? half_to_float(got.data<uint16_t>()[i]) : got.data<float>()[i];
+      if (!(std::abs(a - want[i]) <= tol * (1 + std::abs(want[i])))) {
+        ADD_FAILURE() << "element " << i << ": got " << a << ", want " << want[i];
+        ++failures;
+      }
+    }
+  }
+};
+
+TEST_F(AttentionTest, LengthsHeadDimsAndMasks) {
+  for (bool fp16 : {false, true})
+    for (int64_t d : {64, 128})
+      for (int64_t s : {1, 7, 64, 130})
+        for (int variant = 0; variant < 3; ++variant) {
+          Case c;
+          c.s = c.skv = s;
+          c.d = d;
+          c.fp16 = fp16;
+          c.mask = variant == 1;
+          c.causal = variant == 2;
+          check(c);
+        }
+}
+
+TEST_F(AttentionTest, GroupedQueryAndLayouts) {
+  for (bool fp16 : {false, true}) {
+    Case gqa;  // 4 query heads on 2 KV heads, batch 2, K stored transposed, Q a view
+    gqa.b = 2, gqa.h = 4, gqa.hkv = 2, gqa.s = 33, gqa.skv = 45, gqa.d = 64;
+    gqa.k_transposed = gqa.q_view = gqa.mask = true;
+    gqa.fp16 = fp16;
+    check(gqa);
+    Case mqa = gqa;  // one KV head for all, causal with more keys than queries
+    mqa.hkv = 1, mqa.k_transposed = false, mqa.causal = true, mqa.d = 128;
+    check(mqa);
+    Case generic;  // a head dim that is neither 64 nor 128, and the largest
+    generic.d = 40, generic.s = 19, generic.skv = 70, generic.fp16 = fp16;
+    check(generic);
+    generic.d = 256, generic.mask = true;
+    check(generic);
+  }
+}
+
+// attention_coopmat.comp (float16, head dims 64 and 128, where the device has cooperative
+// matrices: the H200, not lavapipe). Its probabilities are rounded to float16 before P V, within
+// the float16 tolerance. The float16 cases above take it too on such a device.
+TEST_F(AttentionTest, CooperativeMatrixVariant) {
+  const auto& f = context()->features();
+  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
+    GTEST_SKIP() << "no 16x16x16 float16 cooperative matrices with subgroups of 32";
+  for (int64_t d : {64, 128})
+    for (int64_t s : {1, 16, 33, 130}) {
+      Case c;
+      c.b = 2, c.h = 4, c.hkv = 2, c.s = s, c.skv = s + 17, c.d = d, c.fp16 = true;
+      c.mask = c.q_view = true;
+      check(c);
+      c.mask = false, c.causal = true, c.k_transposed = true, c.hkv = 1;
+      check(c);
+    }
+}
+
+// A row whose scores are all -inf: unfused Softmax gives exp(-inf - -inf) = NaN for it; so
+// does the fused kernel. Other rows are unaffected.
+TEST_F(AttentionTest, FullyMaskedRowIsNaNAsUnfused) {
+  ComputeGraph g(context());
+  const int64_t s = 5, d = 64;
+  HostTensor q = random_tensor(rng, DType::Float32, {1, 1, s, d});
+  HostTensor k = random_tensor(rng, DType::Float32, {1, 1, s, d});
+  HostTensor v = random_tensor(rng, DType::Float32, {1, 1, s, d});
+  HostTensor mask(DType::Float32, {s, s});
+  for (int64_t j = 0; j < s; ++j) mask.data<float>()[2 * s + j] = -INFINITY;
+  auto qi = g.add_input(q.shape, DType::Float32, "q"),
+       ki = g.add_input(k.shape, DType::Float32, "k");
+  auto vi = g.add_input(v.shape, DType::Float32, "v");
+  TensorRef fused = ops::attention(g, {qi, {}}, {ki, {0, 1, 3, 2}}, {vi, {}}, g.add_constant(mask),
+                                   {
+                                       0.125f,
+                                       false,
+                                   });
+  TensorRef scores = ops::matmul_permuted(g, {qi, {}}, {ki, {0, 1, 3, 2}}, {}, 0.125f);
+  TensorRef probs =
+      ops::softmax(g, ops::binary(g, ops::BinaryOp::Add, scores, g.add_constant(mask)));
+  TensorRef unfused = ops::matmul(g, probs, vi);
+  g.add_output(fused, "fused");
+  g.add_output(unfused, "unfused");
+  g.copy_to_input(0, q.bytes.data(), q.nbytes());
+  g.copy_to_input(1, k.bytes.data(), k.nbytes());
+  g.copy_to_input(2, v.bytes.data(), v.nbytes());
+  g.execute();
+  HostTensor a = g.read_output(0), b = g.read_output(1);
+  for (int64_t i = 0; i < s * d; ++i) {
+    bool masked_row = i / d == 2;
+    EXPECT_EQ(std::isnan(a.data<float>()[i]), masked_row) << i;
+    EXPECT_EQ(std::isnan(b.data<float>()[i]), masked_row) << i;
+  }
+  expect_near(a, b, 1e-5f);
+}
+
+TEST_F(AttentionTest, ShapesThatDisagreeAreErrors) {
+  ComputeGraph g(context());
+  auto q = g.add_input({1, 4, 8, 64}, DType::Float32, "q");
+  auto k3 = g.add_input({1, 3, 8, 64}, DType::Float32, "k3");  // 3 KV heads do not divide 4
+  auto big = g.add_input({1, 1, 8, 300}, DType::Float32, "big");
+  EXPECT_THROW(ops::attention(g, {q, {}}, {k3, {0, 1, 3, 2}}, {k3, {}}, std::nullopt, {}), Error);
+  EXPECT_THROW(ops::attention(g, {big, {}}, {big, {0, 1, 3, 2}}, {big, {}}, std::nullopt, {}),
+               Error);
+  auto mask = g.add_input({2, 1, 8, 8}, DType::Float32, "mask");  // batch 2 against 1
+  EXPECT_THROW(ops::attention(g, {q, {}}, {q, {0, 1, 3, 2}}, {q, {}}, mask, {}), Error);
+}
+
+}  // namespace
+}  // namespace vkgraph::testing

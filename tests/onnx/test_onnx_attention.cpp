@@ -1,0 +1,353 @@
+// The attention pattern of the fusion pass (src/onnx/fuse_attention.h) in the forms PyTorch's
+// exporters emit, each model run with fusion on and off (which must agree) and with the node
+// counts that say the pattern fired (or did not). The models are built here with the op
+// sequences of:
+//   - the legacy TorchScript exporter on Hugging Face-style attention (BERT: heads by Reshape +
+//     Transpose, Kᵀ by a Transpose chain, Div by sqrt(d), an additive padding mask);
+//   - the dynamo exporter's onnxscript decomposition of scaled_dot_product_attention
+//     (Reshape/Transpose/Reshape for Kᵀ, Mul by sqrt(scale) on Q and on Kᵀ, an additive causal
+//     mask, Softmax, Dropout, MatMul);
+//   - masked_fill / torch.where masks (Where on a bool condition, -inf or finfo.min fill);
+//   - grouped-query attention with repeat_kv (Unsqueeze, Expand, Reshape of K and V).
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model_builder.h"
+#include "shape_test_util.h"
+
+namespace vkgraph::testing {
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+// A Constant node holding a bool tensor: keep[i][j] = j <= i (a causal condition).
+void causal_condition(ModelBuilder& m, const std::string& name, int64_t s) {
+  onnx::NodeProto& n = m.node("Constant", {}, {name});
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_dims(s);
+  t->add_dims(s);
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j) t->add_int32_data(j <= i);
+}
+
+std::vector<float> causal_additive(int64_t s) {
+  std::vector<float> m(s * s);
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j) m[i * s + j] = j <= i ? 0.f : kNegInf;
+  return m;
+}
+
+// In float16 mode each float32 model input and output is cast once on the device.
+size_t casts(bool fp16, size_t float_io) {
+  return fp16 ? float_io : 0;
+}
+
+struct Runs {
+  std::vector<HostTensor> fused, plain;
+  size_t fused_nodes, plain_nodes;
+};
+
+Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds, bool fp16) {
+  SessionOptions on, off;
+  on.fp16 = off.fp16 = fp16;
+  off.fuse = false;
+  Session fused = m.session(on), plain = m.session(off);
+  Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
+  r.fused_nodes = fused.graph()->stats().nodes;
+  r.plain_nodes = plain.graph()->stats().nodes;
+  return r;
+}
+
+constexpr int64_t kB = 2, kH = 2, kD = 64;
+
+// BERT's self-attention as the legacy exporter writes it: x [B, S, H*D] -> heads, scores / 8
+// [+ mask [B, 1, 1, S]], softmax, context -> [B, S, H*D]. `probs_out`: the probabilities are
+// also a model output (the pattern must not fire); `axis`: Softmax's.
+ModelBuilder legacy_bert(int64_t s, bool mask, bool probs_out = false, int64_t axis = -1) {
+  ModelBuilder m(14);
+  for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, s, kH * kD});
+  if (mask) m.input("mask", kFloat, {kB, 1, 1, s});
+  m.output("y", kFloat);
+  if (probs_out) m.output("probs", kFloat);
+  m.initializer("heads", std::vector<int64_t>{kB, s, kH, kD});
+  m.initializer("merged", std::vector<int64_t>{kB, s, kH * kD});
+  m.initializer("sqrt_d", Shape{}, std::vector<float>{8.f});
+  for (const char* x : {"q", "k", "v"}) m.node("Reshape", {x, "heads"}, {std::string(x) + "4"});
+  set_ints(m.node("Transpose", {"q4"}, {"qh"}), "perm", {0, 2, 1, 3});
+  set_ints(m.node("Transpose", {"k4"}, {"kh"}), "perm", {0, 2, 1, 3});
+  set_ints(m.node("Transpose", {"v4"}, {"vh"}), "perm", {0, 2, 1, 3});
+  set_ints(m.node("Transpose", {"kh"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"qh", "kt"}, {"raw"});
+  m.node("Div", {"raw", "sqrt_d"}, {"scores"});
+  if (mask) m.node("Add", {"scores", "mask"}, {"masked"});
+  set_int(m.node("Softmax", {mask ? "masked" : "scores"}, {"probs"}), "axis", axis);
+  m.node("MatMul", {"probs", "vh"}, {"ctx"});
+  set_ints(m.node("Transpose", {"ctx"}, {"ctx_t"}), "perm", {0, 2, 1, 3});
+  m.node("Reshape", {"ctx_t", "merged"}, {"y"});
+  return m;
+}
+
+class OnnxAttention : public GpuTest {
+ protected:
+  HostTensor rand(Shape shape, float lo = -2, float hi = 2) {
+    HostTensor t(DType::Float32, shape);
+    std::vector<float> v = random_floats(t.numel(), lo, hi);
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  }
+  std::map<std::string, HostTensor> qkv(Shape q, Shape kv) {
+    return {{"q", rand(q)}, {"k", rand(kv)}, {"v", rand(kv, -1, 1)}};
+  }
+  bool half_ok() { return context()->features().storage_buffer_16bit; }
+};
+
+TEST_F(OnnxAttention, LegacyExportIsOneDispatch) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (int64_t s : {1, 7, 64, 130})
+      for (bool mask : {false, true}) {
+        SCOPED_TRACE("s " + std::to_string(s) + (mask ? " mask" : "") + (fp16 ? " fp16" : ""));
+        auto feeds = qkv({kB, s, kH * kD}, {kB, s, kH * kD});
+        // A padding mask: the last key of batch 1 masked out with the exporters' finfo.min.
+        HostTensor m = rand({kB, 1, 1, s}, -1, 0);
+        m.data<float>()[2 * s - 1] = std::numeric_limits<float>::lowest();
+        if (mask) feeds["mask"] = m;
+        Runs r = run_both(legacy_bert(s, mask), feeds, fp16);
+        // fp16 unfused rounds scores and probabilities to float16; fused keeps them float32.
+        expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+        // Fused: attention, the output Transpose. Unfused: 4 Transposes, 2 MatMuls, Div,
+        // [Add], Softmax, the output Transpose. At S = 1 the Transposes only move a dim of 1:
+        // views, no nodes.
+        const size_t io = mask ? 5 : 4, transposes = s == 1 ? 0 : 1;
+        EXPECT_EQ(r.fused_nodes, 1 + transposes + casts(fp16, io));
+        EXPECT_EQ(r.plain_nodes, (mask ? 5u : 4u) + 5 * transposes + casts(fp16, io));
+      }
+  }
+}
+
+// onnxscript's aten_scaled_dot_product_attention with is_causal (the mask a constant after
+// folding) or a constant float mask, as the dynamo exporter emits it: the two Muls by sqrt(scale)
+// fold into the kernel's one scale; Kᵀ's Reshape/Transpose/Reshape stays a copy.
+TEST_F(OnnxAttention, DynamoScaledDotProductAttention) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (int64_t s : {7, 130})
+      for (bool causal : {true, false}) {
+        SCOPED_TRACE("s " + std::to_string(s) + (causal ? " causal" : " constant mask") +
+                     (fp16 ? " fp16" : ""));
+        ModelBuilder m(18);
+        for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, kH, s, kD});
+        m.output("y", kFloat);
+        m.initializer("squeezed", std::vector<int64_t>{-1, s, kD});
+        m.initializer("kt_shape", std::vector<int64_t>{kB, kH, kD, s});
+        m.initializer("scale", Shape{}, std::vector<float>{0.125f});
+        m.initializer("ratio", Shape{}, std::vector<float>{0.f});
+        // The kernel masks a causal constant by index; any other constant it reads.
+        m.initializer("causal", Shape{s, s},
+                      causal ? causal_additive(s) : random_floats(s * s, -4, 0));
+        m.node("Reshape", {"k", "squeezed"}, {"k3"});
+        set_ints(m.node("Transpose", {"k3"}, {"k3t"}), "perm", {0, 2, 1});
+        m.node("Reshape", {"k3t", "kt_shape"}, {"kt"});
+        m.node("Sqrt", {"scale"}, {"root"});
+        m.node("Mul", {"q", "root"}, {"qs"});
+        m.node("Mul", {"kt", "root"}, {"kts"});
+        m.node("MatMul", {"qs", "kts"}, {"raw"});
+        m.node("Add", {"raw", "causal"}, {"masked"});
+        set_int(m.node("Softmax", {"masked"}, {"probs"}), "axis", -1);
+        m.node("Dropout", {"probs", "ratio"}, {"dropped"});
+        m.node("MatMul", {"dropped", "v"}, {"y"});
+        Runs r = run_both(m, qkv({kB, kH, s, kD}, {kB, kH, s, kD}), fp16);
+        expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+        // Fused: Kᵀ's Transpose, attention. Unfused: Transpose, 2 Muls, 2 MatMuls, Add, Softmax
+        // (Dropout in inference is no node).
+        EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 4));
+        EXPECT_EQ(r.plain_nodes, 7u + casts(fp16, 4));
+      }
+  }
+}
+
+// Causal masks by Where: torch.where(keep, scores, finfo.min) on a constant condition (GPT-2),
+// and masked_fill(pad, -inf) on a computed one.
+TEST_F(OnnxAttention, WhereMasks) {
+  const int64_t s = 9;
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (bool computed : {false, true}) {
+      SCOPED_TRACE(std::string(computed ? "computed" : "constant") + (fp16 ? " fp16" : ""));
+      ModelBuilder m(14);
+      for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, kH, s, kD});
+      if (computed) m.input("pad", onnx::TensorProto::BOOL, {kB, 1, 1, s});
+      m.output("y", kFloat);
+      m.initializer("scale", Shape{}, std::vector<float>{0.125f});
+      m.initializer("lowest", Shape{}, std::vector<float>{std::numeric_limits<float>::lowest()});
+      m.initializer("ninf", Shape{}, std::vector<float>{kNegInf});
+      if (!computed) causal_condition(m, "keep", s);
+      set_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+      m.node("MatMul", {"q", "kt"}, {"raw"});
+      m.node("Mul", {"raw", "scale"}, {"scores"});
+      if (computed)
+        m.node("Where", {"pad", "ninf", "scores"}, {"masked"});
+      else
+        m.node("Where", {"keep", "scores", "lowest"}, {"masked"});
+      m.node("Softmax", {"masked"}, {"probs"});
+      m.node("MatMul", {"probs", "v"}, {"y"});
+      auto feeds = qkv({kB, kH, s, kD}, {kB, kH, s, kD});
+      if (computed) {
+        HostTensor pad(DType::Bool, {kB, 1, 1, s});
+        for (int64_t i = 0; i < kB * s; ++i) pad.data<uint8_t>()[i] = i % s >= s - 1 - i / s;
+        feeds["pad"] = pad;
+      }
+      Runs r = run_both(m, feeds, fp16);
+      expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+      // Fused: attention (and the Where that makes the computed condition additive).
+      // Unfused: 2 MatMuls, Mul, Where, Softmax (and Kᵀ's Transpose).
+      EXPECT_EQ(r.fused_nodes, (computed ? 2u : 1u) + casts(fp16, 4));
+      EXPECT_EQ(r.plain_nodes, 6u + casts(fp16, 4));
+    }
+  }
+}
+
+// Llama's repeat_kv: 4 query heads on 2 KV heads, K and V expanded by Unsqueeze, Expand,
+// Reshape. The pattern reads the expanded tensors.
+TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
+  const int64_t s = 64, h = 4, hkv = 2, d = 128;
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    ModelBuilder m(14);
+    m.input("q", kFloat, {1, h, s, d});
+    m.input("k", kFloat, {1, hkv, s, d});
+    m.input("v", kFloat, {1, hkv, s, d});
+    m.output("y", kFloat);
+    m.initializer("axis2", std::vector<int64_t>{2});
+    m.initializer("expanded", std::vector<int64_t>{1, hkv, h / hkv, s, d});
+    m.initializer("heads", std::vector<int64_t>{1, h, s, d});
+    m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(d))});
+    m.initializer("causal", Shape{1, 1, s, s}, causal_additive(s));
+    for (const char* x : {"k", "v"}) {
+      std::string n = x;
+      m.node("Unsqueeze", {x, "axis2"}, {n + "5"});
+      m.node("Expand", {n + "5", "expanded"}, {n + "e"});
+      m.node("Reshape", {n + "e", "heads"}, {n + "r"});
+    }
+    set_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
+    m.node("MatMul", {"q", "kt"}, {"raw"});
+    m.node("Mul", {"raw", "scale"}, {"scores"});
+    m.node("Add", {"scores", "causal"}, {"masked"});
+    m.node("Softmax", {"masked"}, {"probs"});
+    m.node("MatMul", {"probs", "vr"}, {"y"});
+    Runs r = run_both(m, qkv({1, h, s, d}, {1, hkv, s, d}), fp16);
+    expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+    // Fused: 2 Expands, attention. Unfused: 2 Expands, Transpose, 2 MatMuls, Mul, Add, Softmax.
+    EXPECT_EQ(r.fused_nodes, 3u + casts(fp16, 4));
+    EXPECT_EQ(r.plain_nodes, 8u + casts(fp16, 4));
+  }
+}
+
+// The probabilities are also a model output, or Softmax is over another axis: no fusion of
+// the attention (the scores' MatMul still takes its Div as FusedMatMul's epilogue).
+TEST_F(OnnxAttention, PatternMustNotFire) {
+  const int64_t s = 7;
+  auto feeds = qkv({kB, s, kH * kD}, {kB, s, kH * kD});
+  for (bool probs_out : {true, false}) {
+    SCOPED_TRACE(probs_out ? "probs output" : "softmax axis 2");
+    Runs r = run_both(legacy_bert(s, false, probs_out, probs_out ? -1 : 2), feeds, false);
+    ASSERT_EQ(r.fused.size(), r.plain.size());
+    for (size_t i = 0; i < r.fused.size(); ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+    // Fused: MatMul with its Div, Softmax, MatMul, the output Transpose. Unfused: also the
+    // 4 Transposes and the Div.
+    EXPECT_EQ(r.fused_nodes, 4u);
+    EXPECT_EQ(r.plain_nodes, 9u);
+  }
+}
+
+// A head dim beyond the kernel's 256: the unfused ops run (the scores' MatMul with its
+// transposed operand as a view, Softmax, MatMul) and the model loads as before.
+TEST_F(OnnxAttention, HeadDimBeyondTheKernelStaysUnfused) {
+  const int64_t s = 5, d = 320;
+  ModelBuilder m(14);
+  for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {1, 2, s, d});
+  m.output("y", kFloat);
+  set_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"raw"});
+  m.node("Softmax", {"raw"}, {"probs"});
+  m.node("MatMul", {"probs", "v"}, {"y"});
+  Runs r = run_both(m, qkv({1, 2, s, d}, {1, 2, s, d}), false);
+  expect_near(r.fused[0], r.plain[0], 1e-5f);
+  // Fused as attention it would be 1 node; unfused the Transpose is the only node fusion saves
+  // (the 320-deep scores' MatMul takes two nodes of its own either way).
+  EXPECT_EQ(r.fused_nodes, 4u);
+  EXPECT_EQ(r.plain_nodes, 5u);
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
+
+namespace vkgraph::testing {
+namespace {
+
+// Real exports by the legacy exporter (torch 1.13; tools/export_attention_tests.py):
+// nn.MultiheadAttention (q scaled by a Div before the scores' MatMul, kᵀ and v views) and a
+// Hugging Face BERT layer with its additive finfo.min mask, one head of 64 each.
+class OnnxAttentionExported : public GpuTest {
+ protected:
+  Runs run_file(const std::string& name, const std::map<std::string, HostTensor>& feeds,
+                bool fp16) {
+    const std::string path = std::string(VKGRAPH_SOURCE_DIR) + "/tests/models/" + name;
+    SessionOptions on, off;
+    on.context = off.context = context();
+    on.fp16 = off.fp16 = fp16;
+    off.fuse = false;
+    Session fused(path, on), plain(path, off);
+    Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
+    r.fused_nodes = fused.graph()->stats().nodes;
+    r.plain_nodes = plain.graph()->stats().nodes;
+    return r;
+  }
+};
+
+TEST_F(OnnxAttentionExported, LegacyMultiheadAttentionAndBert) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    HostTensor x = random_tensor(rng, DType::Float32, {2, 7, 64});
+    HostTensor mask(DType::Float32, {2, 7});
+    for (int64_t i = 0; i < 14; ++i) mask.data<float>()[i] = i < 12 ? 1.f : 0.f;
+    Runs mha = run_file("attention_mha_legacy.onnx", {{"x", x}}, fp16);
+    expect_near(mha.fused[0], mha.plain[0], fp16 ? 1e-2f : 1e-5f);
+    Runs bert = run_file("attention_bert_legacy.onnx", {{"x", x}, {"mask", mask}}, fp16);
+    expect_near(bert.fused[0], bert.plain[0], fp16 ? 1e-2f : 1e-5f);
+    // MHA fused: in-projection MatMul, 3 Slices, q's Transpose (read by the Div), the Div,
+    // attention, the context's Transpose, out-projection Gemm, the batch_first Transpose.
+    // BERT fused: 3 projections, the mask's Sub and Mul, attention (a single head's Transposes
+    // are views).
+    EXPECT_EQ(mha.fused_nodes, 10u + casts(fp16, 2));
+    EXPECT_EQ(mha.plain_nodes, 16u + casts(fp16, 2));
+    EXPECT_EQ(bert.fused_nodes, 6u + casts(fp16, 3));
+    EXPECT_EQ(bert.plain_nodes, 14u + casts(fp16, 3));
+  }
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
