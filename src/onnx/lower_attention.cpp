@@ -104,7 +104,9 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
 }  // namespace
 
 void register_attention(LoweringTable& t) {
-  t[fuse::fused_key("FusedAttention")] = lower_fused_attention;
+  // Computes in float16 storage in float16 mode: attention.cmake declares f16 variants of every
+  // kernel (the portable one and the cooperative-matrix one).
+  t[fuse::fused_key("FusedAttention")] = {lower_fused_attention, /*computes_in_half=*/true};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -231,7 +231,7 @@ std::vector<Value> lower_stft(Importer& im, const onnx::NodeProto& node, const f
     TensorRef x = ops::transpose(g, im.tensor(node, 0), {0, 2, 1});  // [batch, c, samples]
     ops::Conv1dParams p;
     p.stride = step;
-    TensorRef y = ops::conv1d(g, x, w, std::nullopt, p);  // [batch, bins * 2, frames]
+    TensorRef y = ops::conv1d(g, x, w, p);  // [batch, bins * 2, frames]
     const int64_t frames = g.info(y).shape[2];
     TensorRef t = ops::transpose(g, y, {0, 2, 1});
     return std::vector<Value>{device(im, g.add_view(t, {batch, frames, bins, 2}))};

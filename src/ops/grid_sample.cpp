@@ -10,7 +10,7 @@ TensorRef grid_sample(ComputeGraph& g, TensorRef x, TensorRef grid,
                       const GridSampleOptions& options) {
   const std::string op = "grid_sample";
   const TensorInfo xi = g.info(x), gi = g.info(grid);
-  const std::string suffix = float_suffix(g, x, {grid}, op);
+  const std::string suffix = shader_suffix(float_dtype(g, x, {grid}, op));
   if (xi.shape.size() != 4 || gi.shape.size() != 4 || gi.shape[0] != xi.shape[0] ||
       gi.shape[3] != 2)
     throw Error(ErrorKind::InvalidArgument, op + ": input " + shape_str(xi.shape) + " and grid " +

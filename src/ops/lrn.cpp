@@ -9,7 +9,7 @@ namespace vkgraph::ops {
 TensorRef lrn(ComputeGraph& g, TensorRef x, const LrnParams& params) {
   const std::string op = "lrn";
   const TensorInfo xi = g.info(x);
-  const std::string suffix = float_suffix(g, xi.dtype, op);
+  const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   if (xi.shape.size() < 2)
     throw Error(ErrorKind::InvalidArgument,
                 op + ": input " + shape_str(xi.shape) + " needs at least [N, C]");

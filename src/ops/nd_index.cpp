@@ -69,7 +69,7 @@ uint32_t wide(ComputeGraph& g, TensorRef indices) {
 TensorRef gather_nd(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t batch_dims) {
   const std::string op = "gather_nd";
   const TensorInfo di = g.info(data), ii = g.info(indices);
-  const std::string bits = elem_bits(g, di.dtype, op);
+  const std::string bits = std::to_string(elem_bits(g, di.dtype, op));
   if (batch_dims < 0 ||
       batch_dims >= static_cast<int64_t>(std::min(di.shape.size(), ii.shape.size())))
     throw Error(ErrorKind::InvalidArgument, op + ": batch_dims " + std::to_string(batch_dims) +
@@ -108,7 +108,7 @@ TensorRef scatter_nd(ComputeGraph& g, TensorRef data, TensorRef indices, TensorR
   std::string shader;
   switch (reduction) {
     case ScatterReduction::None:
-      shader = "scatter_nd_none_" + elem_bits(g, di.dtype, op);
+      shader = "scatter_nd_none_" + std::to_string(elem_bits(g, di.dtype, op));
       break;
     case ScatterReduction::Add:
       shader = "scatter_nd_add_";
@@ -123,7 +123,7 @@ TensorRef scatter_nd(ComputeGraph& g, TensorRef data, TensorRef indices, TensorR
       shader = "scatter_nd_min_";
       break;
   }
-  if (reduction != ScatterReduction::None) shader += typed_suffix(g, di.dtype, op);
+  if (reduction != ScatterReduction::None) shader += shader_suffix(typed_dtype(g, di.dtype, op));
   TensorRef y = g.add_tensor(di.shape, di.dtype);
   g.add_copy(data, y, 0, 0, di.nbytes(), op);
   const int64_t n =

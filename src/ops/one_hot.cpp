@@ -12,7 +12,7 @@ TensorRef one_hot(ComputeGraph& g, TensorRef indices, int64_t depth, TensorRef v
   const std::string op = "one_hot";
   const TensorInfo ii = g.info(indices), vi = g.info(values);
   require_index_dtype(g, indices, op);
-  const std::string bits = elem_bits(g, vi.dtype, op);
+  const std::string bits = std::to_string(elem_bits(g, vi.dtype, op));
   if (vi.shape != Shape{2})
     throw Error(ErrorKind::InvalidArgument,
                 op + ": values " + shape_str(vi.shape) + " must be [2] (off, on)");
@@ -36,7 +36,7 @@ TensorRef one_hot(ComputeGraph& g, TensorRef indices, int64_t depth, TensorRef v
 
 TensorRef hardmax(ComputeGraph& g, TensorRef x, int64_t axis) {
   const TensorInfo xi = g.info(x);
-  const std::string suffix = float_suffix(g, xi.dtype, "hardmax");
+  const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, "hardmax"));
   if (xi.shape.empty()) throw Error(ErrorKind::InvalidArgument, "hardmax: input is a scalar");
   const int a = normalize_axis(axis, xi.shape.size(), "hardmax");
   HostTensor off_on(xi.dtype, {2});

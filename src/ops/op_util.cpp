@@ -125,4 +125,22 @@ std::optional<EpilogueActivation> epilogue_activation(UnaryOp op) {
   return static_cast<EpilogueActivation>(code);
 }
 
+std::string shader_suffix(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "f32";
+    case DType::Float16:
+      return "f16";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    case DType::Bool:
+      return "bool";
+    default:
+      throw Error(ErrorKind::Unsupported,
+                  std::string("no shader suffix for dtype ") + dtype_name(dtype));
+  }
+}
+
 }  // namespace vkgraph::ops

@@ -9,7 +9,7 @@ namespace {
 TensorRef pointwise(ComputeGraph& g, const std::string& op, TensorRef x, bool bool_result,
                     int32_t detect_negative, int32_t detect_positive, float lambd, float bias) {
   const TensorInfo xi = g.info(x);
-  const std::string suffix = float_suffix(g, xi.dtype, op);
+  const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   TensorRef y = g.add_tensor(xi.shape, bool_result ? DType::Bool : xi.dtype);
   if (bool_result) require_bool(g, y, op, "output");
   const int64_t n = numel(xi.shape);

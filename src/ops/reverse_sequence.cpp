@@ -10,7 +10,7 @@ TensorRef reverse_sequence(ComputeGraph& g, TensorRef x, TensorRef sequence_lens
                            int64_t batch_axis, int64_t time_axis) {
   const std::string op = "reverse_sequence";
   const TensorInfo xi = g.info(x), li = g.info(sequence_lens);
-  const std::string bits = elem_bits(g, xi.dtype, op);
+  const std::string bits = std::to_string(elem_bits(g, xi.dtype, op));
   require_index_dtype(g, sequence_lens, op);
   if (xi.shape.size() < 2)
     throw Error(ErrorKind::InvalidArgument,
