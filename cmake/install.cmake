@@ -41,6 +41,10 @@ install(EXPORT vkgraphTargets NAMESPACE vkgraph:: DESTINATION ${VKGRAPH_CMAKE_IN
         COMPONENT devel)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vkgraph DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         COMPONENT devel)
+# The headers generated from the shader declarations (vk/shader_id.h, shaders/<family>.h):
+# the public headers include them.
+install(DIRECTORY ${VKGRAPH_GENERATED_DIR}/vkgraph DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        COMPONENT devel)
 
 # ONNX frontend (Session), when it is built: Protobuf and ONNX come with it.
 set(VKGRAPH_INSTALLED_ONNX OFF)
