@@ -40,7 +40,8 @@ float safe_tanh(float x) { return tanh(clamp_nan(x, -10.0, 10.0)); }
 // alpha/beta as in ops::UnaryParams: LeakyRelu slope, Clip min/max, HardSigmoid slope/offset.
 // NaN stays NaN (the selections are NaN-aware; see max_nan in common.glsl), as in src/ops/unary.comp.
 float activate(int code, float x, float alpha, float beta) {
-  if (code == ACT_RELU) return x < 0.0 ? 0.0 : x;  // NaN < 0 is false: NaN stays
+  // Not `x < 0 ? 0 : x`: NVIDIA folds that select into a max() that drops NaN.
+  if (code == ACT_RELU) return max_nan(x, 0.0);
   if (code == ACT_LEAKY_RELU) return x >= 0.0 ? x : alpha * x;
   if (code == ACT_SIGMOID) return 1.0 / (1.0 + exp(-x));
   if (code == ACT_TANH) return safe_tanh(x);

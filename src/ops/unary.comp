@@ -132,9 +132,10 @@ float sin_shifted(float v, int quarter_turns) {
 
 float apply(float v) {
 // NaN in gives NaN out wherever NumPy gives it (Relu, Clip, Sign, ...): comparisons with NaN are
-// false, and selections are written so that a false comparison keeps v.
+// false, and selections are written so that a false comparison keeps v (Relu uses max_nan: NVIDIA
+// turns its select into a NaN-dropping max).
 #if OP_RELU
-  return v < 0.0 ? 0.0 : v;
+  return max_nan(v, 0.0);  // not `v < 0 ? 0 : v`: NVIDIA folds that into a NaN-dropping max
 #elif OP_SIGMOID
   return sigmoid_(v);
 #elif OP_TANH
