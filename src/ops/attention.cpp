@@ -71,7 +71,7 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
   const std::string op = kOp;
   const DType float_type = mask ? float_dtype(g, q.tensor, {kt.tensor, v.tensor, *mask}, op)
                                 : float_dtype(g, q.tensor, {kt.tensor, v.tensor}, op);
-  const std::string dtype = float_type == DType::Float16 ? "f16" : "f32";
+  const std::string dtype = shader_suffix(float_type);
   const Strided qs = strided(g, q, "q"), ks = strided(g, kt, "kᵀ"), vs = strided(g, v, "v");
   const int64_t B = qs.shape[0], H = qs.shape[1], S = qs.shape[2], D = qs.shape[3];
   const int64_t Hkv = ks.shape[1], Skv = ks.shape[3];

@@ -110,7 +110,7 @@ TensorRef quantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
                           std::optional<TensorRef> zero_point, DType out, QuantAxis axis) {
   const std::string op = "quantize_linear";
   const TensorInfo xi = g.info(x);
-  const std::string suffix = float_dtype(g, xi.dtype, op) == DType::Float16 ? "f16" : "f32";
+  const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   const QuantRange range = quant_range(out);
   require_8bit_storage(g, op);
   std::optional<Shape> zero_shape;

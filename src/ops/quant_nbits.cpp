@@ -11,7 +11,7 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
                        std::optional<TensorRef> g_idx, std::optional<TensorRef> bias) {
   const std::string op = "matmul_nbits";
   const TensorInfo ai = g.info(a);
-  const std::string suffix = float_dtype(g, ai.dtype, op) == DType::Float16 ? "f16" : "f32";
+  const std::string suffix = shader_suffix(float_dtype(g, ai.dtype, op));
   require_dtype(g, scales, ai.dtype, op);
   if (bias) require_dtype(g, *bias, ai.dtype, op);
   require_8bit_storage(g, op);

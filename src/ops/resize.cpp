@@ -22,8 +22,7 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
                         "resize");
       break;
     case ResizeMode::Cubic:
-      shader = std::string("resize_cubic_") +
-               (float_dtype(g, xi.dtype, "resize (cubic)") == DType::Float16 ? "f16" : "f32");
+      shader = "resize_cubic_" + shader_suffix(float_dtype(g, xi.dtype, "resize (cubic)"));
       break;
   }
   bool valid = xi.shape.size() == 4 && out_shape.size() == 4 && out_shape[0] == xi.shape[0] &&
