@@ -8,7 +8,6 @@ namespace vkgraph::ops {
 namespace {
 
 constexpr const char* kOp = "attention";
-constexpr uint32_t kWorkgroup = 64;
 
 uint32_t u32(int64_t v, const std::string& what) {
   check(v >= 0 && v <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
@@ -46,12 +45,38 @@ Strided strided(ComputeGraph& g, const PermutedView& view, const std::string& wh
   return s;
 }
 
-// Query rows and key rows per workgroup: the shared tiles, (BR + 2 BC) D + BR BC floats, fit
-// attention.comp's 7168 (28 KiB), and BR D <= 2048 accumulators over 64 invocations.
-std::pair<uint32_t, uint32_t> tile_rows(int64_t d) {
-  if (d <= 64) return {32, 32};
-  if (d <= 128) return {16, 16};
-  return {8, 8};
+// The portable kernel's tiling (attention.comp): BR query rows per workgroup, BC keys per tile,
+// TPR invocations per row (the workgroup is BR * TPR).
+struct Tiling {
+  uint32_t br, bc, tpr;
+};
+
+// The shared floats attention.comp declares for a tiling: padded Q, Kᵀ and P tiles, V, and one
+// word per invocation.
+int64_t shared_floats(const Tiling& t, int64_t d) {
+  return t.br * (d + 1) + d * (t.bc + 1) + t.bc * d + t.br * (t.bc + 1) + t.br * t.tpr;
+}
+
+// Key tiles shrink with the head dim so that the tiles fit 32 KiB (lavapipe's limit, below
+// most GPUs'). Query rows per workgroup: the most (fewest K/V re-reads) that still give the grid
+// at least kFillGroups workgroups, so that a batch-1 problem occupies a large GPU; at most 8 rows
+// for D > 128. VKGRAPH_TUNE=attention.br=N overrides, to measure.
+constexpr int64_t kFillGroups = 128;
+Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
+  const uint32_t bc = d <= 64 ? 32 : d <= 128 ? 16 : 8;
+  uint32_t br = 8;
+  for (uint32_t wider : {16u, 32u})
+    if (d <= 256 / (wider / 8) && bh * ((s + wider - 1) / wider) >= kFillGroups) br = wider;
+  br = tuned(g, "attention.br", br);
+  check(br == 8 || br == 16 || br == 32, ErrorKind::InvalidArgument,
+        std::string(kOp) + ": attention.br must be 8, 16 or 32");
+  const Tiling t{br, bc, 8};
+  check(shared_floats(t, d) * 4 <= 32768, ErrorKind::InvalidArgument,
+        std::string(kOp) + ": attention.br=" + std::to_string(br) +
+            " needs more than 32 KiB of"
+            " shared memory at head dim " +
+            std::to_string(d));
+  return t;
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
@@ -109,7 +134,8 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
   pc.add(params.scale).add(params.causal ? uint32_t{1} : uint32_t{0});
 
   const bool coopmat = coopmat_fits(g, dtype, D);
-  const auto [br, bc] = coopmat ? std::pair<uint32_t, uint32_t>{16, 32} : tile_rows(D);
+  const Tiling tile = coopmat ? Tiling{16, 32, 2} : tiling(g, D, S, B * H);
+  const uint32_t br = tile.br;
   const int64_t row_blocks = (S + br - 1) / br;
   check(row_blocks <= 65535 && B * H <= 65535, ErrorKind::Unsupported,
         op + ": " + std::to_string(row_blocks) + " row blocks x " + std::to_string(B * H) +
@@ -127,8 +153,8 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
                 {out, Access::Write}};
   if (mask) d.bindings.push_back({*mask, Access::Read});
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
-  d.local = {coopmat ? 32u : kWorkgroup, 1, 1};
-  if (!coopmat) d.spec = {br, bc};
+  d.local = {coopmat ? 32u : tile.br * tile.tpr, 1, 1};
+  if (!coopmat) d.spec = {tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));

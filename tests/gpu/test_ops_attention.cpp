@@ -8,6 +8,7 @@
 
 #include "shape_test_util.h"
 #include "vkgraph/ops/attention.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -19,11 +20,12 @@ struct Case {
   bool k_transposed = false;  // K stored [B, Hkv, D, Skv]
   bool q_view = false;        // Q stored [B, S, H, D], read as [B, H, S, D]
   bool fp16 = false;
+  std::string knobs;  // VKGRAPH_TUNE's format, e.g. "attention.br=32" to force a tiling
   std::string name() const {
     return "b" + std::to_string(b) + " h" + std::to_string(h) + "/" + std::to_string(hkv) + " s" +
            std::to_string(s) + " skv" + std::to_string(skv) + " d" + std::to_string(d) +
            (mask ? " mask" : "") + (causal ? " causal" : "") + (k_transposed ? " kT" : "") +
-           (q_view ? " qview" : "") + (fp16 ? " fp16" : "");
+           (q_view ? " qview" : "") + (fp16 ? " fp16" : "") + (knobs.empty() ? "" : " " + knobs);
   }
 };
 
@@ -105,7 +107,9 @@ class AttentionTest : public GpuTest {
                                       tensor_of(v, {c.b, c.hkv, c.skv, c.d}, c.fp16),
                                       tensor_of(mask, {c.b, 1, c.s, c.skv}, c.fp16)};
 
-    ComputeGraph g(context());
+    GraphOptions options;
+    options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(c.knobs));
+    ComputeGraph g(context(), options);
     std::vector<TensorRef> in;
     for (size_t i = 0; i < inputs.size(); ++i)
       in.push_back(g.add_input(inputs[i].shape, inputs[i].dtype, "in" + std::to_string(i)));
@@ -174,6 +178,32 @@ TEST_F(AttentionTest, GroupedQueryAndLayouts) {
     generic.d = 256, generic.mask = true;
     check(generic);
   }
+}
+
+// The portable kernel picks 8, 16 or 32 query rows per workgroup by the grid it would make;
+// each tiling, forced, on rows that end inside a block, with a mask, causal, GQA and a Q view.
+TEST_F(AttentionTest, EveryTiling) {
+  for (bool fp16 : {false, true})
+    for (int64_t d : {40, 64, 128, 256})
+      for (int br : {8, 16, 32}) {
+        if ((br == 32 && d > 64) || (br == 16 && d > 128)) continue;
+        Case c;
+        c.b = 2, c.h = 4, c.hkv = 2, c.s = 37, c.skv = 70, c.d = d;
+        c.mask = c.q_view = true;
+        c.causal = d == 64;
+        c.fp16 = fp16;
+        c.knobs = "attention.br=" + std::to_string(br) + ",attention.coopmat=0";
+        check(c);
+      }
+}
+
+// A tiling whose tiles do not fit 32 KiB of shared memory is refused, not compiled.
+TEST_F(AttentionTest, OversizedTilingIsAnError) {
+  GraphOptions options;
+  options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("attention.br=32"));
+  ComputeGraph g(context(), options);
+  TensorRef q = g.add_input({1, 2, 8, 128}, DType::Float32, "q");
+  EXPECT_THROW(ops::attention(g, {q, {}}, {q, {0, 1, 3, 2}}, {q, {}}, std::nullopt, {}), Error);
 }
 
 // attention_coopmat.comp (float16, head dims 64 and 128, where the device has cooperative
