@@ -16,6 +16,7 @@
 #include "vkgraph/chrome_trace.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/attention.h"
 #include "vkgraph/vk/barrier.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/command.h"
@@ -349,7 +350,8 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   if (args.empty())
     throw Error(
         ErrorKind::InvalidArgument,
-        "bench-op: gemm M N K [--fp16] [--check] | add N | io N | overhead [N]  [--runs N]");
+        "bench-op: gemm M N K [--fp16] [--check] | attention B H S D [--fp16] | add N | io N | "
+        "overhead [N]  [--runs N]");
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
@@ -366,6 +368,8 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     ctx.reset();
     return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000, go);
   }
+  if (check && args[0] != "gemm")
+    throw Error(ErrorKind::InvalidArgument, "bench-op: --check is for gemm only");
   go.profile = true;
   ComputeGraph g(ctx, go);
   uint32_t seed = 3;
@@ -399,6 +403,18 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
                     random_const({n}, DType::Float32));
     bytes = 12.0 * n;
     what = "add " + std::to_string(n) + " fp32";
+  } else if (args[0] == "attention") {
+    // Self-attention of one layer: q, k, v [B, H, S, D] (K read transposed, as exports give it).
+    int64_t b = num(1), h = num(2), s = num(3), d = num(4);
+    DType dt = fp16 ? DType::Float16 : DType::Float32;
+    TensorRef q = random_const({b, h, s, d}, dt), k = random_const({b, h, s, d}, dt);
+    ops::AttentionParams params;
+    params.scale = 1.f / std::sqrt(static_cast<float>(d));
+    y = ops::attention(g, {q, {}}, {k, {0, 1, 3, 2}}, {random_const({b, h, s, d}, dt), {}},
+                       std::nullopt, params);
+    flops = 4.0 * b * h * s * s * d;
+    what = "attention B" + std::to_string(b) + " H" + std::to_string(h) + " S" + std::to_string(s) +
+           " D" + std::to_string(d) + (fp16 ? " fp16" : " fp32");
   } else {
     throw Error(ErrorKind::InvalidArgument, "bench-op: unknown op '" + args[0] + "'");
   }
@@ -427,7 +443,7 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   if (bytes)
     std::printf(", %.1f GB/s (best %.1f)", bytes / (p50 * 1e-3) / 1e9, bytes / (best * 1e-3) / 1e9);
   std::printf("\n");
-  if (check && flops && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) return 1;
+  if (check && gm && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) return 1;
   return report_validation(*ctx);
 }
 

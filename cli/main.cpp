@@ -37,6 +37,7 @@ commands:
       --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
       --trace FILE.json        Chrome trace with one slice per node (Perfetto)
   bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
+  bench-op attention B H S D   fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)
       [--check] [--runs N]     compare with a host reference; timed runs (default 20);
                                VKGRAPH_TUNE=key=value,... overrides kernel tuning knobs
   bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
