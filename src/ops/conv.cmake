@@ -5,10 +5,13 @@
 # Kernels that apply the epilogue also come with RESIDUAL=1 ("_res"), which adds a
 # skip-connection tensor before the activation. Split-K partial passes (no epilogue) come only
 # in small tiles, since splitting happens when tiles are few. Kernels without tiles have tile 0.
+# The _tc kinds are the implicit GEMM on tensor cores (conv_coopmat.comp, GL_NV_cooperative_matrix),
+# float16 only, in one 64x64 tile of 2x2 subgroups.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
 vkgraph_shader_family(conv
-  AXIS kind ENUM conv2d_gemm conv2d_pointwise conv3d_gemm conv2d_splitk_reduce conv2d_depthwise
-                 conv3d_depthwise conv_transpose2d
+  AXIS kind ENUM conv2d_gemm conv2d_pointwise conv3d_gemm conv2d_gemm_tc conv2d_pointwise_tc
+                 conv3d_gemm_tc conv2d_splitk_reduce conv2d_depthwise conv3d_depthwise
+                 conv_transpose2d
   AXIS tile UINT
   AXIS residual BOOL
   AXIS split_k BOOL
@@ -51,4 +54,19 @@ foreach(dtype f32 f16)
                   KEY conv3d_gemm 32 0 1 ${dtype} DEFINES BM=32 BN=32 ${GEMM} SPLIT_K=1 CONV3D=1)
   vkgraph_variant(conv conv_transpose2d_${dtype} ${OPS}/conv_transpose.comp
                   KEY conv_transpose2d 0 0 0 ${dtype} DEFINES DTYPE_${DT}=1)
+endforeach()
+set(TC SG_M=2 SG_N=2 FM=2 FN=2 DTYPE_F16=1)
+foreach(kind conv2d_gemm conv2d_pointwise conv3d_gemm)
+  set(K "")
+  if(kind STREQUAL conv2d_pointwise)
+    set(K POINTWISE=1)
+  elseif(kind STREQUAL conv3d_gemm)
+    set(K CONV3D=1)
+  endif()
+  vkgraph_variant(conv ${kind}_tc_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 0 0 f16
+                  DEFINES ${TC} ${K})
+  vkgraph_variant(conv ${kind}_tc_res_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 1 0 f16
+                  DEFINES ${TC} ${K} RESIDUAL=1)
+  vkgraph_variant(conv ${kind}_tc_splitk_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 0 1 f16
+                  DEFINES ${TC} ${K} SPLIT_K=1)
 endforeach()

@@ -15,6 +15,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "conv_common.glsl"
+#include "conv_im2col.glsl"
 
 #define THREADS ((BM / TM) * (BN / TN))
 #define THREADS_N (BN / TN)
@@ -33,17 +34,8 @@ shared float b_tile[BK * BN];
 float pa[A_LOADS];
 float pb[B_LOADS];
 
-// What the thread's loads need, fixed for the whole K walk (set once by main()).
-int tid, K, taps, in_vol, w_base, m_rows, x_base;
-bool n_valid;
-#if POINTWISE
-int x_col;
-#else
-int ih0, iw0;
-#if CONV3D
-int id0, k_hw;
-#endif
-#endif
+// What the thread's weight loads need, fixed for the whole K walk (set once by main()).
+int tid, K, w_base, m_rows;
 
 // Loads slice [k0, k0 + BK) of this workgroup's weight rows and im2col columns into pa, pb.
 void fetch(int k0, int k_end) {
@@ -57,31 +49,7 @@ void fetch(int k0, int k_end) {
   // Consecutive threads read consecutive output pixels of one (channel, tap).
   [[unroll]] for (int i = 0; i < B_LOADS; ++i) {
     int k = k0 + tid / BN + i * (THREADS / BN);
-    float v = 0.0;
-    if (n_valid && k < k_end) {
-#if POINTWISE
-      v = T(x[x_col + k * in_vol]);
-#else
-      int ci = k / taps;
-      int tap = k - ci * taps;
-#if CONV3D
-      int kd = tap / k_hw;
-      tap -= kd * k_hw;
-      int id = id0 + kd * p.dil_d;
-      bool depth_in = uint(id) < uint(p.in_d);
-      int plane = ci * p.in_d + id;
-#else
-      const bool depth_in = true;
-      int plane = ci;
-#endif
-      int kh = tap / p.k_w;
-      int ih = ih0 + kh * p.dil_h;
-      int iw = iw0 + (tap - kh * p.k_w) * p.dil_w;
-      if (depth_in && uint(ih) < uint(p.in_h) && uint(iw) < uint(p.in_w))
-        v = T(x[x_base + (plane * p.in_h + ih) * p.in_w + iw]);
-#endif
-    }
-    pb[i] = v;
+    pb[i] = n_valid && k < k_end ? im2col(k) : 0.0;
   }
 }
 
@@ -106,12 +74,11 @@ void main() {
 #endif
   const int m0 = int(gl_WorkGroupID.y) * BM;
   const int n0 = int(gl_WorkGroupID.x) * BN;
-  taps = p.k_d * p.k_h * p.k_w;
+  // Each thread always loads the same column of the B tile.
+  im2col_column(n0 + tid % BN, group);
   K = p.in_c_g * taps;
-  const int out_hw = p.out_h * p.out_w;
-  const int out_vol = p.out_d * out_hw;
+  const int out_vol = p.out_d * p.out_h * p.out_w;
   const int N = p.batch * out_vol;
-  in_vol = p.in_d * p.in_h * p.in_w;
 #if SPLIT_K
   const int k_begin = slice * p.k_chunk;
   const int k_end = min(K, k_begin + p.k_chunk);
@@ -122,27 +89,6 @@ void main() {
   const int y_base = 0;
 #endif
 
-  // Each thread always loads the same column of the B tile, so its pixel is decoded once.
-  const int n_load = n0 + tid % BN;
-  n_valid = n_load < N;
-  const int img = n_valid ? n_load / out_vol : 0;
-  const int pix = n_load - img * out_vol;
-  x_base = (img * p.in_c + group * p.in_c_g) * in_vol;
-#if POINTWISE
-  x_col = x_base + pix;
-#else
-#if CONV3D
-  const int od = pix / out_hw;
-  const int pix_hw = pix - od * out_hw;
-  id0 = od * p.stride_d - p.pad_f;
-  k_hw = p.k_h * p.k_w;
-#else
-  const int pix_hw = pix;
-#endif
-  const int oh = pix_hw / p.out_w;
-  ih0 = oh * p.stride_h - p.pad_t;
-  iw0 = (pix_hw - oh * p.out_w) * p.stride_w - p.pad_l;
-#endif
   m_rows = min(BM, p.out_c_g - m0);
   w_base = (group * p.out_c_g + m0) * K;
 

@@ -164,6 +164,17 @@ struct ConvTile {
 };
 constexpr ConvTile kLargeTile{64, 256};
 constexpr ConvTile kSmallTile{32, 64};
+constexpr ConvTile kTensorCoreTile{64, 128};  // conv_coopmat.comp: 2 x 2 subgroups of 32
+
+// Float16 convolutions run on tensor cores where the device has 16x16x16 fp16 cooperative
+// matrices and subgroups of 32, when the GEMM is at least one fragment deep and tall
+// (VKGRAPH_TUNE=conv.coopmat=0 turns it off, to compare).
+bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
+  const vk::DeviceFeatures& f = g.context().features();
+  return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
+         c.out_c_g >= 16 && c.in_c_g * c.k_d * c.k_h * c.k_w >= 16 &&
+         tuned(g, "conv.coopmat", 1) != 0;
+}
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below
 // that, small tiles give more parallelism.
@@ -177,10 +188,12 @@ uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile)
 }
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
-// below min_large_tile_groups(), so split passes always use small tiles.
-SplitK conv_split_k(ComputeGraph& g, const ConvGeometry& c, int64_t groups) {
-  return choose_split_k(gemm_tiles(c, groups, kSmallTile), kSmallTile.threads,
-                        c.in_c_g * c.k_d * c.k_h * c.k_w, split_k_policy(g));
+// below min_large_tile_groups(), so split passes always use small tiles (or the tensor-core
+// tile, which is the only one its kernel has).
+SplitK conv_split_k(ComputeGraph& g, const ConvGeometry& c, int64_t groups, bool tensor_cores) {
+  const ConvTile& tile = tensor_cores ? kTensorCoreTile : kSmallTile;
+  return choose_split_k(gemm_tiles(c, groups, tile), tile.threads, c.in_c_g * c.k_d * c.k_h * c.k_w,
+                        split_k_policy(g));
 }
 
 // Which GEMM shader: pointwise reads X as a matrix whatever its spatial rank; otherwise the
@@ -203,11 +216,11 @@ struct KernelEpilogue {
 
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
 DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeometry& c,
-                           int64_t groups, GemmKind kind, uint32_t splits,
+                           int64_t groups, GemmKind kind, uint32_t splits, bool tensor_cores,
                            const KernelEpilogue& e) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups(g);
-  const ConvTile& tile = large ? kLargeTile : kSmallTile;
+  const ConvTile& tile = tensor_cores ? kTensorCoreTile : large ? kLargeTile : kSmallTile;
   uint64_t gx = shapes::ceil_div(n, tile.size), gy = shapes::ceil_div(m, tile.size),
            gz = groups * splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
@@ -215,9 +228,10 @@ DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeo
             " channels needs too many workgroups");
   DispatchDesc d;
   using shaders::conv::Kind;
-  const Kind family = kind == GemmKind::Pointwise  ? Kind::Conv2dPointwise
-                      : kind == GemmKind::Im2col2d ? Kind::Conv2dGemm
-                                                   : Kind::Conv3dGemm;
+  const Kind family =
+      kind == GemmKind::Pointwise ? (tensor_cores ? Kind::Conv2dPointwiseTc : Kind::Conv2dPointwise)
+      : kind == GemmKind::Im2col2d ? (tensor_cores ? Kind::Conv2dGemmTc : Kind::Conv2dGemm)
+                                   : (tensor_cores ? Kind::Conv3dGemmTc : Kind::Conv3dGemm);
   // The partial pass leaves the epilogue to the reduce pass.
   d.shader = splits > 1 ? declared(shaders::conv::find(family, tile.size, false, true, e.dtype), op)
                         : e.variant(family, tile.size);
@@ -256,8 +270,9 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
 void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight, TensorRef y,
               const ConvGeometry& c, int64_t groups, GemmKind kind, const KernelEpilogue& e) {
-  SplitK split = conv_split_k(g, c, groups);
-  DispatchDesc d = gemm_dispatch(g, op, c, groups, kind, split.splits, e);
+  const bool tensor_cores = use_tensor_cores(g, c, e.dtype);
+  SplitK split = conv_split_k(g, c, groups, tensor_cores);
+  DispatchDesc d = gemm_dispatch(g, op, c, groups, kind, split.splits, tensor_cores, e);
   if (split.splits == 1) {
     finish_dispatch(g, std::move(d), x, weight, y, c, e, op, true);
     return;

@@ -9,6 +9,7 @@
 #include "ops/matmul_config.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -53,12 +54,33 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   }
 }
 
-std::vector<float> run_graph(ComputeGraph& g, const std::vector<std::vector<float>>& inputs) {
-  for (size_t i = 0; i < inputs.size(); ++i)
-    g.copy_to_input(i, inputs[i].data(), inputs[i].size() * sizeof(float));
+// Values in `dtype` (float32 or float16), as the graph's tensors hold them.
+HostTensor tensor_of(DType dtype, const Shape& shape, const std::vector<float>& v) {
+  if (dtype == DType::Float32) return HostTensor::from(dtype, shape, v);
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half(v[i]);
+  return HostTensor::from(dtype, shape, h);
+}
+
+// `v` rounded to what `dtype` holds, so that references see the values the kernels read.
+std::vector<float> rounded(DType dtype, std::vector<float> v) {
+  if (dtype == DType::Float16)
+    for (float& x : v) x = half_to_float(float_to_half(x));
+  return v;
+}
+
+std::vector<float> run_graph(ComputeGraph& g, const std::vector<std::vector<float>>& inputs,
+                             DType dtype = DType::Float32) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor t = tensor_of(dtype, {static_cast<int64_t>(inputs[i].size())}, inputs[i]);
+    g.copy_to_input(i, t.bytes.data(), t.nbytes());
+  }
   g.execute();
   HostTensor out = g.read_output(0);
-  return {out.data<float>(), out.data<float>() + out.numel()};
+  if (dtype == DType::Float32) return {out.data<float>(), out.data<float>() + out.numel()};
+  std::vector<float> y(out.numel());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = half_to_float(out.data<uint16_t>()[i]);
+  return y;
 }
 
 struct ConvCase {
@@ -134,20 +156,24 @@ class OpsConv : public GpuTest {
  protected:
   // The kernel tuning check() builds with (the device's defaults unless a fixture sets it).
   ops::Tuning tuning_;
+  // The tensors' dtype: float16 cases compare with a reference on the float16-rounded inputs.
+  DType dtype_ = DType::Float32;
 
   // 4-D cases run conv2d, 5-D ones conv3d.
   void check(const ConvCase& c) {
-    auto xv = random_floats(numel(c.x), -c.x_range, c.x_range);
-    auto wv = random_floats(numel(c.w));
-    auto bv = random_floats(c.w[0]);
+    if (dtype_ == DType::Float16 && !context()->features().storage_buffer_16bit)
+      GTEST_SKIP() << "no 16-bit storage";
+    auto xv = rounded(dtype_, random_floats(numel(c.x), -c.x_range, c.x_range));
+    auto wv = rounded(dtype_, random_floats(numel(c.w)));
+    auto bv = rounded(dtype_, random_floats(c.w[0]));
     GraphOptions options;
     options.tuning = std::make_shared<ops::Tuning>(tuning_);
     ComputeGraph g(context(), options);
-    TensorRef x = g.add_input(c.x, DType::Float32, "x");
-    TensorRef w = c.weight_is_input ? g.add_input(c.w, DType::Float32, "w")
-                                    : g.add_constant(HostTensor::from(DType::Float32, c.w, wv));
+    TensorRef x = g.add_input(c.x, dtype_, "x");
+    TensorRef w = c.weight_is_input ? g.add_input(c.w, dtype_, "w")
+                                    : g.add_constant(tensor_of(dtype_, c.w, wv));
     std::optional<TensorRef> b;
-    if (c.bias) b = g.add_constant(HostTensor::from(DType::Float32, {c.w[0]}, bv));
+    if (c.bias) b = g.add_constant(tensor_of(dtype_, {c.w[0]}, bv));
     Shape ys;
     std::vector<float> rv;
     ConvCase plain = c;  // for the output shape, which sizes the residual
@@ -163,8 +189,8 @@ class OpsConv : public GpuTest {
         std::fill(rs.begin(), rs.end(), 1);
         rs[1] = ys[1];
       }
-      rv = random_floats(numel(rs));
-      r = g.add_input(rs, DType::Float32, "r");
+      rv = rounded(dtype_, random_floats(numel(rs)));
+      r = g.add_input(rs, dtype_, "r");
       inputs.push_back(rv);
       want = conv_ref(c, xv, wv, bv, rv, ys);
       if (c.x.size() == 4) ys.erase(ys.begin() + 2);
@@ -174,7 +200,8 @@ class OpsConv : public GpuTest {
                       : ops::conv2d(g, x, w, unlift(c.params), {b, c.act, c.act_params, r});
     g.add_output(y, "y");
     ASSERT_EQ(g.info(y).shape, ys);
-    expect_close(run_graph(g, inputs), want, 1e-4);
+    // float16: the output's rounding (2^-11 relative) dominates.
+    expect_close(run_graph(g, inputs, dtype_), want, dtype_ == DType::Float16 ? 2e-3 : 1e-4);
     EXPECT_EQ(g.stats().nodes, c.nodes);
   }
 };
@@ -391,6 +418,59 @@ TEST_F(OpsConv, Conv1d) {
   auto want = conv_ref(c, xv, wv, bv, {}, ys);
   ASSERT_EQ(g.info(y).shape, (Shape{2, 6, ys[4]}));
   expect_close(run_graph(g, {xv}), want, 1e-4);
+}
+
+// Float16 tensors through every implicit-GEMM kind: where the device has float16 cooperative
+// matrices (the H200) they take the tensor-core kernel (conv_coopmat.comp), elsewhere the
+// float32-arithmetic one; tile edges in M, N and K, batch, strides, dilation, groups, residual,
+// 3-D and split-K. conv.coopmat=0 runs them on the other kernel.
+class OpsConvFloat16 : public OpsConv {
+ protected:
+  void SetUp() override {
+    OpsConv::SetUp();
+    dtype_ = DType::Float16;
+  }
+  void check_all() {
+    const ops::Tuning tuning = tuning_;
+    ops::SplitKPolicy unsplit;  // one node each, whatever the device's grid
+    unsplit.min_k = int64_t{1} << 40;
+    tuning_.split_k = unsplit;
+    check({{2, 24, 11, 13}, {40, 24, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})});
+    check({{1, 16, 15, 14}, {64, 16, 3, 3}, conv_params({2, 2}, {1, 1, 1, 1})});
+    check({{1, 32, 12, 12}, {48, 32, 3, 3}, conv_params({1, 1}, {2, 2, 2, 2}, {2, 2})});
+    ConvCase no_bias{{1, 20, 9, 9}, {70, 20, 5, 5}, conv_params({1, 1}, {2, 2, 2, 2})};
+    no_bias.bias = false;
+    check(no_bias);
+    ConvCase pointwise{{2, 48, 7, 9}, {80, 48, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+    pointwise.act = UnaryOp::Relu;
+    check(pointwise);
+    check({{1, 64, 8, 8}, {64, 32, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1}, {1, 1}, 2)});
+    ConvCase residual{{1, 32, 10, 10}, {32, 32, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+    residual.act = UnaryOp::Relu;
+    residual.residual = ConvCase::Residual::Full;
+    check(residual);
+    check({{1, 16, 5, 6, 7}, {24, 16, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}}});
+    // M = 64, N = 16, K = 576 with split-K's thresholds lowered: 18 slices of 32.
+    ops::SplitKPolicy policy;
+    policy.min_k = 128;
+    policy.min_slice = 32;
+    tuning_.split_k = policy;
+    ConvCase split{{1, 64, 4, 4}, {64, 64, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+    split.act = UnaryOp::Relu;
+    split.residual = ConvCase::Residual::Full;
+    split.nodes = 2;
+    check(split);
+    tuning_ = tuning;
+  }
+};
+
+TEST_F(OpsConvFloat16, EveryGemmKind) {
+  check_all();
+}
+
+TEST_F(OpsConvFloat16, EveryGemmKindWithoutTensorCores) {
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=0");
+  check_all();
 }
 
 // 3-D: the CONV3D kernels, and conv3d with a trivial depth window on the 2-D ones.
