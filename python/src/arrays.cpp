@@ -85,22 +85,44 @@ py::dtype numpy_dtype(int32_t onnx_type) {
   return py::dtype(names_of(onnx_type).numpy);
 }
 
+// Sizes through NumPy's Python attributes, not pybind11's view of its C structs: Debian's
+// pybind11 2.10 reads the descriptor's element size at NumPy 1's offset, which NumPy 2 moved
+// (every size came out 0 there, seen with Python 3.12 and NumPy 2 on the H200 machine).
+py::ssize_t itemsize_of(const py::dtype& dt) {
+  return dt.attr("itemsize").cast<py::ssize_t>();
+}
+
+size_t nbytes_of(const py::array& a) {
+  return a.attr("nbytes").cast<size_t>();
+}
+
+// C-order strides for a new array of `dt` (pybind11 would derive them from its element size).
+std::vector<py::ssize_t> c_strides(const std::vector<py::ssize_t>& shape, const py::dtype& dt) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = itemsize_of(dt);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return strides;
+}
+
 std::string onnx_type_string_of(const py::dtype& dt) {
   // The "tensor(...)" name of a fed array, for the refusal message; NumPy's name otherwise.
   for (int32_t t : {kFloat, kUint8, kInt8, kUint16, kInt16, kInt32, kInt64, kBool, kFloat16,
                     kDouble, kUint32, kUint64}) {
     py::dtype candidate = numpy_dtype(t);
-    if (candidate.kind() == dt.kind() && candidate.itemsize() == dt.itemsize())
+    if (candidate.kind() == dt.kind() && itemsize_of(candidate) == itemsize_of(dt))
       return std::string("tensor(") + names_of(t).onnx + ")";
   }
   return "numpy dtype " + py::str(static_cast<const py::handle&>(dt)).cast<std::string>();
 }
 
-bool same_element_type(const py::dtype& a, const py::dtype& b) {
-  return a.kind() == b.kind() && a.itemsize() == b.itemsize();
-}
-
 }  // namespace
+
+bool same_element_type(const py::dtype& a, const py::dtype& b) {
+  return a.kind() == b.kind() && itemsize_of(a) == itemsize_of(b);
+}
 
 std::string type_string(const ValueInfo& info) {
   const char* name = names_of(effective_onnx_type(info)).onnx;
@@ -133,7 +155,7 @@ HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
   t.dtype = info.dtype;
   t.shape = std::move(shape);
   const auto* data = static_cast<const uint8_t*>(array.data());
-  t.bytes.assign(data, data + array.nbytes());
+  t.bytes.assign(data, data + nbytes_of(array));
   return t;
 }
 
@@ -142,13 +164,13 @@ py::array to_numpy(HostTensor&& tensor, const ValueInfo& info) {
   std::vector<py::ssize_t> shape(tensor.shape.begin(), tensor.shape.end());
   py::array array;
   if (tensor.bytes.empty()) {
-    array = py::array(computed, shape);
+    array = py::array(computed, shape, c_strides(shape, computed));
   } else {
     auto owner = std::make_unique<HostTensor>(std::move(tensor));
     void* data = owner->bytes.data();
     py::capsule base(owner.get(), [](void* p) { delete static_cast<HostTensor*>(p); });
     owner.release();
-    array = py::array(computed, shape, data, base);
+    array = py::array(computed, shape, c_strides(shape, computed), data, base);
   }
   const py::dtype want = declared_dtype(info);
   if (!same_element_type(want, computed)) return array.attr("astype")(want);
@@ -173,7 +195,7 @@ HostBinding to_binding(const std::string& name, const py::handle& item, DType dt
     throw Error(ErrorKind::InvalidArgument, "binding '" + name + "' must be C-contiguous");
   if (writeable && !array.writeable())
     throw Error(ErrorKind::InvalidArgument, "output binding '" + name + "' is read-only");
-  if (capacity < static_cast<size_t>(array.nbytes()))
+  if (capacity < nbytes_of(array))
     throw Error(ErrorKind::InvalidArgument, "binding '" + name + "': capacity below its size");
   HostBinding b;
   b.data = const_cast<void*>(array.data());

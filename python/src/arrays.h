@@ -40,4 +40,7 @@ HostBinding to_binding(const std::string& name, const py::handle& item, DType dt
 // NumPy's name for the dtype vkgraph computes in ("float32", ...).
 const char* numpy_name(DType dtype);
 
+// Whether two NumPy dtypes hold the same element type (kind and size; byte order aside).
+bool same_element_type(const py::dtype& a, const py::dtype& b);
+
 }  // namespace vkgraph::python

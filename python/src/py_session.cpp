@@ -211,8 +211,7 @@ py::dict PySession::run_bound(const py::dict& inputs, const py::dict& outputs) {
     DType dtype = DType::Float32;
     bool found = false;
     for (DType d : {DType::Float32, DType::Float16, DType::Int32, DType::Int64, DType::Bool})
-      if (!found && array.dtype().kind() == py::dtype(numpy_name(d)).kind() &&
-          array.dtype().itemsize() == py::dtype(numpy_name(d)).itemsize()) {
+      if (!found && same_element_type(array.dtype(), py::dtype(numpy_name(d)))) {
         dtype = d;
         found = true;
       }

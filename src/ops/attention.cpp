@@ -81,11 +81,14 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
 // fp16 cooperative matrices and subgroups of 32 (its workgroup is one), head dim 64 or 128.
-// VKGRAPH_TUNE=attention.coopmat=0 turns it off (to compare with the portable kernel).
+// Off unless VKGRAPH_TUNE=attention.coopmat=1: on the H200 (cb39d77) it took 1.5-2.9x the
+// portable kernel's time at every S in 128..2048 and D 64/128 (tools/h200/attention_sweep.sh):
+// one subgroup per workgroup and a running output in shared memory cost more than the tensor
+// cores save.
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == "f16" && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
-         (d == 64 || d == 128) && tuned(g, "attention.coopmat", 1) != 0;
+         (d == 64 || d == 128) && tuned(g, "attention.coopmat", 0) != 0;
 }
 
 }  // namespace

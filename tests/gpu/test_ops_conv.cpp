@@ -420,10 +420,10 @@ TEST_F(OpsConv, Conv1d) {
   expect_close(run_graph(g, {xv}), want, 1e-4);
 }
 
-// Float16 tensors through every implicit-GEMM kind: where the device has float16 cooperative
-// matrices (the H200) they take the tensor-core kernel (conv_coopmat.comp), elsewhere the
-// float32-arithmetic one; tile edges in M, N and K, batch, strides, dilation, groups, residual,
-// 3-D and split-K. conv.coopmat=0 runs them on the other kernel.
+// Float16 tensors through every implicit-GEMM kind, on the float32-arithmetic kernel and, where
+// the device has float16 cooperative matrices (the H200), on the tensor-core one
+// (conv_coopmat.comp); tile edges in M, N and K, batch, strides, dilation, groups, residual,
+// 3-D and split-K, once with conv.coopmat=1 (the tensor-core kernel is opt-in) and once without.
 class OpsConvFloat16 : public OpsConv {
  protected:
   void SetUp() override {
@@ -468,8 +468,8 @@ TEST_F(OpsConvFloat16, EveryGemmKind) {
   check_all();
 }
 
-TEST_F(OpsConvFloat16, EveryGemmKindWithoutTensorCores) {
-  tuning_ = ops::Tuning::from_knobs("conv.coopmat=0");
+TEST_F(OpsConvFloat16, EveryGemmKindOnTensorCores) {
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=1");
   check_all();
 }
 
