@@ -197,13 +197,13 @@ HostTensor eval_variadic(const Node& n, Bin op) {
   return result;
 }
 
-enum class Un { Neg, Abs, Floor, Ceil, Sqrt, Not };
+enum class Un { Neg, Abs, Sign, Floor, Ceil, Round, Sqrt, Reciprocal, Exp, Log, Not };
 
 HostTensor eval_unary(const Node& n, Un op) {
   const HostTensor& x = n.in(0);
   if (op == Un::Not) {
     n.require(x.dtype == DType::Bool, std::string("needs bool input, got ") + dtype_name(x.dtype));
-  } else if (op == Un::Neg || op == Un::Abs) {
+  } else if (op == Un::Neg || op == Un::Abs || op == Un::Sign) {
     n.require(x.dtype != DType::Bool, "does not accept bool input");
   } else {
     n.require(is_float(x.dtype), std::string("needs a float input, got ") + dtype_name(x.dtype));
@@ -222,11 +222,26 @@ HostTensor eval_unary(const Node& n, Un op) {
         case Un::Floor:
           store_double(out, i, std::floor(v));
           break;
+        case Un::Sign:
+          store_double(out, i, std::isnan(v) ? v : (v > 0) - (v < 0));
+          break;
         case Un::Ceil:
           store_double(out, i, std::ceil(v));
           break;
+        case Un::Round:  // half to even, as the default rounding mode does
+          store_double(out, i, std::nearbyint(v));
+          break;
         case Un::Sqrt:
           store_double(out, i, std::sqrt(v));
+          break;
+        case Un::Reciprocal:
+          store_double(out, i, 1.0 / v);
+          break;
+        case Un::Exp:
+          store_double(out, i, std::exp(v));
+          break;
+        case Un::Log:
+          store_double(out, i, std::log(v));
           break;
         case Un::Not:
           break;
@@ -239,6 +254,9 @@ HostTensor eval_unary(const Node& n, Un op) {
           break;  // -INT_MIN wraps to INT_MIN
         case Un::Abs:
           store_int(out, i, v < 0 ? wrap_sub(0, v) : v);
+          break;
+        case Un::Sign:
+          store_int(out, i, (v > 0) - (v < 0));
           break;
         case Un::Not:
           store_int(out, i, !v);
@@ -402,6 +420,11 @@ void add_arithmetic_evaluators(EvaluatorTable& table) {
   table["Floor"] = [](const Node& n) { return eval_unary(n, Un::Floor); };
   table["Ceil"] = [](const Node& n) { return eval_unary(n, Un::Ceil); };
   table["Sqrt"] = [](const Node& n) { return eval_unary(n, Un::Sqrt); };
+  table["Sign"] = [](const Node& n) { return eval_unary(n, Un::Sign); };
+  table["Round"] = [](const Node& n) { return eval_unary(n, Un::Round); };
+  table["Reciprocal"] = [](const Node& n) { return eval_unary(n, Un::Reciprocal); };
+  table["Exp"] = [](const Node& n) { return eval_unary(n, Un::Exp); };
+  table["Log"] = [](const Node& n) { return eval_unary(n, Un::Log); };
   table["ReduceSum"] = [](const Node& n) { return eval_reduce(n, Reduce::Sum); };
   table["ReduceProd"] = [](const Node& n) { return eval_reduce(n, Reduce::Prod); };
   table["ReduceMin"] = [](const Node& n) { return eval_reduce(n, Reduce::Min); };
