@@ -2,8 +2,8 @@
 // operands are computed from x.shape inside the graph (Swin's window attention, ViT's
 // attention as PyTorch 2 exports it, one of each other consumer), exported by PyTorch's legacy
 // exporter at several opsets (tools/models/make_shape_chains.py). Each must load with static
-// shapes, match PyTorch's output, and leave none of the nodes computed from shapes alone on
-// the device: those fold at load.
+// shapes, match PyTorch's output (fp32, and float16 mode where the device has it), and leave
+// none of the nodes computed from shapes alone on the device: those fold at load.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,23 +43,28 @@ TEST_P(ShapeChains, FoldAtLoadAndMatchPyTorch) {
   const std::vector<std::string> folded = read_lines(kDir / (name + ".folded.txt"));
   ASSERT_FALSE(folded.empty()) << "the generator found no shape chain in " << name;
 
-  SessionOptions options;
-  options.context = context();
-  options.graph.profile = true;  // node_times() lists every device node's label
-  Session session((kDir / (name + ".onnx")).string(), options);
-  HostTensor y = session.run({{"x", x}}).at(0);
-  expect_near(y, want, 1e-4f);
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    SessionOptions options;
+    options.context = context();
+    options.fp16 = fp16;
+    options.graph.profile = true;  // node_times() lists every device node's label
+    Session session((kDir / (name + ".onnx")).string(), options);
+    HostTensor y = session.run({{"x", x}}).at(0);
+    expect_near(y, want, fp16 ? 1e-2f : 1e-4f);
 
-  // Labels read "<op> '<model node name>'"; fused nodes carry their first node's name.
-  const std::vector<NodeTime> nodes = session.graph()->node_times();
-  ASSERT_FALSE(nodes.empty());
-  for (const std::string& node : folded) {
-    const std::string quoted = "'" + node + "'";
-    const auto on_device = std::find_if(nodes.begin(), nodes.end(), [&](const NodeTime& t) {
-      return t.label.find(quoted) != std::string::npos;
-    });
-    EXPECT_TRUE(on_device == nodes.end())
-        << node << " is computed from shapes alone but ran on the device as " << on_device->label;
+    // Labels read "<op> '<model node name>'"; fused nodes carry their first node's name.
+    const std::vector<NodeTime> nodes = session.graph()->node_times();
+    ASSERT_FALSE(nodes.empty());
+    for (const std::string& node : folded) {
+      const std::string quoted = "'" + node + "'";
+      const auto on_device = std::find_if(nodes.begin(), nodes.end(), [&](const NodeTime& t) {
+        return t.label.find(quoted) != std::string::npos;
+      });
+      EXPECT_TRUE(on_device == nodes.end())
+          << node << " is computed from shapes alone but ran on the device as " << on_device->label;
+    }
   }
 }
 

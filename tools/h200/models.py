@@ -229,9 +229,9 @@ def export_all(cfg):
                       f"{', '.join(exporters)} only)", flush=True)
                 continue
             key = f"{name}_{exporter}"
-            entry = manifest[key] = {"model": name, "exporter": exporter, "torch": torch.__version__,
-                                     "input": f"{name}_input.npy", "refs": ref_files,
-                                     "reference_device": device.type}
+            entry = manifest[key] = {"model": name, "exporter": exporter,
+                                     "torch": torch.__version__, "input": f"{name}_input.npy",
+                                     "refs": ref_files, "reference_device": device.type}
             path = os.path.join(cfg.dir, key + ".onnx")
             t1 = time.time()
             try:
