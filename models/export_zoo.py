@@ -154,7 +154,7 @@ def build(name):
     raise ValueError(f"unknown model {name!r}; known: {', '.join(ALL_MODELS)}")
 
 
-def realistic_norms(model, in_shape, seed, calib_batch=8):
+def realistic_norms(model, in_shape, seed, calib_batch=8, calib_forward=None):
     """Make normalisation layers non-trivial, deterministically.
 
     With plain default init every BatchNorm/LayerNorm has weight=1, bias=0
@@ -164,6 +164,8 @@ def realistic_norms(model, in_shape, seed, calib_batch=8):
     initializers, which the TorchScript exporter deduplicates into Identity
     nodes. So: give the affine parameters random values near (1, 0), then
     estimate BatchNorm running statistics from one random batch.
+    calib_forward(model, batch) runs that batch where model(batch) cannot (a detection model
+    in training mode wants targets).
     """
     g = torch.Generator().manual_seed(seed + 7919)
     bns = []
@@ -180,7 +182,8 @@ def realistic_norms(model, in_shape, seed, calib_batch=8):
                 m.momentum = None  # cumulative average over the calibration pass
         if bns:
             model.train()
-            model(torch.randn((calib_batch,) + tuple(in_shape[1:]), generator=g))
+            batch = torch.randn((calib_batch,) + tuple(in_shape[1:]), generator=g)
+            (calib_forward or (lambda m, b: m(b)))(model, batch)
             for m, mom in bns:
                 m.momentum = mom
     return model.eval()

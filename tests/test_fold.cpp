@@ -292,6 +292,130 @@ TEST(Fold, ReduceAndNonZero) {
   EXPECT_EQ(ints(nz), (std::vector<int64_t>{0, 1, 1, 0}));
 }
 
+// Exporters compute window padding as (w - W % w) % w and normalise axes as (axis + rank) %
+// rank: Mod must take the divisor's sign (Python's %), fmod the dividend's (C's %).
+TEST(Fold, ModSignsAndPowDtypes) {
+  const HostTensor a = i64({-7, 7, -7, 7, 9}), b = i64({3, -3, -3, 3, -1});
+  EXPECT_EQ(ints(eval("Mod", {&a, &b})), (std::vector<int64_t>{2, -2, -1, 1, 0}));
+  Attrs fmod;
+  fmod.ints["fmod"] = 1;
+  EXPECT_EQ(ints(eval("Mod", {&a, &b}, fmod)), (std::vector<int64_t>{-1, 1, -1, 1, 0}));
+  const HostTensor int_min = i64({std::numeric_limits<int64_t>::min()});
+  EXPECT_EQ(eval("Mod", {&int_min, ptr(i64({-1}))}).as_int(0), 0);  // no trap
+  const HostTensor fx = f32({2}, {-5.5f, 5.5f}), fy = f32({2}, {2.f, 2.f});
+  const HostTensor floor_mod = eval("Mod", {&fx, &fy});
+  EXPECT_EQ(floor_mod.as_double(0), 0.5);
+  EXPECT_EQ(floor_mod.as_double(1), 1.5);
+  EXPECT_EQ(eval("Mod", {&fx, &fy}, fmod).as_double(0), -1.5);
+  expect_error(
+      [&] {
+        eval("Mod", {&a, ptr(i64({0}))});
+      },
+      ErrorKind::InvalidArgument, "Mod: integer modulo by zero");
+
+  // Swin's (C // heads) ** -0.5: an int64 base with a float exponent keeps the base's dtype;
+  // a float base with an int exponent, too.
+  EXPECT_EQ(ints(eval("Pow", {ptr(i64({2, 3, -2})), ptr(i64({10, 3, 3}))})),
+            (std::vector<int64_t>{1024, 27, -8}));
+  EXPECT_EQ(ints(eval("Pow", {ptr(i64({2, 1, -1})), ptr(i64({-1, -5, -3}))})),
+            (std::vector<int64_t>{0, 1, -1}));
+  const HostTensor scale = eval("Pow", {ptr(f32({1}, {8.f})), ptr(i64({}, {-1}))});
+  EXPECT_EQ(scale.dtype, DType::Float32);
+  EXPECT_EQ(scale.as_double(0), 0.125);
+  EXPECT_EQ(eval("Pow", {ptr(f32({}, {16.f})), ptr(f32({}, {-0.5f}))}).as_double(0), 0.25);
+  expect_error(
+      [&] {
+        eval("Pow", {ptr(i64({0})), ptr(i64({-1}))});
+      },
+      ErrorKind::InvalidArgument, "Pow: zero to a negative integer power");
+}
+
+TEST(Fold, UnaryFloatOps) {
+  const HostTensor x = f32({5}, {-2.5f, -0.5f, 0.5f, 1.5f, 4.f});
+  auto values = [](const HostTensor& t) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
+    return v;
+  };
+  EXPECT_EQ(values(eval("Round", {&x})), (std::vector<double>{-2, -0, 0, 2, 4}));  // to even
+  EXPECT_EQ(values(eval("Sign", {&x})), (std::vector<double>{-1, -1, 1, 1, 1}));
+  EXPECT_EQ(values(eval("Reciprocal", {&x})), (std::vector<double>{-0.4f, -2, 2, 1 / 1.5f, 0.25}));
+  EXPECT_EQ(ints(eval("Sign", {ptr(i64({-3, 0, 9}))})), (std::vector<int64_t>{-1, 0, 1}));
+  EXPECT_FLOAT_EQ(static_cast<float>(eval("Log", {ptr(f32({}, {4.f}))}).as_double(0)),
+                  std::log(4.f));
+  EXPECT_FLOAT_EQ(static_cast<float>(eval("Exp", {ptr(f32({}, {-1.f}))}).as_double(0)),
+                  std::exp(-1.f));
+  expect_error([&] { eval("Exp", {ptr(i64({1}))}); }, ErrorKind::InvalidArgument,
+               "Exp: needs a float input");
+}
+
+// torchvision's _topk_min (K = min(k, dim)) is a ReduceMin; image batching pads to a
+// ReduceMax of the sizes.
+TEST(Fold, ReduceMinMax) {
+  const HostTensor x = i64({2, 3}, {4, -2, 9, 7, 5, -8});
+  Attrs a;
+  a.ints["keepdims"] = 0;
+  EXPECT_EQ(ints(eval("ReduceMin", {&x, ptr(i64({1}))}, a)), (std::vector<int64_t>{-2, -8}));
+  EXPECT_EQ(ints(eval("ReduceMax", {&x, ptr(i64({0}))}, a)), (std::vector<int64_t>{7, 5, 9}));
+  EXPECT_EQ(eval("ReduceMin", {&x}).as_int(0), -8);
+  Attrs opset11;
+  opset11.int_lists["axes"] = {-1};
+  const HostTensor f = f32({2, 2}, {1.f, NAN, -3.f, 2.f});
+  const HostTensor maxes = eval("ReduceMax", {&f}, opset11, 11);
+  EXPECT_EQ(maxes.shape, (Shape{2, 1}));
+  EXPECT_TRUE(std::isnan(maxes.as_double(0)));  // NaN propagates, as in NumPy
+  EXPECT_EQ(maxes.as_double(1), 2.0);
+  const HostTensor empty(DType::Int64, {0, 2});
+  expect_error(
+      [&] {
+        eval("ReduceMax", {&empty, ptr(i64({0}))});
+      },
+      ErrorKind::Unsupported, "ReduceMax: reducing an empty axis");
+}
+
+// Swin's shift mask is a slice assignment into zeros (ScatterND); causal masks are Trilu.
+TEST(Fold, ScatterGatherNDAndTrilu) {
+  const HostTensor data = i64({2, 3}, {0, 1, 2, 3, 4, 5});
+  const HostTensor rows = i64({2, 1}, {-1, 0});  // whole rows, a negative index
+  const HostTensor updates = i64({2, 3}, {10, 11, 12, 20, 21, 22});
+  EXPECT_EQ(ints(eval("ScatterND", {&data, &rows, &updates})),
+            (std::vector<int64_t>{20, 21, 22, 10, 11, 12}));
+  const HostTensor cells = i64({2, 2}, {1, 2, 1, 2});  // one element twice
+  const HostTensor values = i64({2}, {7, 9});
+  Attrs reduce;
+  reduce.strings["reduction"] = "add";
+  EXPECT_EQ(ints(eval("ScatterND", {&data, &cells, &values}, reduce)),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 21}));
+  reduce.strings["reduction"] = "min";
+  EXPECT_EQ(ints(eval("ScatterND", {&data, &cells, &values}, reduce)),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  expect_error(
+      [&] {
+        eval("ScatterND", {&data, &rows, &values});
+      },
+      ErrorKind::InvalidArgument, "ScatterND: updates have shape [2], expected [2, 3]");
+  expect_error(
+      [&] {
+        eval("ScatterND", {&data, ptr(i64({1, 1}, {2})), ptr(i64({1, 3}, {1, 1, 1}))});
+      },
+      ErrorKind::InvalidArgument, "ScatterND: index 2 out of range for axis 0");
+
+  Attrs batched;
+  batched.ints["batch_dims"] = 1;
+  const HostTensor picked = eval("GatherND", {&data, ptr(i64({2, 1}, {2, -3}))}, batched);
+  EXPECT_EQ(picked.shape, Shape{2});
+  EXPECT_EQ(ints(picked), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ints(eval("GatherND", {&data, ptr(i64({1, 2}, {1, 1}))})), (std::vector<int64_t>{4}));
+
+  const HostTensor ones = i64({3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(ints(eval("Trilu", {&ones, ptr(i64({}, {1}))})),
+            (std::vector<int64_t>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  Attrs lower;
+  lower.ints["upper"] = 0;
+  EXPECT_EQ(ints(eval("Trilu", {&ones, ptr(i64({}, {-1}))}, lower)),
+            (std::vector<int64_t>{0, 0, 0, 1, 0, 0, 1, 1, 0}));
+}
+
 TEST(Fold, ErrorsNameTheOp) {
   EXPECT_FALSE(can_fold("Conv"));
   EXPECT_TRUE(can_fold("Gather"));
@@ -374,7 +498,19 @@ TEST(Fold, RandomInputsNeverCrash) {
                                         "ReduceSum",
                                         "ReduceProd",
                                         "Tile",
-                                        "NonZero"};
+                                        "NonZero",
+                                        "Mod",
+                                        "Pow",
+                                        "Sign",
+                                        "Round",
+                                        "Reciprocal",
+                                        "Exp",
+                                        "Log",
+                                        "ReduceMin",
+                                        "ReduceMax",
+                                        "GatherND",
+                                        "ScatterND",
+                                        "Trilu"};
   const DType dtypes[] = {DType::Int64, DType::Int32, DType::Float32, DType::Float16, DType::Bool};
   std::mt19937 rng(7);
   auto small = [&](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
@@ -416,8 +552,8 @@ TEST(Fold, RandomInputsNeverCrash) {
     std::vector<const HostTensor*> inputs;
     for (const HostTensor& t : storage) inputs.push_back(rng() % 6 ? &t : nullptr);
     Attrs attrs;
-    for (const char* name :
-         {"axis", "start", "end", "keepdims", "allowzero", "noop_with_empty_axes"}) {
+    for (const char* name : {"axis", "start", "end", "keepdims", "allowzero",
+                             "noop_with_empty_axes", "fmod", "batch_dims", "upper"}) {
       if (rng() % 2) attrs.ints[name] = small(-4, 4);
     }
     if (rng() % 2) attrs.ints["to"] = small(0, 17);
@@ -429,6 +565,7 @@ TEST(Fold, RandomInputsNeverCrash) {
       }
     }
     if (rng() % 4 == 0) attrs.tensors["value"] = random_tensor();
+    if (rng() % 4 == 0) attrs.strings["reduction"] = rng() % 2 ? "max" : "mul";
     try {
       evaluate(op, attrs, inputs, small(9, 17));
       ++evaluated;

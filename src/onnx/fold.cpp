@@ -1,6 +1,6 @@
 // Constant folding's entry points (fold.h): the evaluator table and the checks every input
 // passes before an evaluator reads its bytes. The evaluators live in fold_arithmetic.cpp and
-// fold_shape.cpp, their shared helpers in fold_eval.h.
+// fold_shape.cpp and fold_index.cpp, their shared helpers in fold_eval.h.
 #include "onnx/fold.h"
 
 #include "onnx/fold_eval.h"
@@ -29,6 +29,7 @@ const detail::EvaluatorTable& evaluators() {
     detail::EvaluatorTable t;
     detail::add_arithmetic_evaluators(t);
     detail::add_shape_evaluators(t);
+    detail::add_index_evaluators(t);
     return t;
   }();
   return table;

@@ -14,6 +14,8 @@ enum class Bin {
   Sub,
   Mul,
   Div,
+  Mod,
+  FMod,
   Min,
   Max,
   Equal,
@@ -25,6 +27,26 @@ enum class Bin {
   Or,
   Xor
 };
+
+// fmod = 0 takes the divisor's sign, as NumPy's mod (the reference for float inputs).
+double floor_mod(double x, double y) {
+  const double r = std::fmod(x, y);
+  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+
+// x^y for integers by squaring, wrapping on overflow; a negative y gives trunc(1 / x^|y|).
+int64_t int_pow(const Node& n, int64_t x, int64_t y) {
+  if (y < 0) {
+    n.require(x != 0, "zero to a negative integer power");
+    return x == 1 ? 1 : x == -1 ? (y % 2 == 0 ? 1 : -1) : 0;
+  }
+  int64_t result = 1;
+  for (; y > 0; y >>= 1) {
+    if (y & 1) result = wrap_mul(result, x);
+    x = wrap_mul(x, x);
+  }
+  return result;
+}
 
 bool is_comparison(Bin op) {
   return op == Bin::Equal || op == Bin::Less || op == Bin::Greater || op == Bin::LessOrEqual ||
@@ -60,6 +82,10 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
           return store_double(out, i, x * y);
         case Bin::Div:
           return store_double(out, i, x / y);
+        case Bin::FMod:
+          return store_double(out, i, std::fmod(x, y));
+        case Bin::Mod:
+          return store_double(out, i, floor_mod(x, y));
         // NaN propagates, as in NumPy's minimum/maximum.
         case Bin::Min:
           return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y));
@@ -96,6 +122,13 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
         // has no negative integer case. INT_MIN / -1 wraps instead of trapping.
         n.require(y != 0, "integer division by zero");
         return store_int(out, i, y == -1 ? wrap_sub(0, x) : x / y);
+      case Bin::Mod:
+      case Bin::FMod: {
+        n.require(y != 0, "integer modulo by zero");
+        const int64_t r = y == -1 ? 0 : x % y;  // INT_MIN % -1 traps in C++
+        // fmod keeps the dividend's sign (C's %); Mod takes the divisor's (Python's %).
+        return store_int(out, i, op == Bin::Mod && r != 0 && (r < 0) != (y < 0) ? r + y : r);
+      }
       case Bin::Min:
         return store_int(out, i, std::min(x, y));
       case Bin::Max:
@@ -125,6 +158,36 @@ HostTensor eval_binary(const Node& n, Bin op) {
   return binary(n, op, n.in(0), n.in(1));
 }
 
+HostTensor eval_mod(const Node& n) {
+  return eval_binary(n, n.attrs.get_int("fmod", 0) != 0 ? Bin::FMod : Bin::Mod);
+}
+
+// Pow's exponent may have another dtype than its base (opset 12); the result has the base's.
+// Integer powers are exact (wrapping like the other integer ops); a negative integer exponent
+// truncates toward zero as the float result cast to an integer would.
+HostTensor eval_pow(const Node& n) {
+  const HostTensor &base = n.in(0), &exponent = n.in(1);
+  n.require(base.dtype != DType::Bool && exponent.dtype != DType::Bool,
+            "does not accept bool inputs");
+  const Shape shape = n.broadcast({&base.shape, &exponent.shape});
+  HostTensor out = n.output(base.dtype, shape);
+  const bool exact = !is_float(base.dtype) && !is_float(exponent.dtype);
+  walk(shape,
+       {shapes::broadcast_strides(base.shape, shape),
+        shapes::broadcast_strides(exponent.shape, shape)},
+       {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
+         if (!exact) {
+           const double x = is_float(base.dtype) ? base.as_double(off[0])
+                                                 : static_cast<double>(base.as_int(off[0]));
+           const double y = is_float(exponent.dtype) ? exponent.as_double(off[1])
+                                                     : static_cast<double>(exponent.as_int(off[1]));
+           return store_double(out, i, std::pow(x, y));
+         }
+         return store_int(out, i, int_pow(n, base.as_int(off[0]), exponent.as_int(off[1])));
+       });
+  return out;
+}
+
 // Min and Max take one or more inputs, broadcast together.
 HostTensor eval_variadic(const Node& n, Bin op) {
   n.require(n.num_inputs() >= 1, "needs at least one input");
@@ -134,13 +197,13 @@ HostTensor eval_variadic(const Node& n, Bin op) {
   return result;
 }
 
-enum class Un { Neg, Abs, Floor, Ceil, Sqrt, Not };
+enum class Un { Neg, Abs, Sign, Floor, Ceil, Round, Sqrt, Reciprocal, Exp, Log, Not };
 
 HostTensor eval_unary(const Node& n, Un op) {
   const HostTensor& x = n.in(0);
   if (op == Un::Not) {
     n.require(x.dtype == DType::Bool, std::string("needs bool input, got ") + dtype_name(x.dtype));
-  } else if (op == Un::Neg || op == Un::Abs) {
+  } else if (op == Un::Neg || op == Un::Abs || op == Un::Sign) {
     n.require(x.dtype != DType::Bool, "does not accept bool input");
   } else {
     n.require(is_float(x.dtype), std::string("needs a float input, got ") + dtype_name(x.dtype));
@@ -159,11 +222,26 @@ HostTensor eval_unary(const Node& n, Un op) {
         case Un::Floor:
           store_double(out, i, std::floor(v));
           break;
+        case Un::Sign:
+          store_double(out, i, std::isnan(v) ? v : (v > 0) - (v < 0));
+          break;
         case Un::Ceil:
           store_double(out, i, std::ceil(v));
           break;
+        case Un::Round:  // half to even, as the default rounding mode does
+          store_double(out, i, std::nearbyint(v));
+          break;
         case Un::Sqrt:
           store_double(out, i, std::sqrt(v));
+          break;
+        case Un::Reciprocal:
+          store_double(out, i, 1.0 / v);
+          break;
+        case Un::Exp:
+          store_double(out, i, std::exp(v));
+          break;
+        case Un::Log:
+          store_double(out, i, std::log(v));
           break;
         case Un::Not:
           break;
@@ -176,6 +254,9 @@ HostTensor eval_unary(const Node& n, Un op) {
           break;  // -INT_MIN wraps to INT_MIN
         case Un::Abs:
           store_int(out, i, v < 0 ? wrap_sub(0, v) : v);
+          break;
+        case Un::Sign:
+          store_int(out, i, (v > 0) - (v < 0));
           break;
         case Un::Not:
           store_int(out, i, !v);
@@ -234,7 +315,37 @@ HostTensor eval_cast(const Node& n) {
   return cast_to(n, n.in(0), to);
 }
 
-HostTensor eval_reduce(const Node& n, bool product) {
+enum class Reduce { Sum, Prod, Min, Max };
+
+// One step of a reduction; Min and Max propagate NaN as NumPy does.
+double reduce_step(Reduce op, double acc, double v) {
+  switch (op) {
+    case Reduce::Sum:
+      return acc + v;
+    case Reduce::Prod:
+      return acc * v;
+    case Reduce::Min:
+      return std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+    case Reduce::Max:
+      return std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
+  }
+  return acc;
+}
+int64_t reduce_step(Reduce op, int64_t acc, int64_t v) {
+  switch (op) {
+    case Reduce::Sum:
+      return wrap_add(acc, v);
+    case Reduce::Prod:
+      return wrap_mul(acc, v);
+    case Reduce::Min:
+      return std::min(acc, v);
+    case Reduce::Max:
+      return std::max(acc, v);
+  }
+  return acc;
+}
+
+HostTensor eval_reduce(const Node& n, Reduce op) {
   const HostTensor& x = n.in(0);
   n.require(x.dtype != DType::Bool, "does not accept bool input");
   const int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -255,17 +366,26 @@ HostTensor eval_reduce(const Node& n, bool product) {
   for (int64_t a : axes) strides[a] = 0;
   HostTensor out = n.output(x.dtype, shapes::reduced_shape(x.shape, reduced, keepdims));
   const size_t count = static_cast<size_t>(out.numel());
+  // Min and Max of nothing have no value before opset 18 and a dtype-dependent one after.
+  const bool selects = op == Reduce::Min || op == Reduce::Max;
+  if (selects && x.numel() == 0 && count > 0)
+    n.fail("reducing an empty axis is not folded", ErrorKind::Unsupported);
+  // Min and Max start from each output's first element (a repeat of it changes nothing).
+  std::vector<bool> started(count, !selects);
   if (is_float(x.dtype)) {
-    std::vector<double> acc(count, product ? 1.0 : 0.0);
+    std::vector<double> acc(count, op == Reduce::Prod ? 1.0 : 0.0);
     walk(x.shape, {strides}, {0}, [&](int64_t i, const std::vector<int64_t>& off) {
-      acc[off[0]] = product ? acc[off[0]] * x.as_double(i) : acc[off[0]] + x.as_double(i);
+      const double v = x.as_double(i);
+      acc[off[0]] = started[off[0]] ? reduce_step(op, acc[off[0]], v) : v;
+      started[off[0]] = true;
     });
     for (size_t i = 0; i < count; ++i) store_double(out, static_cast<int64_t>(i), acc[i]);
   } else {
-    std::vector<int64_t> acc(count, product ? 1 : 0);
+    std::vector<int64_t> acc(count, op == Reduce::Prod ? 1 : 0);
     walk(x.shape, {strides}, {0}, [&](int64_t i, const std::vector<int64_t>& off) {
-      acc[off[0]] =
-          product ? wrap_mul(acc[off[0]], x.as_int(i)) : wrap_add(acc[off[0]], x.as_int(i));
+      const int64_t v = x.as_int(i);
+      acc[off[0]] = started[off[0]] ? reduce_step(op, acc[off[0]], v) : v;
+      started[off[0]] = true;
     });
     for (size_t i = 0; i < count; ++i) store_int(out, static_cast<int64_t>(i), acc[i]);
   }
@@ -281,6 +401,8 @@ void add_arithmetic_evaluators(EvaluatorTable& table) {
   table["Sub"] = [](const Node& n) { return eval_binary(n, Bin::Sub); };
   table["Mul"] = [](const Node& n) { return eval_binary(n, Bin::Mul); };
   table["Div"] = [](const Node& n) { return eval_binary(n, Bin::Div); };
+  table["Mod"] = eval_mod;
+  table["Pow"] = eval_pow;
   table["Equal"] = [](const Node& n) { return eval_binary(n, Bin::Equal); };
   table["Less"] = [](const Node& n) { return eval_binary(n, Bin::Less); };
   table["Greater"] = [](const Node& n) { return eval_binary(n, Bin::Greater); };
@@ -298,8 +420,15 @@ void add_arithmetic_evaluators(EvaluatorTable& table) {
   table["Floor"] = [](const Node& n) { return eval_unary(n, Un::Floor); };
   table["Ceil"] = [](const Node& n) { return eval_unary(n, Un::Ceil); };
   table["Sqrt"] = [](const Node& n) { return eval_unary(n, Un::Sqrt); };
-  table["ReduceSum"] = [](const Node& n) { return eval_reduce(n, false); };
-  table["ReduceProd"] = [](const Node& n) { return eval_reduce(n, true); };
+  table["Sign"] = [](const Node& n) { return eval_unary(n, Un::Sign); };
+  table["Round"] = [](const Node& n) { return eval_unary(n, Un::Round); };
+  table["Reciprocal"] = [](const Node& n) { return eval_unary(n, Un::Reciprocal); };
+  table["Exp"] = [](const Node& n) { return eval_unary(n, Un::Exp); };
+  table["Log"] = [](const Node& n) { return eval_unary(n, Un::Log); };
+  table["ReduceSum"] = [](const Node& n) { return eval_reduce(n, Reduce::Sum); };
+  table["ReduceProd"] = [](const Node& n) { return eval_reduce(n, Reduce::Prod); };
+  table["ReduceMin"] = [](const Node& n) { return eval_reduce(n, Reduce::Min); };
+  table["ReduceMax"] = [](const Node& n) { return eval_reduce(n, Reduce::Max); };
 }
 
 }  // namespace vkgraph::fold::detail

@@ -259,5 +259,6 @@ using Evaluator = HostTensor (*)(const Node&);
 using EvaluatorTable = std::unordered_map<std::string, Evaluator>;
 void add_arithmetic_evaluators(EvaluatorTable& table);  // fold_arithmetic.cpp
 void add_shape_evaluators(EvaluatorTable& table);       // fold_shape.cpp
+void add_index_evaluators(EvaluatorTable& table);       // fold_index.cpp
 
 }  // namespace vkgraph::fold::detail
