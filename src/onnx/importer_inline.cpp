@@ -28,6 +28,12 @@ std::vector<std::string> Importer::inline_graph(const onnx::NodeProto& owner,
     throw Error(ErrorKind::ModelFormat, where(owner) + ": subgraph '" + body.name() + "' has " +
                                             std::to_string(body.input_size()) +
                                             " inputs, expected " + std::to_string(inputs.size()));
+  // Unrolled loops multiply a body: past this many inlined nodes a model is refused rather than
+  // left to exhaust memory and time.
+  constexpr size_t kMaxInlinedNodes = size_t{1} << 17;
+  if (inlined_.size() + body.node_size() > kMaxInlinedNodes)
+    throw Error(ErrorKind::Unsupported, where(owner) + ": its subgraphs, unrolled, exceed " +
+                                            std::to_string(kMaxInlinedNodes) + " nodes");
   std::map<std::string, std::string> renames;
   for (const std::string& name : local_names(body)) renames[name] = prefix + name;
   for (size_t i = 0; i < inputs.size(); ++i) {

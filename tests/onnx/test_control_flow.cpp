@@ -285,6 +285,45 @@ TEST_F(ControlFlow, ReshapeWithAComputedShapeRebuildsWhenTheShapeChanges) {
   expect_near(got.at(0), {4, 3, 2}, std::vector<double>(x.data<float>(), x.data<float>() + 24));
 }
 
+// A for loop whose body holds an If on a condition computed from the carried value; the
+// branches capture names of the body (y_in) and of the model (x, half).
+TEST_F(ControlFlow, IfInsideALoopBodyWithComputedConditions) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2});
+  m.input("y0", kFloat, {2});
+  m.output("y", kFloat);
+  scalar_init(m.graph(), "trips", onnx::TensorProto::INT64, 4);
+  float_init(m.graph(), "half", {}, {0.5f});
+  onnx::NodeProto& loop = m.node("Loop", {"trips", "", "y0"}, {"y"});
+  onnx::GraphProto body = graph("body", {{"i", kInt64}, {"c", kBool}, {"y_in", kFloat}},
+                                {{"c", kBool}, {"y_out", kFloat}});
+  add_node(body, "Relu", {"y_in"}, {"r"});
+  onnx::NodeProto& sum = add_node(body, "ReduceSum", {"r"}, {"s"});
+  set_int(sum, "keepdims", 0);
+  add_node(body, "Greater", {"s", "half"}, {"big"});
+  onnx::NodeProto& branch = add_node(body, "If", {"big"}, {"y_out"});
+  onnx::GraphProto then_branch = graph("then", {}, {{"shrunk", kFloat}});
+  add_node(then_branch, "Mul", {"y_in", "half"}, {"shrunk"});
+  onnx::GraphProto else_branch = graph("else", {}, {{"grown", kFloat}});
+  add_node(else_branch, "Add", {"y_in", "x"}, {"grown"});
+  set_graph(branch, "then_branch", then_branch);
+  set_graph(branch, "else_branch", else_branch);
+  set_graph(loop, "body", body);
+  Session s = m.session();
+
+  for (int run = 0; run < 3; ++run) {
+    HostTensor x = floats({2}, 0.1f, 0.6f), y0 = floats({2}, -0.5f, 1.f);
+    std::map<std::string, HostTensor> feeds{{"x", x}, {"y0", y0}};
+    std::vector<HostTensor> got = run_poisoned(s, feeds);
+    std::vector<double> y(y0.data<float>(), y0.data<float>() + 2);
+    for (int i = 0; i < 4; ++i) {
+      const double relu_sum = std::max(0.0, y[0]) + std::max(0.0, y[1]);
+      for (int k = 0; k < 2; ++k) y[k] = relu_sum > 0.5 ? y[k] * 0.5 : y[k] + x.data<float>()[k];
+    }
+    expect_near(got.at(0), {2}, y);
+  }
+}
+
 TEST_F(ControlFlow, SubgraphReadingAMissingValueFailsNamingTheNode) {
   ModelBuilder m(13);
   m.input("cond", kBool, {});
