@@ -324,6 +324,37 @@ TEST_F(ControlFlow, IfInsideALoopBodyWithComputedConditions) {
   }
 }
 
+// M = 0: no iteration runs and the carried values come out as they went in.
+TEST_F(ControlFlow, LoopOfZeroIterationsPassesTheCarriedValuesThrough) {
+  ModelBuilder m(13);
+  m.input("y0", kFloat, {3});
+  m.output("y", kFloat);
+  scalar_init(m.graph(), "trips", onnx::TensorProto::INT64, 0);
+  onnx::NodeProto& loop = m.node("Loop", {"trips", "", "y0"}, {"y"});
+  onnx::GraphProto body = graph("body", {{"i", kInt64}, {"c", kBool}, {"y_in", kFloat}},
+                                {{"c", kBool}, {"y_out", kFloat}});
+  add_node(body, "Neg", {"y_in"}, {"y_out"});
+  set_graph(loop, "body", body);
+  Session s = m.session();
+  HostTensor y0 = floats({3});
+  std::map<std::string, HostTensor> feeds{{"y0", y0}};
+  std::vector<HostTensor> got = run_poisoned(s, feeds);
+  expect_near(got.at(0), {3}, std::vector<double>(y0.data<float>(), y0.data<float>() + 3));
+}
+
+TEST_F(ControlFlow, LoopWithoutTripCountOrConditionFailsNamingTheNode) {
+  ModelBuilder m(13);
+  m.input("y0", kFloat, {2});
+  m.output("y", kFloat);
+  onnx::NodeProto& loop = m.node("Loop", {"", "", "y0"}, {"y"});
+  loop.set_name("forever");
+  onnx::GraphProto body = graph("body", {{"i", kInt64}, {"c", kBool}, {"y_in", kFloat}},
+                                {{"c", kBool}, {"y_out", kFloat}});
+  add_node(body, "Neg", {"y_in"}, {"y_out"});
+  set_graph(loop, "body", body);
+  expect_error([&] { m.session(); }, ErrorKind::ModelFormat, {"Loop node 'forever'", "never ends"});
+}
+
 TEST_F(ControlFlow, SubgraphReadingAMissingValueFailsNamingTheNode) {
   ModelBuilder m(13);
   m.input("cond", kBool, {});
