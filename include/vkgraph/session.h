@@ -24,6 +24,11 @@
 // values re-plans and re-records like a new shape does. They are still uploaded as inputs
 // where the graph also reads them on the device. Such inputs are found while building, so
 // they are marked after load when every input shape is static, else after the first run.
+//
+// Where such a value (or an If or Loop condition) is computed by the model from data, the
+// Session runs the model in segments: a small graph computes the value, which is read back,
+// and the rest is built for it. Each run replays those segments first (one more submission and
+// readback each) and rebuilds only when a value read back changes.
 #include <map>
 #include <memory>
 #include <string>
@@ -74,7 +79,7 @@ struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
   double prepare_ms = 0;  // memory plan, allocation, prepack upload, pipeline creation
-  int builds = 0;         // graphs built so far: one per change of input shapes or needed values
+  int builds = 0;  // graphs built so far: per change of input shapes or needed values; segments too
 };
 
 class Session {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "onnx/load.h"
+#include "onnx/subgraph.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -51,6 +52,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_one_hot(lowerings_);
   register_pointwise(lowerings_);
   register_quant(lowerings_);
+  register_control_flow(lowerings_);
   add_inputs(input_shapes, input_values);
 }
 
@@ -108,11 +110,30 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     // Checked up front: fusion reads the outputs of nodes it has not visited yet.
     if (node.output_size() == 0)
       throw Error(ErrorKind::ModelFormat, where(node) + ": has no output");
-    for (auto& name : node.input())
-      if (!name.empty()) consumers_[name].push_back(&node);
-    for (auto& name : node.output())
-      if (!name.empty()) producers_[name] = &node;
+    register_node(node);
+    model_values_.insert(node.output().begin(), node.output().end());
   }
+}
+
+void Importer::register_node(const onnx::NodeProto& node) {
+  // A subgraph's captured values are read by its node: fusion and the staged builds' liveness
+  // must see those reads as the node's.
+  std::set<std::string> captured;
+  for (const onnx::GraphProto* sub : subgraphs_of(node))
+    for (const std::string& name : captured_names(*sub)) captured.insert(name);
+  if (!captured.empty()) captured_[&node].assign(captured.begin(), captured.end());
+  for (const std::string& name : uses(node)) consumers_[name].push_back(&node);
+  for (auto& name : node.output())
+    if (!name.empty()) producers_[name] = &node;
+}
+
+std::vector<std::string> Importer::uses(const onnx::NodeProto& node) const {
+  std::vector<std::string> names;
+  for (auto& name : node.input())
+    if (!name.empty()) names.push_back(name);
+  if (auto it = captured_.find(&node); it != captured_.end())
+    names.insert(names.end(), it->second.begin(), it->second.end());
+  return names;
 }
 
 namespace {
@@ -123,19 +144,77 @@ std::string quoted_list(const std::set<std::string>& names) {
 }
 }  // namespace
 
+void Importer::set_staging(Staging staging) {
+  staging_ = std::move(staging);
+  // A segment that computes values for a later one is small and short-lived: unfused, so that
+  // no fusion absorbs the node whose output it reads back.
+  if (!staging_.targets.empty()) fuse_ = false;
+}
+
+bool is_constant_node(const onnx::NodeProto& node) {
+  return node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+Value Importer::host_constant(HostTensor t) {
+  Value v;
+  v.shape = t.shape;
+  v.dtype = t.dtype;
+  v.constant = std::move(t);
+  return v;
+}
+
+std::set<const onnx::NodeProto*> Importer::live_nodes() const {
+  std::set<const onnx::NodeProto*> live;
+  std::vector<std::string> work;
+  if (staging_.targets.empty())
+    work.assign(graph_outputs_.begin(), graph_outputs_.end());
+  else
+    work.assign(staging_.roots.begin(), staging_.roots.end());
+  while (!work.empty()) {
+    std::string name = work.back();
+    work.pop_back();
+    if (staging_.computed.count(name)) continue;  // read back by an earlier segment
+    const onnx::NodeProto* p = producer(name);
+    if (!p || !live.insert(p).second) continue;
+    for (const std::string& in : uses(*p)) work.push_back(in);
+  }
+  return live;
+}
+
 void Importer::build() {
   const onnx::GraphProto& g = model_.graph();
+  // A staged build visits only the nodes its outputs need: an earlier segment computed the
+  // rest, or a later one will.
+  std::set<const onnx::NodeProto*> live;
+  if (staging_.active()) live = live_nodes();
+  for (auto& [name, value] : staging_.computed) {
+    if (!model_values_.count(name)) continue;  // made by an inlining, which binds it then
+    values_[name] = host_constant(value);
+  }
+  auto wanted = [&](const onnx::NodeProto& node) {
+    return !staging_.active() || live.count(&node) > 0;
+  };
   // Constants first: fusion looks ahead at a consumer's inputs (Clip's bounds, an Add's bias)
   // that exporters often emit as Constant nodes placed after the producer.
   for (auto& node : g.node())
-    if (node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx"))
-      visit(node);
+    if (is_constant_node(node) && wanted(node)) visit_top(node);
   for (auto& node : g.node())
-    if (node.op_type() != "Constant") visit(node);
+    if (!is_constant_node(node) && wanted(node)) visit_top(node);
   node_half_ = false;  // outputs are float32 whatever precision computed them
   if (!needed_.empty())
     throw NeedsInputValues(
         first_need_ + "; the model needs the values of inputs " + quoted_list(needed_), needed_);
+  if (!staging_.targets.empty()) {
+    bool all = true;
+    for (const std::string& name : staging_.targets) all &= values_.count(name) > 0;
+    if (all) {
+      for (const std::string& name : staging_.targets)
+        graph_.add_output(tensor(values_.at(name), name), name);
+      return;
+    }
+  }
+  if (!computed_needed_.empty())
+    throw NeedsComputedValues(first_computed_need_, computed_needed_, computed_roots_);
   for (auto& out : g.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end())
@@ -197,9 +276,38 @@ bool Importer::try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs) {
   return true;
 }
 
+void Importer::visit_top(const onnx::NodeProto& node) {
+  top_node_ = &node;
+  visit(node);
+  top_node_ = nullptr;
+}
+
+bool Importer::take_computed(const onnx::NodeProto& node) {
+  if (staging_.computed.empty()) return false;
+  for (const std::string& name : node.output())
+    if (!name.empty() && !staging_.computed.count(name)) return false;
+  for (const std::string& name : node.output())
+    if (!name.empty()) values_[name] = host_constant(staging_.computed.at(name));
+  return true;
+}
+
 void Importer::visit(const onnx::NodeProto& node) {
+  visit_node(node);
+  // Outputs an earlier segment read back fold like constants, whatever computed them here.
+  if (staging_.computed.empty()) return;
+  for (const std::string& name : node.output()) {
+    auto it = staging_.computed.find(name);
+    auto v = values_.find(name);
+    if (it == staging_.computed.end() || v == values_.end()) continue;
+    v->second.constant = it->second;
+    v->second.sources.clear();
+  }
+}
+
+void Importer::visit_node(const onnx::NodeProto& node) {
   if (absorbed_.count(&node)) return;
-  for (const std::string& name : node.input())
+  if (take_computed(node)) return;
+  for (const std::string& name : uses(node))
     if (blocked_.count(name)) return block(node);
   // Other domains' ops (com.microsoft) run where they have a lowering; the fusion pass's own
   // domain is never the model's to use.
@@ -211,6 +319,12 @@ void Importer::visit(const onnx::NodeProto& node) {
     if (!node.input(i).empty() && !values_.count(node.input(i)) && !fusion_.view(node.input(i)))
       throw Error(ErrorKind::ModelFormat, where(node) + ": input '" + node.input(i) +
                                               "' is not produced by any earlier node");
+  if (auto it = captured_.find(&node); it != captured_.end())
+    for (const std::string& name : it->second)
+      if (!values_.count(name))
+        throw Error(ErrorKind::ModelFormat,
+                    where(node) + ": a subgraph reads '" + name +
+                        "', which neither it nor an enclosing scope defines before this node");
   fold::Attrs attrs;
   try {
     attrs = fold::attrs_from_node(node);
@@ -259,6 +373,23 @@ void Importer::visit(const onnx::NodeProto& node) {
     block(node);
     if (fusion)
       for (const onnx::NodeProto* c : fusion->absorbed) block(*c);
+  } catch (const NeedsComputedValues& e) {
+    graph_.set_label_scope("");
+    if (computed_needed_.empty()) first_computed_need_ = e.message();
+    computed_needed_.insert(e.values().begin(), e.values().end());
+    // A value an inlined subgraph made comes from the model node that owns the subgraph.
+    for (const std::string& name : e.values())
+      if (model_values_.count(name))
+        computed_roots_.insert(name);
+      else if (top_node_)
+        for (const std::string& out : top_node_->output())
+          if (!out.empty()) computed_roots_.insert(out);
+    block(node);
+    if (fusion)
+      for (const onnx::NodeProto* c : fusion->absorbed) block(*c);
+  } catch (const SubgraphBlocked&) {
+    graph_.set_label_scope("");
+    block(node);
   }
 }
 
@@ -270,8 +401,19 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   std::set<std::string> sources = fold_sources(node);
   auto it = lowerings_.find(fuse::lowering_key(node));
   if (it == lowerings_.end()) {
-    // Host-only ops (Range, ConstantOfShape, NonZero) run once their inputs' values are known.
+    // Host-only ops (Range, ConstantOfShape, NonZero) run once their inputs' values are known:
+    // given by model inputs, or read back where the graph computes them.
     if (!sources.empty()) needs_values(node, "its result", sources);
+    if (fold::can_fold(node.op_type())) {
+      std::set<std::string> computed;
+      for (const std::string& name : node.input())
+        if (!name.empty() && !values_.at(name).constant && values_.at(name).tensor.valid())
+          computed.insert(name);
+      if (!computed.empty())
+        throw NeedsComputedValues(where(node) + ": runs on the host, and its inputs " +
+                                      quoted_list(computed) + " are computed by the model",
+                                  computed);
+    }
     throw Error(ErrorKind::Unsupported, "unsupported operator " + where(node));
   }
   const std::string& op_type = fuse::model_op_type(node);
@@ -349,7 +491,18 @@ const HostTensor& Importer::host_value(const onnx::NodeProto& node, size_t i,
   const Value& v = input(node, i);
   if (v.constant) return *v.constant;
   if (!v.sources.empty()) needs_values(node, what, v.sources);
-  fail(node, what + " must be known at load time");
+  needs_host_value(node, node.input(i), what);
+}
+
+void Importer::needs_host_value(const onnx::NodeProto& node, const std::string& name,
+                                const std::string& what) const {
+  const Value& v = value(name);
+  if (!v.sources.empty()) needs_values(node, what, v.sources);
+  if (!v.tensor.valid()) fail(node, what + " must be known at load time");
+  throw NeedsComputedValues(where(node) + ": " + what + " depends on '" + name +
+                                "', which the model computes: the Session runs the model in "
+                                "segments and reads it back",
+                            {name});
 }
 
 std::set<std::string> Importer::fold_sources(const onnx::NodeProto& node) const {
@@ -374,13 +527,18 @@ void Importer::needs_values(const onnx::NodeProto& node, const std::string& what
 
 void Importer::require_host_values(const onnx::NodeProto& node,
                                    std::initializer_list<size_t> inputs) const {
-  std::set<std::string> sources;
+  std::set<std::string> sources, computed;
   for (size_t i : inputs) {
     if (!has_input(node, i) || input(node, i).constant) continue;
     const std::set<std::string>& s = input(node, i).sources;
     sources.insert(s.begin(), s.end());
+    if (s.empty() && input(node, i).tensor.valid()) computed.insert(node.input(i));
   }
   if (!sources.empty()) needs_values(node, "its shape", sources);
+  if (!computed.empty())
+    throw NeedsComputedValues(where(node) + ": its shape depends on " + quoted_list(computed) +
+                                  ", which the model computes",
+                              computed);
 }
 
 // A fused node is named after the model's node it replaced, and reported as that node.

@@ -5,6 +5,7 @@
 // per-op lowering function. Lowerings live in lower_*.cpp, grouped by op family.
 #include <onnx/onnx_pb.h>
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -53,6 +54,37 @@ class NeedsInputValues : public Error {
   std::set<std::string> inputs_;
 };
 
+// Thrown when a lowering needs on the host a value that the graph computes on the device from
+// data (an If condition, a Loop's `cond`, a Reshape shape computed by a Gather of a tensor).
+// The Session (segments.h) then builds a segment that computes `values()`, reads them back and
+// builds the next segment with them known. `roots()` are the model's own values whose
+// producers yield them (a Loop's outputs for the `cond` of one of its iterations): the segment
+// computes what those need, nothing else.
+class NeedsComputedValues : public Error {
+ public:
+  NeedsComputedValues(const std::string& message, std::set<std::string> values,
+                      std::set<std::string> roots = {})
+      : Error(ErrorKind::Unsupported, message),
+        values_(std::move(values)),
+        roots_(std::move(roots)) {}
+  const std::set<std::string>& values() const { return values_; }
+  const std::set<std::string>& roots() const { return roots_; }
+
+ private:
+  std::set<std::string> values_, roots_;
+};
+
+// A build that is one segment of a staged model (segments.h): the values earlier segments
+// computed and read back, which fold like constants here; and, for a segment that computes
+// values for a later one, those values (its outputs instead of the model's) and the model
+// values they come from.
+struct Staging {
+  std::map<std::string, HostTensor> computed;
+  std::set<std::string> targets;  // empty: the model's outputs
+  std::set<std::string> roots;
+  bool active() const { return !computed.empty() || !targets.empty(); }
+};
+
 class Importer;
 using Lowering =
     std::function<std::vector<Value>(Importer&, const onnx::NodeProto&, const fold::Attrs&)>;
@@ -86,6 +118,7 @@ void register_nd_index(LoweringTable& table);
 void register_one_hot(LoweringTable& table);
 void register_pointwise(LoweringTable& table);
 void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
+void register_control_flow(LoweringTable& table);
 
 class Importer {
  public:
@@ -96,6 +129,8 @@ class Importer {
            const std::map<std::string, Shape>& input_shapes,
            const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false,
            IOMode io = IOMode::Staged);
+  // Before build(): build one segment of a staged model.
+  void set_staging(Staging staging);
   void build();
   // With IOMode::External: the outputs made External. The others (a constant, an input or a
   // tensor another output already owns, given as an output) stay Staged.
@@ -131,6 +166,21 @@ class Importer {
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& problem) const;
   void require_inputs(const onnx::NodeProto& node, size_t min, size_t max) const;
 
+  // --- for control flow (lower_control_flow.cpp) ---
+  // Inlines `body`, a subgraph attribute of `owner`: its local names get `prefix`, its inputs
+  // take `inputs` (in order), the names it captures resolve in the enclosing scope, and its
+  // nodes are visited as the model's. Returns the names of the body's outputs, in order.
+  std::vector<std::string> inline_graph(const onnx::NodeProto& owner, const onnx::GraphProto& body,
+                                        const std::string& prefix,
+                                        const std::vector<Value>& inputs);
+  const Value& value(const std::string& name) const;
+  // A unique prefix for the names one inlining of `owner` makes.
+  std::string scope_prefix(const onnx::NodeProto& owner);
+  // Throws NeedsComputedValues (or NeedsInputValues, where model inputs determine it) for the
+  // host value of `name`, which the graph computes; `what` names it for the message.
+  [[noreturn]] void needs_host_value(const onnx::NodeProto& node, const std::string& name,
+                                     const std::string& what) const;
+
   // --- for the fusion pass ---
   // The nodes that read `value`, in model order.
   const std::vector<const onnx::NodeProto*>& consumers(const std::string& value) const;
@@ -139,16 +189,27 @@ class Importer {
   bool is_model_output(const std::string& value) const { return graph_outputs_.count(value) > 0; }
 
   static Value device_value(ComputeGraph& g, TensorRef t);
+  static Value host_constant(HostTensor t);
 
  private:
+  // Thrown through an inlining whose subgraph waits for values (a node in it was blocked), so
+  // that the control-flow node owning it is blocked in its turn.
+  struct SubgraphBlocked {};
   void add_inputs(const std::map<std::string, Shape>& input_shapes,
                   const std::map<std::string, HostTensor>& input_values);
   void visit(const onnx::NodeProto& node);
+  void visit_top(const onnx::NodeProto& node);
+  void visit_node(const onnx::NodeProto& node);
+  void register_node(const onnx::NodeProto& node);
   void lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool absorbed_others);
   std::set<std::string> fold_sources(const onnx::NodeProto& node) const;
   [[noreturn]] void needs_values(const onnx::NodeProto& node, const std::string& what,
                                  const std::set<std::string>& inputs) const;
   void block(const onnx::NodeProto& node);
+  // The values a node reads: its inputs and, for control flow, those its subgraphs capture.
+  std::vector<std::string> uses(const onnx::NodeProto& node) const;
+  std::set<const onnx::NodeProto*> live_nodes() const;  // a staged build's nodes to visit
+  bool take_computed(const onnx::NodeProto& node);      // outputs read back by a segment
   bool try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs);
 
   const onnx::ModelProto& model_;
@@ -172,7 +233,19 @@ class Importer {
   std::set<std::string> blocked_;
   std::set<std::string> needed_;
   std::string first_need_;
+  // Values the graph computes that lowerings need on the host (NeedsComputedValues).
+  std::set<std::string> computed_needed_, computed_roots_;
+  std::string first_computed_need_;
+  Staging staging_;
+  const onnx::NodeProto* top_node_ = nullptr;  // the model node being visited
+  std::map<const onnx::NodeProto*, std::vector<std::string>> captured_;  // by subgraphs
+  std::deque<onnx::NodeProto> inlined_;  // nodes of inlined subgraphs (stable addresses)
+  std::map<std::string, int> scope_counts_;
+  std::set<std::string> model_values_;  // outputs of the model's own nodes
 };
+
+// ai.onnx's Constant: visited before the other nodes of its graph.
+bool is_constant_node(const onnx::NodeProto& node);
 
 // The activation that UnaryOp + params express for an ONNX activation node, if any.
 std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(const onnx::NodeProto& node,

@@ -7,7 +7,9 @@
 namespace vkgraph::onnx_import {
 
 // A device tensor as the node's output value.
-inline Value device(Importer& im, TensorRef t) { return Importer::device_value(im.graph(), t); }
+inline Value device(Importer& im, TensorRef t) {
+  return Importer::device_value(im.graph(), t);
+}
 
 // Op errors name the op ("gather_nd: ..."); a lowering runs its op calls through with_node so
 // the message names the model node too, as its own checks do.
@@ -17,6 +19,8 @@ auto with_node(const Importer& im, const onnx::NodeProto& node, F&& f) {
     return std::forward<F>(f)();
   } catch (const NeedsInputValues&) {
     throw;  // the build collects these; its message names the node already
+  } catch (const NeedsComputedValues&) {
+    throw;
   } catch (const Error& e) {
     if (e.message().rfind(im.where(node), 0) == 0) throw;
     throw Error(e.kind(), im.where(node) + ": " + e.message());

@@ -8,6 +8,7 @@
 
 #include "onnx/importer.h"
 #include "onnx/load.h"
+#include "onnx/segments.h"
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
 #include "vkgraph/onnx_tensor.h"
@@ -21,15 +22,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 namespace {
-// A fed input as the checks and the build see it: a HostTensor's bytes for run(), the app's
-// memory for run_bound().
-struct Feed {
-  DType dtype;
-  const Shape* shape;
-  const void* data;
-  size_t bytes;  // at `data`; at least the tensor's size
-};
-using Feeds = std::map<std::string, Feed>;
+using onnx_import::Feed;
+using onnx_import::Feeds;
 
 size_t tensor_bytes(DType dtype, const Shape& shape) {
   return static_cast<size_t>(numel(shape)) * dtype_size(dtype);
@@ -50,6 +44,9 @@ struct Session::Impl {
   std::shared_ptr<vk::Context> context;
   onnx_import::ParsedModel model;
   std::unique_ptr<ComputeGraph> graph;
+  // Where lowering needs values the graph computes: the graphs that compute them, run before
+  // `graph` (segments.h).
+  onnx_import::Segments segments;
   std::map<std::string, Shape> built_for;          // input shapes the current graph was built with
   std::map<std::string, HostTensor> built_values;  // values of the needs_value inputs
   IOMode built_io = IOMode::Staged;                // Staged for run(), External for run_bound()
@@ -76,6 +73,8 @@ struct Session::Impl {
       build(*shapes, {}, IOMode::Staged);
     } catch (const onnx_import::NeedsInputValues& e) {
       mark_needs_value(e.inputs());  // built by the first run, which gives the values
+    } catch (const onnx_import::NeedsComputedValues&) {
+      // Built in segments by the first run, which gives the data they compute from.
     }
   }
 
@@ -109,13 +108,20 @@ struct Session::Impl {
   // Builds for the fed shapes and values, learning which inputs' values the build needs: a
   // build reports those of every node it reaches, but nodes behind them may need more once
   // their values are known, so it retries, learning at least one input each time.
+  // Values the graph computes and a build needs are read back by segments, built on the way.
   void plan(const std::map<std::string, Shape>& shapes, const Feeds& feeds, IOMode io) {
     std::map<std::string, HostTensor> values;
     for (auto& in : model.inputs)
       if (in.needs_value) values[in.name] = value_of(feeds.at(in.name));
+    graph.reset();
+    auto build_segment = [&](const onnx_import::Staging& staging) {
+      return make_graph(shapes, values, IOMode::Staged, staging).first;
+    };
     for (;;) {
       try {
-        build(shapes, values, io);
+        onnx_import::Staging staging;
+        staging.computed = segments.known();
+        build(shapes, values, io, staging);
         built_values = std::move(values);
         return;
       } catch (const onnx_import::NeedsInputValues& e) {
@@ -124,6 +130,9 @@ struct Session::Impl {
           learned |= values.emplace(name, value_of(feeds.at(name))).second;
         if (!learned) throw;  // the values given did not make it known: an importer bug
         mark_needs_value(e.inputs());
+        segments.clear();  // built without those values folded
+      } catch (const onnx_import::NeedsComputedValues& e) {
+        segments.add(e, build_segment, feeds);
       }
     }
   }
@@ -144,33 +153,47 @@ struct Session::Impl {
   // The graph for these feeds and I/O mode: the current one, or a new build.
   ComputeGraph& graph_for(const Feeds& feeds, IOMode io) {
     std::map<std::string, Shape> shapes = check_feeds(feeds);
-    if (!graph || io != built_io || shapes != built_for || values_changed(feeds))
+    if (!graph || io != built_io || shapes != built_for || values_changed(feeds)) {
+      segments.clear();
       plan(shapes, feeds, io);
+    } else if (!segments.replay(feeds)) {
+      plan(shapes, feeds, io);  // from the first segment whose values changed
+    }
     return *graph;
   }
 
-  void build(const std::map<std::string, Shape>& shapes,
-             const std::map<std::string, HostTensor>& values, IOMode io) {
+  // A prepared graph for one build, and the outputs it made External.
+  std::pair<std::unique_ptr<ComputeGraph>, std::set<std::string>> make_graph(
+      const std::map<std::string, Shape>& shapes, const std::map<std::string, HostTensor>& values,
+      IOMode io, const onnx_import::Staging& staging) {
     auto t0 = std::chrono::steady_clock::now();
-    graph.reset();
-    bound.clear();
-    bound_paths.clear();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
     onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse, options.fp16, io);
+    importer.set_staging(staging);
     importer.build();
-    external_outputs = importer.external_outputs();
-    built_io = io;
     times.build_ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();
     g->prepare();
     times.prepare_ms = ms_since(t0);
+    ++times.builds;
+    return {std::move(g), importer.external_outputs()};
+  }
+
+  void build(const std::map<std::string, Shape>& shapes,
+             const std::map<std::string, HostTensor>& values, IOMode io,
+             const onnx_import::Staging& staging = {}) {
+    graph.reset();
+    bound.clear();
+    bound_paths.clear();
+    auto [g, externals] = make_graph(shapes, values, io, staging);
+    external_outputs = std::move(externals);
+    built_io = io;
     for (size_t i = 0; i < g->num_outputs(); ++i) {
       TensorInfo ti = g->info(g->output(i));
       model.outputs[i].dtype = ti.dtype;
     }
     graph = std::move(g);
     built_for = shapes;
-    ++times.builds;
   }
 };
 
