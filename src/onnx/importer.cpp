@@ -51,6 +51,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_one_hot(lowerings_);
   register_pointwise(lowerings_);
   register_quant(lowerings_);
+  register_recurrent(lowerings_);
   add_inputs(input_shapes, input_values);
 }
 
