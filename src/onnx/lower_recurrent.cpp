@@ -16,6 +16,12 @@ namespace {
 using ops::RecurrentActivation;
 using ops::RecurrentCell;
 
+// A model that breaks the op's rules (not one vkgraph cannot run): InvalidArgument.
+[[noreturn]] void invalid(const Importer& im, const onnx::NodeProto& node,
+                          const std::string& what) {
+  throw Error(ErrorKind::InvalidArgument, im.where(node) + ": " + what);
+}
+
 struct FunctionSpec {
   const char* name;
   RecurrentActivation kind;
@@ -48,8 +54,9 @@ std::vector<ops::RecurrentFunction> functions_of(const Importer& im, const onnx:
   if (names.empty()) return {};
   if (names.size() == per_dir && dirs == 2) names.insert(names.end(), names.begin(), names.end());
   if (names.size() != per_dir * dirs)
-    im.fail(node, std::to_string(names.size()) + " activations given, " +
-                      std::to_string(per_dir * dirs) + " expected");
+    invalid(im, node,
+            std::to_string(names.size()) + " activations given, " + std::to_string(per_dir * dirs) +
+                " expected");
   auto list = [&](const char* key) {
     auto it = a.float_lists.find(key);
     return it == a.float_lists.end() ? std::vector<float>{} : it->second;
@@ -64,7 +71,7 @@ std::vector<ops::RecurrentFunction> functions_of(const Importer& im, const onnx:
     const FunctionSpec* spec = nullptr;
     for (const FunctionSpec& f : kFunctions)
       if (lower == f.name) spec = &f;
-    if (!spec) im.fail(node, "unknown activation '" + name + "'");
+    if (!spec) invalid(im, node, "unknown activation '" + name + "'");
     ops::RecurrentFunction f{spec->kind, spec->alpha, spec->beta};
     if (spec->params >= 1 && next_alpha < alphas.size()) f.alpha = alphas[next_alpha++];
     if (spec->params >= 2 && next_beta < betas.size()) f.beta = betas[next_beta++];
@@ -87,18 +94,19 @@ std::vector<Value> lower_recurrent(Importer& im, const onnx::NodeProto& node, co
   else if (direction == "bidirectional")
     p.direction = ops::RecurrentDirection::Bidirectional;
   else
-    im.fail(node, "unknown direction '" + direction + "'");
+    invalid(im, node, "unknown direction '" + direction + "'");
   const Shape& r_shape = im.input(node, 2).shape;
-  if (r_shape.size() != 3) im.fail(node, "R " + shape_str(r_shape) + " must be 3-D");
+  if (r_shape.size() != 3) invalid(im, node, "R " + shape_str(r_shape) + " must be 3-D");
   p.hidden_size = a.get_int("hidden_size", r_shape[2]);
   if (p.hidden_size != r_shape[2])
-    im.fail(node, "hidden_size " + std::to_string(p.hidden_size) + " does not match R " +
-                      shape_str(r_shape));
+    invalid(
+        im, node,
+        "hidden_size " + std::to_string(p.hidden_size) + " does not match R " + shape_str(r_shape));
   const size_t dirs = p.direction == ops::RecurrentDirection::Bidirectional ? 2 : 1;
   p.activations = functions_of(im, node, a, ops::recurrent_function_count(cell), dirs);
   if (auto clip = a.floats.find("clip"); clip != a.floats.end()) {
     if (!(clip->second > 0.f))
-      im.fail(node, "clip " + std::to_string(clip->second) + " must be positive");
+      invalid(im, node, "clip " + std::to_string(clip->second) + " must be positive");
     p.clip = clip->second;
   }
   p.input_forget = a.get_int("input_forget", 0) != 0;
