@@ -13,6 +13,7 @@ through the vkgraph Python package and prints the largest difference from PyTorc
   /usr/bin/python3 tools/models/make_recurrent.py --large --out /tmp/rnn --check
 """
 import argparse
+import inspect
 import os
 
 import numpy as np
@@ -49,8 +50,10 @@ class GruSeq(torch.nn.Module):
 
 def export(model, name, x, out):
     path = os.path.join(out, name + ".onnx")
+    # The legacy (TorchScript) exporter: PyTorch 2.x defaults to the dynamo one.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model.eval(), (x,), path, opset_version=14, input_names=["x"],
-                      output_names=["y"])
+                      output_names=["y"], **legacy)
     with torch.no_grad():
         y = model(x).numpy()
     np.save(os.path.join(out, name + "_input.npy"), x.numpy())
