@@ -6,6 +6,7 @@
 #include "vkgraph/ops/recurrent.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "shape_ops.h"
@@ -78,6 +79,13 @@ RecurrentOutputs recurrent(ComputeGraph& g, const RecurrentInputs& in, const Rec
   if (hidden < 1)
     throw Error(ErrorKind::InvalidArgument,
                 op + ": hidden_size " + std::to_string(hidden) + " must be positive");
+  // The persistent kernel holds the hidden state in shared memory (checked first: it also
+  // bounds every size below).
+  const int64_t max_hidden = kSharedFloats / (p.cell == RecurrentCell::Gru ? 3 : 2);
+  if (hidden > max_hidden)
+    throw Error(ErrorKind::Unsupported, op + ": hidden_size " + std::to_string(hidden) +
+                                            " above the recurrent kernel's " +
+                                            std::to_string(max_hidden));
   if (steps < 1 || batch < 1 || input < 1)
     throw Error(ErrorKind::InvalidArgument, op + ": X " + shape_str(xi.shape) + " is empty");
   const int64_t gh = checked_mul(gates, hidden, op);
@@ -115,13 +123,6 @@ RecurrentOutputs recurrent(ComputeGraph& g, const RecurrentInputs& in, const Rec
     throw Error(ErrorKind::InvalidArgument, op + ": " + std::to_string(functions.size()) +
                                                 " activations given, " +
                                                 std::to_string(per_dir * dirs) + " expected");
-  // The persistent kernel holds the hidden state in shared memory and a workgroup per
-  // (batch row, direction) in one grid dimension each.
-  const int64_t shared_needed = (p.cell == RecurrentCell::Gru ? 3 : 2) * hidden;
-  if (shared_needed > kSharedFloats)
-    throw Error(ErrorKind::Unsupported,
-                op + ": hidden_size " + std::to_string(hidden) + " above the recurrent kernel's " +
-                    std::to_string(kSharedFloats / (p.cell == RecurrentCell::Gru ? 3 : 2)));
   if (batch > 65535)
     throw Error(ErrorKind::Unsupported,
                 op + ": batch " + std::to_string(batch) + " above 65535 workgroups");

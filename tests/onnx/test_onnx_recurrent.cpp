@@ -503,5 +503,19 @@ TEST_F(OnnxRecurrentErrors, WrongActivationCountNamesTheNode) {
                      {"LSTM node 'LSTM1'", "2 activations given, 3 expected"});
 }
 
+// The op itself, on shapes alone: the shared-memory bound on hidden_size is a clear Unsupported.
+TEST_F(OnnxRecurrentErrors, HiddenSizeAboveTheKernelsLimit) {
+  ComputeGraph g{context()};
+  ops::RecurrentInputs in;
+  in.x = g.add_input({5, 1, 4}, DType::Float32, "x");
+  in.w = g.add_input({1, 3 * 1366, 4}, DType::Float32, "w");
+  in.r = g.add_input({1, 3 * 1366, 1366}, DType::Float32, "r");
+  ops::RecurrentParams p;
+  p.cell = ops::RecurrentCell::Gru;
+  p.hidden_size = 1366;
+  expect_error([&] { ops::recurrent(g, in, p); }, ErrorKind::Unsupported,
+               {"gru: hidden_size 1366 above the recurrent kernel's 1365"});
+}
+
 }  // namespace
 }  // namespace vkgraph::testing
