@@ -21,5 +21,6 @@
 #include "vkgraph/ops/nd_index.h"
 #include "vkgraph/ops/one_hot.h"
 #include "vkgraph/ops/pointwise.h"
+#include "vkgraph/ops/recurrent.h"
 #include "vkgraph/ops/reverse_sequence.h"
 #include "vkgraph/ops/roi_align.h"

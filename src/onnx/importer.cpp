@@ -53,6 +53,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_pointwise(lowerings_);
   register_quant(lowerings_);
   register_control_flow(lowerings_);
+  register_recurrent(lowerings_);
   add_inputs(input_shapes, input_values);
 }
 

@@ -119,6 +119,7 @@ void register_one_hot(LoweringTable& table);
 void register_pointwise(LoweringTable& table);
 void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
 void register_control_flow(LoweringTable& table);
+void register_recurrent(LoweringTable& table);
 
 class Importer {
  public:

@@ -54,6 +54,7 @@ class ModelBuilder {
     for (float v : values) t->add_float_data(v);
   }
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }  // for what the helpers lack
+  onnx::ModelProto& proto() { return model_; }
   // A session on the shared validated context.
   Session session(SessionOptions options = {}) const {
     std::string bytes = model_.SerializeAsString();
