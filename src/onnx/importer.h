@@ -150,6 +150,9 @@ class Importer {
                                  const std::set<std::string>& inputs) const;
   void block(const onnx::NodeProto& node);
   bool try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs);
+  // Every attribute of a node that was folded or lowered has been read by what computed it
+  // (fold::AttrTable records the reads); otherwise an error names the first one left.
+  void check_attributes_read(const onnx::NodeProto& node, const fold::Attrs& attrs) const;
 
   const onnx::ModelProto& model_;
   ComputeGraph& graph_;
@@ -175,7 +178,9 @@ class Importer {
 };
 
 // The activation that UnaryOp + params express for an ONNX activation node, if any.
+// `attrs` are the node's, read through so the reads count (fold::AttrTable).
 std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(const onnx::NodeProto& node,
+                                                                       const fold::Attrs& attrs,
                                                                        const Importer& importer);
 
 }  // namespace vkgraph::onnx_import

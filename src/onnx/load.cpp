@@ -3,6 +3,7 @@
 #include <climits>
 #include <set>
 
+#include "onnx/model_check.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -40,6 +41,7 @@ ParsedModel parse_model(const void* bytes, size_t size, const std::string& what)
   if (!m.proto.ParseFromArray(bytes, static_cast<int>(size)))
     throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
   if (!m.proto.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
+  check_with_onnx(m.proto, what);
   std::set<std::string> initializers;
   for (auto& init : m.proto.graph().initializer()) initializers.insert(init.name());
   for (auto& in : m.proto.graph().input()) {

@@ -21,8 +21,9 @@ struct ParsedModel {
   std::vector<ValueInfo> outputs;
 };
 
-// Parses a serialized ModelProto and checks that it has a graph with outputs and tensor-typed
-// inputs and outputs. `what` names the model in errors (a path, "model bytes"). Throws Error.
+// Parses a serialized ModelProto, runs ONNX's checker on it (model_check.h) and checks that
+// it has a graph with outputs and tensor-typed inputs and outputs. `what` names the model in
+// errors (a path, "model bytes"). Throws Error.
 ParsedModel parse_model(const void* bytes, size_t size, const std::string& what);
 
 // The model's ai.onnx opset version: its opset_import entry for the default domain (the last
