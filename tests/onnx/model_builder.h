@@ -60,6 +60,7 @@ class ModelBuilder {
     for (int64_t d : shape) t->add_dims(d);
     for (float v : values) t->add_float_data(v);
   }
+  std::string bytes() const { return model_.SerializeAsString(); }
   // A session on the shared validated context.
   Session session(SessionOptions options = {}) const {
     std::string bytes = model_.SerializeAsString();
