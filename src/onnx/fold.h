@@ -8,9 +8,11 @@
 // for the device; Error(InvalidArgument, "<op>: ...") for a node that is invalid by the ONNX
 // spec (bad shapes, index out of range, integer division by zero).
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkgraph/types.h"
@@ -33,6 +35,8 @@ template <typename V>
 class AttrTable {
  public:
   using Map = std::map<std::string, V>;
+  AttrTable() = default;
+  AttrTable(std::initializer_list<typename Map::value_type> values) : map_(values) {}
   typename Map::const_iterator find(const std::string& name) const {
     read_.insert(name);
     return map_.find(name);
@@ -46,7 +50,12 @@ class AttrTable {
     return map_.at(name);
   }
   typename Map::const_iterator end() const { return map_.end(); }
-  V& operator[](const std::string& name) { return map_[name]; }  // for building the table
+  // For building the table.
+  V& operator[](const std::string& name) { return map_[name]; }
+  template <typename... Args>
+  auto emplace(Args&&... args) {
+    return map_.emplace(std::forward<Args>(args)...);
+  }
 
   // Names present that no lookup asked for.
   void add_unread(std::vector<std::string>& names) const {
