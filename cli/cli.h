@@ -28,6 +28,12 @@ void print_pipeline_cache(vk::Context& context);
 int run_bench_op(const std::vector<std::string>& args, const vk::ContextOptions& options, int runs,
                  bool fp16, std::shared_ptr<const ops::Tuning> tuning);
 
+// `vkgraph soak MODEL_A MODEL_B [--runs N] [--sample N] [--shape-every N] [--sizes 1,2,4,3]`:
+// the two models alternating on one device, dynamic dims cycling through `sizes`, each output
+// compared with the first run's, device and host memory sampled. 0 when every output matched
+// and device memory stayed flat after the warm-up.
+int run_soak(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16);
+
 // `vkgraph demo`: a built-in graph checked against a CPU reference. Returns 0 on success.
 int run_demo(const vk::ContextOptions& options);
 

@@ -43,6 +43,9 @@ commands:
   bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
   bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
                                minus GPU time: what the runtime adds per execution
+  soak MODEL_A MODEL_B         the two alternating, dynamic dims cycling (--sizes 1,2,4,3,
+      [--runs N] [--sample N]  --shape-every 25 runs), every output checked against the
+                               first run's, device and host memory sampled (default 10000)
   check CASE_DIR               run an ONNX test-layout folder and compare with its outputs
   conformance DIR... [--expect FILE] [--write-passes FILE] [--filter S] [-v]
                                run every case folder under each DIR; print a summary
@@ -434,6 +437,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(cmd_args, options, fp16, false, tuning);
     if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true, tuning);
     if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16, tuning);
+    if (cmd == "soak") return cli::run_soak(cmd_args, options, fp16);
     if (cmd == "check") {
       if (cmd_args.size() != 1)
         throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");

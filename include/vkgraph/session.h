@@ -55,6 +55,10 @@ struct SessionOptions {
   // saturate to +-65504; computed values beyond it become infinite, as in any float16
   // arithmetic. Needs storageBuffer16BitAccess. Accuracy: see the README.
   bool fp16 = false;
+  // The folder that a model's external data (tensors stored beside it, `location` relative to
+  // it) is read from. Default: the model file's folder; a model given as bytes has none, and
+  // one with external data then needs this. Locations cannot lead out of the folder.
+  std::string external_data_dir;
 };
 
 // The model's metadata fields (ModelProto), for onnxruntime-style get_modelmeta().

@@ -115,7 +115,8 @@ PYBIND11_MODULE(_vkgraph, m) {
       .def_readwrite("validation", &NativeOptions::validation)
       .def_readwrite("pipeline_cache", &NativeOptions::pipeline_cache)
       .def_readwrite("memory_budget", &NativeOptions::memory_budget)
-      .def_readwrite("input_shapes", &NativeOptions::input_shapes);
+      .def_readwrite("input_shapes", &NativeOptions::input_shapes)
+      .def_readwrite("external_data_dir", &NativeOptions::external_data_dir);
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::object&, const NativeOptions&>(), py::arg("model"),

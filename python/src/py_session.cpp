@@ -52,6 +52,7 @@ PySession::PySession(const py::object& model, const NativeOptions& options)
   so.fp16 = options.fp16;
   so.fuse = options.fuse;
   so.input_shapes = options.input_shapes;
+  so.external_data_dir = options.external_data_dir;
   so.graph.profile = options.profile;
   if (py::isinstance<py::str>(model)) {
     const std::string path = model.cast<std::string>();

@@ -28,6 +28,7 @@ struct NativeOptions {
   std::optional<std::string> pipeline_cache;
   uint64_t memory_budget = 0;
   std::map<std::string, Shape> input_shapes;
+  std::string external_data_dir;  // SessionOptions::external_data_dir
 };
 
 // Sessions with equal device options share one vk::Context (device, queue, allocator,

@@ -34,7 +34,8 @@ class SessionOptions:
     ``device`` (an index or a name substring, as ``VKGRAPH_DEVICE``), ``pipeline_cache``
     (a folder or ``"off"``), ``validation`` (Khronos validation with synchronization
     validation), ``input_shapes`` (``{"input": (1, 3, 224, 224)}`` fixes dynamic dims at load),
-    ``memory_budget`` (bytes of device memory, 0 = no limit). ``None`` means the environment's
+    ``memory_budget`` (bytes of device memory, 0 = no limit), ``external_data_dir`` (the folder
+    of a model's external data when the model is given as bytes; a path's own folder otherwise). ``None`` means the environment's
     choice (``VKGRAPH_DEVICE``, ``VKGRAPH_VALIDATION``, ``VKGRAPH_PIPELINE_CACHE``).
 
     onnxruntime's: ``enable_profiling`` and ``profile_file_prefix`` (a Chrome trace of per-node
@@ -51,6 +52,7 @@ class SessionOptions:
         "validation",
         "input_shapes",
         "memory_budget",
+        "external_data_dir",
         "enable_profiling",
         "profile_file_prefix",
         "graph_optimization_level",
@@ -74,6 +76,7 @@ class SessionOptions:
         self.validation: Optional[bool] = None
         self.input_shapes: Dict[str, Sequence[int]] = {}
         self.memory_budget = 0
+        self.external_data_dir: Optional[str] = None
         self.enable_profiling = False
         self.profile_file_prefix = "vkgraph_profile"
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -187,6 +190,8 @@ def _native_options(options: SessionOptions, device: Optional[str]) -> "_vkgraph
     native.validation = None if options.validation is None else bool(options.validation)
     native.pipeline_cache = None if options.pipeline_cache is None else str(options.pipeline_cache)
     native.memory_budget = int(options.memory_budget)
+    if options.external_data_dir is not None:
+        native.external_data_dir = os.fspath(options.external_data_dir)
     native.input_shapes = {str(k): [int(d) for d in v] for k, v in options.input_shapes.items()}
     return native
 

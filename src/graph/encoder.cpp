@@ -262,8 +262,13 @@ void Encoder::encode(const vk::SubmitSync& sync) {
     if (first) chunk_sync.waits = sync.waits;
     if (last) chunk_sync.signals = sync.signals;
     cb.mark_submitted();
-    g_.context->submit({cb.handle()}, {cb.id()}, last ? fence_->handle() : VK_NULL_HANDLE,
-                       chunk_sync);
+    try {
+      g_.context->submit({cb.handle()}, {cb.id()}, last ? fence_->handle() : VK_NULL_HANDLE,
+                         chunk_sync);
+    } catch (...) {
+      cb.mark_completed();  // never submitted
+      throw;
+    }
   }
   g_.stats.command_buffers = recorded_.size();
   g_.stats.recordings++;
@@ -272,11 +277,17 @@ void Encoder::encode(const vk::SubmitSync& sync) {
 
 void Encoder::submit(const vk::SubmitSync& sync) {
   submitted_at_ = std::chrono::steady_clock::now();
+  g_.context->check_not_lost();  // before any command buffer changes state
   if (!encoded_) {
     encode(sync);
   } else {
     for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_submitted();
-    g_.context->submit(recorded_, recorded_ids_, fence_->handle(), sync);
+    try {
+      g_.context->submit(recorded_, recorded_ids_, fence_->handle(), sync);
+    } catch (...) {
+      for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
+      throw;
+    }
   }
   g_.in_flight = true;
 }

@@ -3,6 +3,8 @@
 // fold_shape.cpp and fold_index.cpp, their shared helpers in fold_eval.h.
 #include "onnx/fold.h"
 
+#include <algorithm>
+
 #include "onnx/fold_eval.h"
 
 namespace vkgraph::fold {
@@ -20,6 +22,34 @@ const std::vector<int64_t>* Attrs::find_ints(const std::string& name) const {
 const HostTensor* Attrs::find_tensor(const std::string& name) const {
   auto it = tensors.find(name);
   return it == tensors.end() ? nullptr : &it->second;
+}
+
+void Attrs::ignore(const std::string& name) const {
+  ignored_.insert(name);
+}
+
+std::vector<std::string> Attrs::unread() const {
+  std::vector<std::string> names;
+  ints.add_unread(names);
+  int_lists.add_unread(names);
+  floats.add_unread(names);
+  float_lists.add_unread(names);
+  strings.add_unread(names);
+  tensors.add_unread(names);
+  names.insert(names.end(), other_types.begin(), other_types.end());
+  std::erase_if(names, [&](const std::string& n) { return ignored_.count(n) > 0; });
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void Attrs::forget_reads() const {
+  ints.forget_reads();
+  int_lists.forget_reads();
+  floats.forget_reads();
+  float_lists.forget_reads();
+  strings.forget_reads();
+  tensors.forget_reads();
+  ignored_.clear();
 }
 
 namespace {

@@ -8,8 +8,11 @@
 // for the device; Error(InvalidArgument, "<op>: ...") for a node that is invalid by the ONNX
 // spec (bad shapes, index out of range, integer division by zero).
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkgraph/types.h"
@@ -24,19 +27,77 @@ namespace vkgraph::fold {
 // would bloat it, so evaluate() refuses with Unsupported.
 inline constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 
+// One attribute type's name -> value table. Lookups are recorded, so that after a node is
+// lowered or folded the importer can tell which of its attributes nothing read: a misspelled
+// name, a value of the wrong type, or an attribute the lowering does not implement. Reading
+// through a table therefore declares the attribute known; no per-op list exists elsewhere.
+template <typename V>
+class AttrTable {
+ public:
+  using Map = std::map<std::string, V>;
+  AttrTable() = default;
+  AttrTable(std::initializer_list<typename Map::value_type> values) : map_(values) {}
+  typename Map::const_iterator find(const std::string& name) const {
+    read_.insert(name);
+    return map_.find(name);
+  }
+  size_t count(const std::string& name) const {
+    read_.insert(name);
+    return map_.count(name);
+  }
+  const V& at(const std::string& name) const {
+    read_.insert(name);
+    return map_.at(name);
+  }
+  typename Map::const_iterator end() const { return map_.end(); }
+  // For building the table.
+  V& operator[](const std::string& name) { return map_[name]; }
+  template <typename... Args>
+  auto emplace(Args&&... args) {
+    return map_.emplace(std::forward<Args>(args)...);
+  }
+
+  // Names present that no lookup asked for.
+  void add_unread(std::vector<std::string>& names) const {
+    for (const auto& [name, value] : map_)
+      if (!read_.count(name)) names.push_back(name);
+  }
+  void forget_reads() const { read_.clear(); }
+
+ private:
+  Map map_;
+  mutable std::set<std::string> read_;  // recording a lookup does not change the attributes
+};
+
 // The attributes of one node, decoupled from protobuf so that evaluators are testable alone.
 struct Attrs {
-  std::map<std::string, int64_t> ints;
-  std::map<std::string, std::vector<int64_t>> int_lists;
-  std::map<std::string, float> floats;
-  std::map<std::string, std::vector<float>> float_lists;
-  std::map<std::string, std::string> strings;
-  std::map<std::string, HostTensor> tensors;  // e.g. ConstantOfShape's "value"
+  AttrTable<int64_t> ints;
+  AttrTable<std::vector<int64_t>> int_lists;
+  AttrTable<float> floats;
+  AttrTable<std::vector<float>> float_lists;
+  AttrTable<std::string> strings;
+  AttrTable<HostTensor> tensors;  // e.g. ConstantOfShape's "value"
+  // Attributes of types no lowering reads (graphs, sparse tensors, type protos): always unread
+  // unless ignored.
+  std::vector<std::string> other_types;
 
   int64_t get_int(const std::string& name, int64_t fallback) const;
   // nullptr when the attribute is absent.
   const std::vector<int64_t>* find_ints(const std::string& name) const;
   const HostTensor* find_tensor(const std::string& name) const;
+
+  // Declares `name` known whatever its type, for an attribute that is valid ONNX and has no
+  // effect on what vkgraph computes (BatchNormalization's momentum at inference, say). The
+  // caller says why in a comment.
+  void ignore(const std::string& name) const;
+  // The attributes present that no lookup or ignore() named, in name order.
+  std::vector<std::string> unread() const;
+  // Starts the record afresh: a lowering that runs after a folding attempt declined must not
+  // count the folder's reads as its own.
+  void forget_reads() const;
+
+ private:
+  mutable std::set<std::string> ignored_;
 };
 
 // Converts a node's attributes. INT, INTS, FLOAT, FLOATS, STRING and TENSOR are kept; other

@@ -351,12 +351,12 @@ HostTensor eval_reduce(const Node& n, Reduce op) {
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> raw;
   n.ints_from_input_or_attr(1, "axes", "axes", &raw);
+  const bool keepdims = n.attrs.get_int("keepdims", 1) != 0;  // read even where a no-op
   if (raw.empty()) {
     if (n.attrs.get_int("noop_with_empty_axes", 0)) return x;
     for (int64_t d = 0; d < rank; ++d) raw.push_back(d);
   }
   const std::vector<int64_t> axes = n.axes(raw, rank);
-  const bool keepdims = n.attrs.get_int("keepdims", 1) != 0;
 
   std::vector<bool> reduced(rank, false);
   for (int64_t a : axes) reduced[a] = true;

@@ -43,7 +43,8 @@ Attrs attrs_from_node(const onnx::NodeProto& node) {
         }
         break;
       default:
-        break;  // graphs, sparse tensors, type protos: no foldable op reads them
+        attrs.other_types.push_back(a.name());  // graphs, sparse tensors, type protos
+        break;
     }
   }
   return attrs;

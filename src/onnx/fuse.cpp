@@ -50,7 +50,7 @@ void take_activation(Pass& p, const NodeProto& tail, bool (*can_fuse)(ops::Unary
                      NodeProto& n) {
   const NodeProto* next = p.sole_consumer(tail.output(0));
   if (!next || next->input_size() < 1 || next->input(0) != tail.output(0)) return;
-  auto act = activation_of(*next, p.importer());
+  auto act = activation_of(*next, p.attrs(*next), p.importer());
   if (!act || !can_fuse(act->first)) return;
   onnx::AttributeProto* a = n.add_attribute();
   a->set_name("activation");
@@ -84,7 +84,13 @@ const NodeProto* foldable_batch_norm(Pass& p, const NodeProto& conv) {
     const HostTensor* t = im.constant(*bn, i);
     if (!t || t->dtype != DType::Float32 || t->numel() != w->shape[0]) return nullptr;
   }
-  if (fold::attrs_from_node(*bn).get_int("training_mode", 0)) return nullptr;
+  const fold::Attrs& attrs = p.attrs(*bn);
+  if (attrs.get_int("training_mode", 0)) return nullptr;
+  // As lower_batch_norm: momentum and is_test say nothing at inference (the training outputs
+  // were refused above); spatial=0 is not the per-channel form folded here.
+  attrs.ignore("momentum");
+  attrs.ignore("is_test");
+  if (attrs.get_int("spatial", 1) == 0) return nullptr;
   return bn;
 }
 
@@ -99,7 +105,7 @@ std::optional<Fusion> conv_epilogue(const NodeProto& conv, Pass& p) {
   const NodeProto* tail = &conv;
   if (const NodeProto* bn = foldable_batch_norm(p, conv)) {
     for (int i = 0; i < 4; ++i) n.set_input(kBnScale + i, bn->input(1 + i));
-    auto eps = fold::attrs_from_node(*bn).floats;
+    const auto& eps = p.attrs(*bn).floats;
     set_float(n, "bn_epsilon", eps.count("epsilon") ? eps.at("epsilon") : 1e-5f);
     f.absorbed.push_back(tail = bn);
   }
@@ -203,8 +209,7 @@ std::optional<Fusion> transpose_view(const NodeProto& t, Pass& p) {
   const Importer& im = p.importer();
   if (t.input_size() != 1 || t.input(0).empty()) return std::nullopt;
   const Pass::View in = p.resolve(t, 0);
-  const fold::Attrs attrs = fold::attrs_from_node(t);
-  const std::vector<int64_t>* given = attrs.find_ints("perm");
+  const std::vector<int64_t>* given = p.attrs(t).find_ints("perm");
   const std::vector<int64_t> perm =
       ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{}, im.where(t));
   // The permutation of the stored tensor: this one after the input's own.
@@ -264,10 +269,40 @@ std::optional<Fusion> Pass::rewrite(const NodeProto& node) {
   for (int i = 0; i < node.input_size(); ++i)
     on_device |= !node.input(i).empty() && !im_.constant(node, i);
   if (!on_device && fold::can_fold(node.op_type())) return std::nullopt;
-  for (const Pattern& pattern : kPatterns)
-    if (node.op_type() == pattern.root)
-      if (std::optional<Fusion> f = pattern.match(node, *this)) return f;
+  for (const Pattern& pattern : kPatterns) {
+    if (node.op_type() != pattern.root) continue;
+    attrs_.clear();  // each pattern's reads are its own
+    std::optional<Fusion> f = pattern.match(node, *this);
+    if (f && reads_all_attributes(node, *f)) return f;
+  }
   return std::nullopt;
+}
+
+const fold::Attrs& Pass::attrs(const NodeProto& node) {
+  auto it = attrs_.find(&node);
+  if (it == attrs_.end()) it = attrs_.emplace(&node, fold::attrs_from_node(node)).first;
+  return it->second;
+}
+
+// A fusion computes the nodes it absorbs, so an attribute of theirs that the pattern did not
+// read would be ignored: such a fusion is declined, and the node, lowered alone, meets the
+// importer's attribute check. The root's attributes count as read where the fused node carries
+// them all (FusedConv, FusedGemm), since its lowering reads them.
+bool Pass::reads_all_attributes(const NodeProto& root, const Fusion& f) {
+  auto read = [&](const NodeProto& n) {
+    return n.attribute_size() == 0 || attrs(n).unread().empty();
+  };
+  bool carried = f.node.has_value();
+  for (const onnx::AttributeProto& a : root.attribute()) {
+    bool found = false;
+    if (f.node)
+      for (const onnx::AttributeProto& b : f.node->attribute()) found |= b.name() == a.name();
+    carried &= found;
+  }
+  if (!carried && !read(root)) return false;
+  for (const NodeProto* n : f.absorbed)
+    if (!read(*n)) return false;
+  return true;
 }
 
 const Pass::View* Pass::view(const std::string& value) const {

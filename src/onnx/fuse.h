@@ -74,10 +74,16 @@ class Pass {
   // elided view.
   View resolve(const onnx::NodeProto& node, size_t i) const;
   void elide(const std::string& value, View view) { views_[value] = std::move(view); }
+  // The attributes of a node the pattern looks at (root or one it absorbs). Patterns read
+  // attributes only through this, so that what they did not read is known.
+  const fold::Attrs& attrs(const onnx::NodeProto& node);
 
  private:
+  bool reads_all_attributes(const onnx::NodeProto& root, const Fusion& f);
+
   const Importer& im_;
   std::map<std::string, View> views_;
+  std::map<const onnx::NodeProto*, fold::Attrs> attrs_;  // of the pattern being tried
 };
 
 // The op type of the model's node that a fused node replaced (FusedConv -> Conv); other nodes'

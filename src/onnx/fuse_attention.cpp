@@ -181,7 +181,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   }
   const NodeProto* sm = p.sole_consumer(tail->output(0));
   if (!sm || sm->op_type() != "Softmax" || sm->input(0) != tail->output(0)) return std::nullopt;
-  const int64_t axis = fold::attrs_from_node(*sm).get_int("axis", im.opset() >= 13 ? -1 : 1);
+  const int64_t axis = p.attrs(*sm).get_int("axis", im.opset() >= 13 ? -1 : 1);
   if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return std::nullopt;
   next(sm);
   if (const NodeProto* d = inference_dropout(p, tail->output(0))) next(d);

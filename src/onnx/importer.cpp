@@ -5,6 +5,7 @@
 
 #include "onnx/load.h"
 #include "onnx/subgraph.h"
+#include "onnx/model_check.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -357,13 +358,15 @@ void Importer::visit_node(const onnx::NodeProto& node) {
     v.dtype = v.constant->dtype;
     for (auto& attr : node.attribute())
       if (attr.name() == "value" && attr.has_t()) v.int8_type = int8_type_of(attr.t().data_type());
+    check_attributes_read(node, attrs);
     return;
   }
   std::optional<fuse::Fusion> fusion;
   try {
     if (fuse_) fusion = fusion_.rewrite(node);
     if (fusion && !fusion->node) return;  // an elided Transpose, read as a view
-    if (!fusion && try_fold(node, attrs)) return;
+    if (!fusion && try_fold(node, attrs)) return check_attributes_read(node, attrs);
+    attrs.forget_reads();  // a folder that declined does not speak for the lowering
     if (!fusion) return lower(node, attrs, false);
     absorbed_.insert(fusion->absorbed.begin(), fusion->absorbed.end());
     lower(*fusion->node, fold::attrs_from_node(*fusion->node), !fusion->absorbed.empty());
@@ -423,6 +426,7 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   node_demoted_ = false;
   std::vector<Value> outs = it->second.lower(*this, node, attrs);
   graph_.set_label_scope("");
+  check_attributes_read(node, attrs);
   if (outs.empty()) fail(node, "lowering produced no output");
   // Float16 results of float32 operands are float32 values held in float16.
   if (node_demoted_)
@@ -435,6 +439,12 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
     v.sources = v.constant || absorbed_others ? std::set<std::string>{} : sources;
   for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(node.output_size()); ++i)
     if (!node.output(i).empty()) values_[node.output(i)] = std::move(outs[i]);
+}
+
+void Importer::check_attributes_read(const onnx::NodeProto& node, const fold::Attrs& attrs) const {
+  std::vector<std::string> unread = attrs.unread();
+  if (!unread.empty())
+    throw unread_attribute(where(node), fuse::model_op_type(node), node, opset_, unread.front());
 }
 
 size_t Importer::num_inputs(const onnx::NodeProto& node) const {

@@ -212,6 +212,9 @@ class Importer {
   std::set<const onnx::NodeProto*> live_nodes() const;  // a staged build's nodes to visit
   bool take_computed(const onnx::NodeProto& node);      // outputs read back by a segment
   bool try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs);
+  // Every attribute of a node that was folded or lowered has been read by what computed it
+  // (fold::AttrTable records the reads); otherwise an error names the first one left.
+  void check_attributes_read(const onnx::NodeProto& node, const fold::Attrs& attrs) const;
 
   const onnx::ModelProto& model_;
   ComputeGraph& graph_;
@@ -249,7 +252,9 @@ class Importer {
 bool is_constant_node(const onnx::NodeProto& node);
 
 // The activation that UnaryOp + params express for an ONNX activation node, if any.
+// `attrs` are the node's, read through so the reads count (fold::AttrTable).
 std::optional<std::pair<ops::UnaryOp, ops::UnaryParams>> activation_of(const onnx::NodeProto& node,
+                                                                       const fold::Attrs& attrs,
                                                                        const Importer& importer);
 
 }  // namespace vkgraph::onnx_import

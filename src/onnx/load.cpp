@@ -3,6 +3,8 @@
 #include <climits>
 #include <set>
 
+#include "onnx/external_data.h"
+#include "onnx/model_check.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -33,13 +35,16 @@ int ai_onnx_opset(const onnx::ModelProto& model) {
   return opset;
 }
 
-ParsedModel parse_model(const void* bytes, size_t size, const std::string& what) {
+ParsedModel parse_model(const void* bytes, size_t size, const std::string& what,
+                        const std::string& external_data_dir) {
   if (size > static_cast<size_t>(INT32_MAX))
     throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
   ParsedModel m;
   if (!m.proto.ParseFromArray(bytes, static_cast<int>(size)))
     throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
   if (!m.proto.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
+  load_external_data(m.proto, external_data_dir, what);
+  check_with_onnx(m.proto, what);
   std::set<std::string> initializers;
   for (auto& init : m.proto.graph().initializer()) initializers.insert(init.name());
   for (auto& in : m.proto.graph().input()) {

@@ -21,9 +21,12 @@ struct ParsedModel {
   std::vector<ValueInfo> outputs;
 };
 
-// Parses a serialized ModelProto and checks that it has a graph with outputs and tensor-typed
-// inputs and outputs. `what` names the model in errors (a path, "model bytes"). Throws Error.
-ParsedModel parse_model(const void* bytes, size_t size, const std::string& what);
+// Parses a serialized ModelProto, reads the tensors it stores in external data (files in
+// `external_data_dir`, the model's folder; external_data.h), runs ONNX's checker on it
+// (model_check.h) and checks that it has a graph with outputs and tensor-typed inputs and
+// outputs. `what` names the model in errors (a path, "model bytes"). Throws Error.
+ParsedModel parse_model(const void* bytes, size_t size, const std::string& what,
+                        const std::string& external_data_dir = "");
 
 // The model's ai.onnx opset version: its opset_import entry for the default domain (the last
 // one, should a broken model list it twice); 1 when the model imports no opset at all, the

@@ -66,8 +66,8 @@ std::vector<Value> clip_with_tensors(Importer& im, const onnx::NodeProto& node) 
 }
 
 Lowering unary_lowering() {
-  return [](Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
-    auto act = activation_of(node, im);
+  return [](Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+    auto act = activation_of(node, a, im);
     if (!act && node.op_type() == "Clip") return clip_with_tensors(im, node);
     if (!act) im.fail(node, "unsupported attributes");
     im.require_inputs(node, 1, 3);
@@ -271,12 +271,13 @@ const std::map<std::string, ActivationRule>& activation_rules() {
 }  // namespace
 
 std::optional<std::pair<UnaryOp, UnaryParams>> activation_of(const onnx::NodeProto& node,
+                                                             const fold::Attrs& attrs,
                                                              const Importer& im) {
   auto it = activation_rules().find(node.op_type());
   if (it == activation_rules().end()) return std::nullopt;
   const ActivationRule& rule = it->second;
   if (!rule.read) return Activation{rule.op, UnaryParams{}};
-  return rule.read(node, fold::attrs_from_node(node), im);
+  return rule.read(node, attrs, im);
 }
 
 void register_elementwise(LoweringTable& t) {

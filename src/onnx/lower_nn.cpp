@@ -192,6 +192,10 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   std::vector<int64_t> pads = ints_or(a, "pads", std::vector<int64_t>(2 * dims, 0));
   if (s.size() != dims || d.size() != dims || op.size() != dims || pads.size() != 2 * dims)
     im.fail(node, "strides/dilations/output_padding/pads do not match the input's rank");
+  // The kernel is the weight's; a kernel_shape says the same or the model is wrong.
+  if (const auto* k = a.find_ints("kernel_shape"); k && *k != Shape(w.begin() + 2, w.end()))
+    throw Error(ErrorKind::ModelFormat, im.where(node) + ": kernel_shape " + shape_str(*k) +
+                                            " differs from the weight's " + shape_str(w));
   const std::string auto_pad = string_attr(a, "auto_pad", "NOTSET");
   const auto* output_shape = a.find_ints("output_shape");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
@@ -248,6 +252,9 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
 // Gemm, and FusedGemm: Gemm with an activation in its epilogue.
 std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
+  // Before opset 7: broadcast=0 asks for C of the full result shape, which broadcasting
+  // leaves as it is; broadcast=1 is what every later opset does.
+  a.ignore("broadcast");
   std::optional<TensorRef> c;
   if (im.has_input(node, 2)) c = im.tensor(node, 2);
   std::optional<UnaryOp> act_op;
@@ -383,6 +390,11 @@ std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node,
                                     const fold::Attrs& a) {
   im.require_inputs(node, 5, 5);
   if (a.get_int("training_mode", 0)) return lower_batch_norm_training(im, node, a);
+  a.ignore("momentum");  // it updates running statistics, which inference does not
+  // Opsets 6-8: is_test=0 means training, whose extra outputs are refused below; spatial=0
+  // (statistics per element, not per channel) is not implemented.
+  a.ignore("is_test");
+  if (a.get_int("spatial", 1) == 0) im.fail(node, "spatial=0 is not supported");
   for (int i = 1; i < node.output_size(); ++i)
     if (!node.output(i).empty()) im.fail(node, "running mean/var outputs need training_mode=1");
   TensorRef y = ops::batch_norm_inference(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
@@ -507,9 +519,9 @@ Lowering reduce_lowering(ops::ReduceOp op) {
     } else if (const auto* v = a.find_ints("axes")) {
       axes = *v;
     }
+    bool keep = a.get_int("keepdims", 1) != 0;  // read even where the node is a no-op
     if (axes.empty() && a.get_int("noop_with_empty_axes", 0))
       return std::vector<Value>{im.input(node, 0)};
-    bool keep = a.get_int("keepdims", 1) != 0;
     return std::vector<Value>{out(im, ops::reduce(im.graph(), op, im.tensor(node, 0), axes, keep))};
   };
 }

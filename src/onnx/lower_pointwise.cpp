@@ -44,6 +44,7 @@ std::vector<Value> lower_dropout(Importer& im, const onnx::NodeProto& node, cons
   bool training = false;
   if (im.has_input(node, 2)) training = im.host_value(node, 2, "training_mode").as_int(0) != 0;
   float ratio = float_attr(a, "ratio", 0.5f);
+  a.ignore("seed");  // of the random mask, which only training mode draws
   if (training && im.has_input(node, 1))
     ratio = static_cast<float>(im.host_value(node, 1, "ratio").as_double(0));
   if (training && ratio != 0.f)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -60,9 +61,10 @@ struct Session::Impl {
   // a run may rebuild it, so runs from several threads take turns.
   std::mutex run_mutex;
 
-  void load(const void* bytes, size_t size, const std::string& what) {
+  // `data_dir`: the folder of the model's external data (its own folder for a file).
+  void load(const void* bytes, size_t size, const std::string& what, const std::string& data_dir) {
     auto t0 = std::chrono::steady_clock::now();
-    model = onnx_import::parse_model(bytes, size, what);
+    model = onnx_import::parse_model(bytes, size, what, data_dir);
     check_input_shapes();
     context = options.context ? options.context : vk::Context::create(options.context_options);
     times.parse_ms = ms_since(t0);
@@ -201,7 +203,9 @@ Session::Session(const std::string& path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   std::vector<uint8_t> bytes = read_file_bytes(path);
-  impl_->load(bytes.data(), bytes.size(), path);
+  std::string data_dir = impl_->options.external_data_dir;
+  if (data_dir.empty()) data_dir = std::filesystem::path(path).parent_path().string();
+  impl_->load(bytes.data(), bytes.size(), path, data_dir.empty() ? "." : data_dir);
 }
 
 Session::Session(const void* model_bytes, size_t size, SessionOptions options)
@@ -210,7 +214,7 @@ Session::Session(const void* model_bytes, size_t size, SessionOptions options)
     throw Error(ErrorKind::InvalidArgument,
                 "Session: model_bytes is null but size is " + std::to_string(size));
   impl_->options = std::move(options);
-  impl_->load(model_bytes, size, "model bytes");
+  impl_->load(model_bytes, size, "model bytes", impl_->options.external_data_dir);
 }
 
 Session::~Session() = default;

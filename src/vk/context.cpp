@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "vk/faults.h"
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/pipeline.h"
@@ -405,6 +406,8 @@ void Context::finish(const ContextOptions& options) {
   mo.budget = options.memory_budget;
   mo.force_non_coherent = force_non_coherent_;
   allocator_ = std::make_unique<MemoryAllocator>(physical_device_, device_, mo);
+  faults_ = std::make_unique<InjectedFaults>();
+  allocator_->faults_ = faults_.get();
   pipelines_ = std::make_unique<PipelineCache>(*this, pipeline_cache_dir(options.pipeline_cache));
 }
 
@@ -492,7 +495,25 @@ void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
     e.fence = reinterpret_cast<uint64_t>(fence);
     trace_->host(std::move(e));
   }
-  check_vk(vkQueueSubmit(queue_, 1, &si, fence), "vkQueueSubmit");
+  check_not_lost();
+  VkResult r = VK_SUCCESS;
+  if (InjectedFaults::fires(faults_->submits_until_device_loss)) {
+    // Simulated: this submission is not made, and what earlier ones started finishes, so that
+    // tearing down afterwards is as safe as after a real loss (where nothing runs any more).
+    vkQueueWaitIdle(queue_);
+    r = VK_ERROR_DEVICE_LOST;
+  } else {
+    r = vkQueueSubmit(queue_, 1, &si, fence);
+  }
+  if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
+  check_vk(r, "vkQueueSubmit");
+}
+
+void Context::check_not_lost() const {
+  if (lost_)
+    throw Error(ErrorKind::DeviceLost,
+                "vkQueueSubmit: the device was lost by an earlier submission; nothing more runs "
+                "on this Context (create a new one)");
 }
 
 void Context::add_validation_message(std::string message) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "vk/faults.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/result.h"
 
@@ -115,7 +116,10 @@ VkDeviceMemory MemoryAllocator::allocate_device_memory(VkDeviceSize size, uint32
   ai.allocationSize = size;
   ai.memoryTypeIndex = type;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkResult r = vkAllocateMemory(device_, &ai, nullptr, &memory);
+  if (faults_) faults_->allocations++;
+  VkResult r = faults_ && InjectedFaults::fires(faults_->allocations_until_failure)
+                   ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                   : vkAllocateMemory(device_, &ai, nullptr, &memory);
   if (r != VK_SUCCESS) check_vk(r, ("vkAllocateMemory(" + mib(size) + ") for " + what).c_str());
   stats_.block_bytes += size;
   stats_.peak_block_bytes = std::max(stats_.peak_block_bytes, stats_.block_bytes);

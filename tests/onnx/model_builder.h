@@ -17,6 +17,13 @@ class ModelBuilder {
   explicit ModelBuilder(int opset) {
     model_.set_ir_version(8);
     model_.add_opset_import()->set_version(opset);
+    model_.mutable_graph()->set_name("test");  // ONNX's checker requires one
+  }
+  // Nodes of another domain (com.microsoft) need it imported.
+  void import_domain(const std::string& domain, int version) {
+    onnx::OperatorSetIdProto* op = model_.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
   }
   void input(const std::string& name, int elem_type, std::initializer_list<int64_t> dims) {
     describe(model_.mutable_graph()->add_input(), name, elem_type, dims);
@@ -55,6 +62,7 @@ class ModelBuilder {
   }
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }  // for what the helpers lack
   onnx::ModelProto& proto() { return model_; }
+  std::string bytes() const { return model_.SerializeAsString(); }
   // A session on the shared validated context.
   Session session(SessionOptions options = {}) const {
     std::string bytes = model_.SerializeAsString();

@@ -18,6 +18,7 @@ std::string einsum_model(const std::string& equation, const std::vector<Shape>& 
   model.set_ir_version(7);
   model.add_opset_import()->set_version(12);
   onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("einsum");
   onnx::NodeProto* node = graph->add_node();
   node->set_op_type("Einsum");
   node->set_name("einsum0");

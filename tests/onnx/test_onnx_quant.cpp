@@ -63,6 +63,7 @@ TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
   NBitsWeight wt(rng, 50, 12, 4, 16, Zeros::Packed, false, false);
   const int64_t m = 3, blob = wt.block / 2;
   ModelBuilder mb(17);
+  mb.import_domain("com.microsoft", 1);
   mb.input("A", onnx::TensorProto::FLOAT, {m, wt.k});
   mb.input("B", onnx::TensorProto::UINT8, {wt.n, wt.blocks, blob});
   mb.input("scales", onnx::TensorProto::FLOAT, {wt.n * wt.blocks});

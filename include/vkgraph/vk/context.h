@@ -151,6 +151,10 @@ class Context {
   // vkQueueSubmit under the queue mutex; records a Submit event in the trace.
   void submit(const std::vector<VkCommandBuffer>& command_buffers, const std::vector<uint64_t>& ids,
               VkFence fence, const SubmitSync& sync = {});
+  // DeviceLost once a submission has reported VK_ERROR_DEVICE_LOST: nothing runs on this
+  // Context any more (a lost VkDevice stays lost). Graphs check it before they touch their
+  // command buffers.
+  void check_not_lost() const;
   // Held by vkgraph around every submission; an app sharing the queue holds it too.
   std::mutex& queue_mutex() { return queue_mutex_; }
   bool owns_device() const { return owns_device_; }
@@ -167,6 +171,7 @@ class Context {
   void finish(const ContextOptions& options);
   void add_validation_message(std::string message);
   friend struct DebugCallback;
+  friend struct ContextInternals;  // tests/gpu/graph_testing.h: fault injection
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
@@ -185,6 +190,10 @@ class Context {
   std::unique_ptr<MemoryAllocator> allocator_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<SyncTrace> trace_;
+  std::unique_ptr<InjectedFaults> faults_;  // src/vk/faults.h
+  // Set once a submission reports VK_ERROR_DEVICE_LOST: every later one fails the same way,
+  // as a lost VkDevice does.
+  std::atomic<bool> lost_{false};
   std::mutex queue_mutex_;
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;

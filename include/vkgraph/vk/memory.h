@@ -21,6 +21,7 @@ enum class MemoryUsage {
 };
 
 struct MemoryBlock;
+struct InjectedFaults;  // src/vk/faults.h (tests only)
 
 struct Allocation {
   VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -63,6 +64,7 @@ class MemoryAllocator {
   const VkPhysicalDeviceMemoryProperties& properties() const { return props_; }
 
  private:
+  friend class Context;  // sets faults_
   VkDeviceMemory allocate_device_memory(VkDeviceSize size, uint32_t type, const std::string& what);
   void release_block(MemoryBlock* block);  // the caller holds mutex_
   void release_empty_blocks();             // likewise
@@ -75,6 +77,7 @@ class MemoryAllocator {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   MemoryStats stats_;
+  InjectedFaults* faults_ = nullptr;  // the Context's (src/vk/faults.h); tests only
 };
 
 // One VkDeviceMemory and its free ranges (offset -> size), kept coalesced.
