@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "onnx/load.h"
-#include "onnx/subgraph.h"
 #include "onnx/model_check.h"
+#include "onnx/subgraph.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
