@@ -46,10 +46,11 @@ Attrs attrs_from_node(const onnx::NodeProto& node);
 // Ops: Shape Size Gather Slice Concat Unsqueeze Squeeze Cast CastLike Range ConstantOfShape
 // Constant Reshape Expand Identity Transpose Tile NonZero ReduceSum ReduceProd Where
 // Add Sub Mul Div Min Max Equal Less Greater LessOrEqual GreaterOrEqual And Or Xor Not
-// Neg Abs Floor Ceil Sqrt. Data movement works for every dtype; arithmetic computes in int64
-// (Int32/Int64, wrapping like two's complement) or double (Float32/Float16, rounded on
-// store), so results match float32 and integer arithmetic exactly; Float16 results may differ
-// in the last bit (rounded via float32).
+// Neg Abs Floor Ceil Sqrt, and NonMaxSuppression and Unique (whose output sizes depend on the
+// values, so the device cannot compute them without a readback). Data movement works for every
+// dtype; arithmetic computes in int64 (Int32/Int64, wrapping like two's complement) or double
+// (Float32/Float16, rounded on store), so results match float32 and integer arithmetic exactly;
+// Float16 results may differ in the last bit (rounded via float32).
 //
 // Whether evaluate() knows op_type (default ai.onnx domain). Even then evaluate() may throw
 // Unsupported for a particular dtype or size.

@@ -50,6 +50,7 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_nd_index(lowerings_);
   register_one_hot(lowerings_);
   register_pointwise(lowerings_);
+  register_data_dependent(lowerings_);
   register_quant(lowerings_);
   add_inputs(input_shapes, input_values);
 }

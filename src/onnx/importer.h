@@ -85,6 +85,7 @@ void register_signal(LoweringTable& table);
 void register_nd_index(LoweringTable& table);
 void register_one_hot(LoweringTable& table);
 void register_pointwise(LoweringTable& table);
+void register_data_dependent(LoweringTable& table);
 void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
 
 class Importer {
