@@ -1,7 +1,6 @@
 // Ops whose output size depends on their input values (NonMaxSuppression, Unique) run on the
 // host: on model inputs the session specialises the graph to their values (re-planning when
 // they change); on values computed on the device they are a clear error naming the node.
-#include "expect_error.h"
 #include "model_builder.h"
 
 namespace vkgraph::testing {
@@ -40,7 +39,7 @@ TEST_F(GpuTest, NonMaxSuppressionOfComputedBoxesNamesTheNode) {
   m.node("NonMaxSuppression", {"positive", "scores"}, {"selected"});
   HostTensor boxes = HostTensor::from(DType::Float32, {1, 2, 4}, random_floats(8));
   HostTensor scores = HostTensor::from(DType::Float32, {1, 1, 2}, random_floats(2));
-  expect_error(
+  vkgraph::testing::expect_error(
       [&] {
         m.session().run({{"boxes", boxes}, {"scores", scores}});
       },
