@@ -71,6 +71,22 @@ std::string compare(const HostTensor& want, const HostTensor& got, Tolerance tol
          std::to_string(want.as_double(first)) + "; max abs diff " + std::to_string(worst);
 }
 
+// ONNX 1.12 writes bfloat16 test tensors as UINT16 (NumPy has no bfloat16), which read as
+// Int32 holding the bit patterns; where the model declares the value BFLOAT16, take them as such
+// (vkgraph holds bfloat16 values in float32, onnx_tensor.h).
+HostTensor as_declared(HostTensor t, int32_t declared_onnx_type) {
+  if (declared_onnx_type != 16 /* BFLOAT16 */ || t.dtype != DType::Int32) return t;
+  HostTensor f(DType::Float32, t.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int32_t bits = t.data<int32_t>()[i];
+    if (bits < 0 || bits > 0xffff)
+      throw Error(ErrorKind::ModelFormat,
+                  "bfloat16 bit pattern " + std::to_string(bits) + " out of range");
+    f.data<float>()[i] = onnx_io::bfloat16_to_float(static_cast<uint16_t>(bits));
+  }
+  return f;
+}
+
 }  // namespace
 
 CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context, Tolerance tol,
@@ -114,6 +130,9 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
             renamed[ins[i].name] = onnx_io::read_tensor_pb(input_files[i]);
           feeds = std::move(renamed);
         }
+        for (const ValueInfo& in : ins)
+          if (auto it = feeds.find(in.name); it != feeds.end())
+            it->second = as_declared(std::move(it->second), in.onnx_type);
       }
       std::vector<HostTensor> got;
       try {
@@ -126,7 +145,10 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
         return {S::Fail, "model produced " + std::to_string(got.size()) + " outputs, expected " +
                              std::to_string(output_files.size())};
       for (size_t i = 0; i < output_files.size(); ++i) {
-        std::string diff = compare(onnx_io::read_tensor_pb(output_files[i]), got[i], tol);
+        const int32_t declared =
+            i < session->outputs().size() ? session->outputs()[i].onnx_type : 0;
+        std::string diff =
+            compare(as_declared(onnx_io::read_tensor_pb(output_files[i]), declared), got[i], tol);
         if (!diff.empty())
           return {S::Fail,
                   "output " + std::to_string(i) + " (" + set.filename().string() + "): " + diff};

@@ -21,6 +21,7 @@ if(VKGRAPH_ONNX)
     ${_vkgraph_root}/src/onnx/fold_arithmetic.cpp
     ${_vkgraph_root}/src/onnx/fold_shape.cpp
     ${_vkgraph_root}/src/onnx/fold_index.cpp
+    ${_vkgraph_root}/src/onnx/fold_data.cpp
     ${_vkgraph_root}/src/onnx/fold_attrs.cpp)
   # src/ is private: its headers are internal ("onnx/fold.h"); users add it themselves.
   target_include_directories(vkgraph_onnx_io PRIVATE ${_vkgraph_root}/src)

@@ -8,8 +8,9 @@
 //                                 the runtime computes in float32 anyway)
 //   INT8, UINT8, INT16, UINT16 -> Int32   (every value fits exactly)
 //   UINT32, UINT64             -> Int64   (exact; a UINT64 value above INT64_MAX is rejected)
+//   BFLOAT16                   -> Float32 (exact: a bfloat16 is a float32's top 16 bits)
 // Note that a converted tensor no longer has its source type's wrap-around semantics (uint8
-// 200 + 100 is 300 in Int32). STRING, BFLOAT16 and COMPLEX are Unsupported.
+// 200 + 100 is 300 in Int32). STRING and COMPLEX are Unsupported.
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -25,6 +26,11 @@ DType dtype_from_onnx(int32_t onnx_type);
 bool is_native_onnx_type(int32_t onnx_type);
 // DType -> TensorProto.DataType (always one of the native five).
 int32_t onnx_type_of(DType dtype);
+// bfloat16 bit patterns <-> float32. To bfloat16 truncates the low 16 bits, as ONNX 1.12's
+// reference Cast does (its test data expects it; later ONNX versions round to nearest even);
+// NaN stays a (quiet) NaN.
+float bfloat16_to_float(uint16_t bits);
+uint16_t float_to_bfloat16(float value);
 // "FLOAT", "UINT8", ... or "type <n>" for unknown values; for error messages.
 std::string onnx_type_name(int32_t onnx_type);
 

@@ -13,6 +13,7 @@
 #include "vkgraph/ops/matmul.h"
 #include "vkgraph/ops/reduce.h"
 #include "vkgraph/ops/quant.h"
+#include "vkgraph/ops/bitshift.h"
 #include "vkgraph/ops/det.h"
 #include "vkgraph/ops/grid_sample.h"
 #include "vkgraph/ops/loss.h"
@@ -24,3 +25,4 @@
 #include "vkgraph/ops/recurrent.h"
 #include "vkgraph/ops/reverse_sequence.h"
 #include "vkgraph/ops/roi_align.h"
+#include "vkgraph/ops/tfidf.h"

@@ -1,6 +1,6 @@
 // Constant folding's entry points (fold.h): the evaluator table and the checks every input
-// passes before an evaluator reads its bytes. The evaluators live in fold_arithmetic.cpp and
-// fold_shape.cpp and fold_index.cpp, their shared helpers in fold_eval.h.
+// passes before an evaluator reads its bytes. The evaluators live in fold_arithmetic.cpp,
+// fold_shape.cpp, fold_index.cpp and fold_data.cpp, their shared helpers in fold_eval.h.
 #include "onnx/fold.h"
 
 #include <algorithm>
@@ -65,16 +65,24 @@ const detail::EvaluatorTable& evaluators() {
   return table;
 }
 
+const detail::MultiEvaluatorTable& multi_evaluators() {
+  static const detail::MultiEvaluatorTable table = [] {
+    detail::MultiEvaluatorTable t;
+    detail::add_data_dependent_evaluators(t);
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
 bool can_fold(const std::string& op_type) {
-  return evaluators().count(op_type) > 0;
+  return evaluators().count(op_type) > 0 || multi_evaluators().count(op_type) > 0;
 }
 
 std::vector<HostTensor> evaluate(const std::string& op_type, const Attrs& attrs,
                                  const std::vector<const HostTensor*>& inputs, int opset) {
-  const auto it = evaluators().find(op_type);
-  check(it != evaluators().end(), ErrorKind::Unsupported,
+  check(can_fold(op_type), ErrorKind::Unsupported,
         op_type + ": no constant-folding evaluator for this op");
   // Evaluators index raw bytes by shape; a tensor whose bytes disagree would be read out of
   // bounds, so reject it here once. Shape and Size never read bytes: their input may be a
@@ -98,7 +106,9 @@ std::vector<HostTensor> evaluate(const std::string& op_type, const Attrs& attrs,
               shape_str(t->shape) + ") holds " + std::to_string(t->bytes.size()) + " bytes");
   }
   const detail::Node node(op_type, attrs, inputs, opset);
-  return {it->second(node)};
+  if (const auto multi = multi_evaluators().find(op_type); multi != multi_evaluators().end())
+    return multi->second(node);
+  return {evaluators().at(op_type)(node)};
 }
 
 }  // namespace vkgraph::fold

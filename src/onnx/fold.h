@@ -108,11 +108,12 @@ Attrs attrs_from_node(const onnx::NodeProto& node);
 // Constant Reshape Expand Identity Transpose Tile NonZero GatherND ScatterND Trilu ReduceSum
 // ReduceProd ReduceMin ReduceMax Where Add Sub Mul Div Mod Pow Min Max Equal Less Greater
 // LessOrEqual GreaterOrEqual And Or Xor Not Neg Abs Sign Floor Ceil Round Sqrt Reciprocal Exp
-// Log. Data movement works for every dtype; arithmetic computes in int64 (Int32/Int64, wrapping
-// like two's complement) or double (Float32/Float16, rounded on store), so integer results and
-// float32 +-*/ match exactly; Pow, Exp and Log are double results rounded once, which a
-// float32 kernel may miss by an ulp; Float16 results may differ in the last bit (rounded via
-// float32).
+// Log, and NonMaxSuppression and Unique (whose output sizes depend on the values, so the device
+// cannot compute them without a readback). Data movement works for every dtype; arithmetic
+// computes in int64 (Int32/Int64, wrapping like two's complement) or double (Float32/Float16,
+// rounded on store), so integer results and float32 +-*/ match exactly; Pow, Exp and Log are
+// double results rounded once, which a float32 kernel may miss by an ulp; Float16 results may
+// differ in the last bit (rounded via float32).
 //
 // Whether evaluate() knows op_type (default ai.onnx domain). Even then evaluate() may throw
 // Unsupported for a particular dtype or size.

@@ -312,7 +312,14 @@ HostTensor eval_cast(const Node& n) {
                " is not supported",
            ErrorKind::Unsupported);
   }
-  return cast_to(n, n.in(0), to);
+  HostTensor out = cast_to(n, n.in(0), to);
+  if (it->second == onnx::TensorProto::BFLOAT16) {
+    // A bfloat16 value is held in float32, at bfloat16's precision.
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data<float>()[i] =
+          onnx_io::bfloat16_to_float(onnx_io::float_to_bfloat16(out.data<float>()[i]));
+  }
+  return out;
 }
 
 enum class Reduce { Sum, Prod, Min, Max };

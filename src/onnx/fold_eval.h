@@ -260,5 +260,9 @@ using EvaluatorTable = std::unordered_map<std::string, Evaluator>;
 void add_arithmetic_evaluators(EvaluatorTable& table);  // fold_arithmetic.cpp
 void add_shape_evaluators(EvaluatorTable& table);       // fold_shape.cpp
 void add_index_evaluators(EvaluatorTable& table);       // fold_index.cpp
+// Ops with several outputs.
+using MultiEvaluator = std::vector<HostTensor> (*)(const Node&);
+using MultiEvaluatorTable = std::unordered_map<std::string, MultiEvaluator>;
+void add_data_dependent_evaluators(MultiEvaluatorTable& table);  // fold_data.cpp
 
 }  // namespace vkgraph::fold::detail

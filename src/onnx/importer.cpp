@@ -36,7 +36,11 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   opset_ = ai_onnx_opset(model);
   // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
   // did not change (legacy attributes such as broadcast/axis are handled where they exist).
-  if (opset_ < 1 || opset_ > 21)
+  // A model of other domains' ops only (ai.onnx.preview.training) imports no ai.onnx opset.
+  const bool default_domain_nodes =
+      std::any_of(model.graph().node().begin(), model.graph().node().end(),
+                  [](const auto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; });
+  if ((opset_ < 1 && default_domain_nodes) || opset_ > 21)
     throw Error(ErrorKind::Unsupported,
                 "model uses ai.onnx opset " + std::to_string(opset_) + "; supported: 1 to 21");
   register_einsum(lowerings_);
@@ -52,6 +56,10 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
   register_nd_index(lowerings_);
   register_one_hot(lowerings_);
   register_pointwise(lowerings_);
+  register_data_dependent(lowerings_);
+  register_bitwise(lowerings_);
+  register_training(lowerings_);
+  register_text(lowerings_);
   register_quant(lowerings_);
   register_control_flow(lowerings_);
   register_recurrent(lowerings_);
@@ -550,6 +558,17 @@ void Importer::require_host_values(const onnx::NodeProto& node,
     throw NeedsComputedValues(where(node) + ": its shape depends on " + quoted_list(computed) +
                                   ", which the model computes",
                               computed);
+}
+
+int32_t Importer::declared_elem_type(const std::string& value) const {
+  const onnx::GraphProto& g = model_.graph();
+  for (const auto* infos : {&g.input(), &g.output(), &g.value_info()})
+    for (const onnx::ValueInfoProto& v : *infos)
+      if (v.name() == value && v.type().has_tensor_type())
+        return v.type().tensor_type().elem_type();
+  for (const onnx::TensorProto& t : g.initializer())
+    if (t.name() == value) return t.data_type();
+  return 0;
 }
 
 // A fused node is named after the model's node it replaced, and reported as that node.

@@ -117,6 +117,10 @@ void register_signal(LoweringTable& table);
 void register_nd_index(LoweringTable& table);
 void register_one_hot(LoweringTable& table);
 void register_pointwise(LoweringTable& table);
+void register_data_dependent(LoweringTable& table);
+void register_bitwise(LoweringTable& table);
+void register_training(LoweringTable& table);  // ai.onnx.preview.training
+void register_text(LoweringTable& table);
 void register_quant(LoweringTable& table);  // also com.microsoft ops, keyed "com.microsoft.Op"
 void register_control_flow(LoweringTable& table);
 void register_recurrent(LoweringTable& table);
@@ -162,6 +166,10 @@ class Importer {
   // For lowerings that need several host values: throws NeedsInputValues naming the model
   // inputs that all of `inputs` wait for, so that one build learns them together.
   void require_host_values(const onnx::NodeProto& node, std::initializer_list<size_t> inputs) const;
+  // The ONNX element type (TensorProto::DataType) the model declares for `value` (graph
+  // input, output, value_info or initializer), or 0 when it declares none. Values keep only
+  // the dtype they compute in; ops that depend on the declared width (BitShift) ask here.
+  int32_t declared_elem_type(const std::string& value) const;
   // "Conv node 'conv1' (opset 13)": for error messages.
   std::string where(const onnx::NodeProto& node) const;
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& problem) const;

@@ -3,8 +3,8 @@
 // Reshape to fold each group into one dim, then MatMul (or a broadcasting Mul when nothing is
 // contracted), and a final Reshape + Transpose into the output's order. As everywhere in
 // einsum, indices (ellipsis dims included) that the output leaves out are summed. One or two
-// operands; diagonals (an index repeated within one operand) and three or more operands are
-// refused.
+// operands; three or more are refused. An index repeated within one operand takes the diagonal
+// first: the two dims moved last, viewed as one and gathered at the positions k * (n + 1).
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -55,12 +55,6 @@ class EquationParser {
       if (extra < 0 || (ellipsis_at < 0 && extra != 0))
         bad("operand " + std::to_string(i) + " '" + terms[i] + "' does not match its rank " +
             std::to_string(ranks[i]));
-      for (size_t a = 0; a < letters.size(); ++a)
-        for (size_t b = 0; b < a; ++b)
-          if (letters[a] == letters[b])
-            unsupported("index '" + std::string(1, static_cast<char>(letters[a])) +
-                        "' repeats within operand " + std::to_string(i) +
-                        " (diagonals are not supported)");
       e.inputs.push_back(letters);
       ellipsis_dims.push_back(ellipsis_at < 0 ? -1 : static_cast<int>(extra));
       ellipsis_at_of.push_back(ellipsis_at);
@@ -125,9 +119,6 @@ class EquationParser {
     throw Error(ErrorKind::ModelFormat,
                 im_.where(node_) + ": equation '" + text_ + "': " + problem);
   }
-  [[noreturn]] void unsupported(const std::string& problem) const {
-    im_.fail(node_, "equation '" + text_ + "': " + problem);
-  }
 
   Importer& im_;
   const onnx::NodeProto& node_;
@@ -160,6 +151,42 @@ Operand sum_over(ComputeGraph& g, Operand x, Pred drop, bool keep_dims) {
   }
   if (axes.empty()) return x;
   return {ops::reduce(g, ops::ReduceOp::Sum, x.tensor, axes, keep_dims), kept};
+}
+
+// Replaces each pair of dims of `x` with the same label by their diagonal (one dim, last).
+Operand take_diagonals(Importer& im, const onnx::NodeProto& node, Operand x) {
+  ComputeGraph& g = im.graph();
+  for (;;) {
+    size_t p = 0, q = 0;
+    for (size_t a = 0; a < x.labels.size() && q == 0; ++a)
+      for (size_t b = a + 1; b < x.labels.size() && q == 0; ++b)
+        if (x.labels[a] == x.labels[b]) p = a, q = b;
+    if (q == 0) return x;
+    const Shape shape = shape_of(g, x);
+    const int64_t n = shape[p];
+    if (shape[q] != n)
+      throw Error(ErrorKind::InvalidArgument, im.where(node) + ": index '" +
+                                                  std::string(1, static_cast<char>(x.labels[p])) +
+                                                  "' has sizes " + std::to_string(n) + " and " +
+                                                  std::to_string(shape[q]) + " within one operand");
+    std::vector<int64_t> perm;
+    Labels labels;
+    Shape flat;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (d != p && d != q) {
+        perm.push_back(static_cast<int64_t>(d));
+        labels.push_back(x.labels[d]);
+        flat.push_back(shape[d]);
+      }
+    perm.insert(perm.end(), {static_cast<int64_t>(p), static_cast<int64_t>(q)});
+    labels.push_back(x.labels[p]);
+    flat.push_back(n * n);
+    std::vector<int64_t> diagonal(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) diagonal[k] = k * (n + 1);
+    TensorRef moved = g.add_view(ops::transpose(g, x.tensor, perm), flat);
+    TensorRef positions = g.add_constant(HostTensor::from(DType::Int64, {n}, diagonal));
+    x = {ops::gather(g, moved, positions, static_cast<int64_t>(flat.size()) - 1), labels};
+  }
 }
 
 // Reorders `x`'s dims to `order` (a permutation of its labels).
@@ -262,7 +289,8 @@ std::vector<Value> lower_einsum(Importer& im, const onnx::NodeProto& node, const
         if (j != i && contains(e.inputs[j], label)) return false;
       return true;
     };
-    operands.push_back(sum_over(g, {im.tensor(node, i), e.inputs[i]}, alone, false));
+    operands.push_back(
+        sum_over(g, take_diagonals(im, node, {im.tensor(node, i), e.inputs[i]}), alone, false));
   }
   Operand y = inputs == 1 ? operands[0] : contract(im, node, operands[0], operands[1], e.output);
   return {Importer::device_value(g, permute(g, y, e.output).tensor)};

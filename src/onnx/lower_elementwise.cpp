@@ -67,6 +67,11 @@ std::vector<Value> clip_with_tensors(Importer& im, const onnx::NodeProto& node) 
 
 Lowering unary_lowering() {
   return [](Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+    // Integer Clip (opset 12+) is Max and Min, which have integer kernels; the activation
+    // kernel is float only.
+    const DType x_dtype = im.input(node, 0).dtype;
+    if (node.op_type() == "Clip" && (x_dtype == DType::Int32 || x_dtype == DType::Int64))
+      return clip_with_tensors(im, node);
     auto act = activation_of(node, a, im);
     if (!act && node.op_type() == "Clip") return clip_with_tensors(im, node);
     if (!act) im.fail(node, "unsupported attributes");

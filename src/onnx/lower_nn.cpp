@@ -287,11 +287,39 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
                       {bias, act_op, act_params}, fuse::alpha(node, a)))};
 }
 
-std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
-  im.require_inputs(node, 1, 1);
+// MaxPool's flat row-major Indices into `x` with the spatial part renumbered column-major
+// (storage_order=1): (n, c) keep their offset, spatial coordinates (i0, i1, ..) of sizes
+// (S0, S1, ..) count as i0 + i1 * S0 + i2 * S0 * S1 + ..., as onnxruntime numbers them.
+TensorRef column_major_indices(ComputeGraph& g, TensorRef row_major, const Shape& x) {
+  auto k = [&](int64_t v) {
+    return g.add_constant(HostTensor::from(DType::Int64, {}, std::vector<int64_t>{v}));
+  };
+  using ops::BinaryOp;
+  int64_t plane = 1;
+  for (size_t d = 2; d < x.size(); ++d) plane *= x[d];
+  TensorRef spatial = ops::binary(g, BinaryOp::Mod, row_major, k(plane));
+  TensorRef result = ops::binary(g, BinaryOp::Sub, row_major, spatial);
+  int64_t inner = plane, outer = 1;  // row-major stride of dim d; column-major stride
+  for (size_t d = 2; d < x.size(); ++d) {
+    inner /= x[d];
+    TensorRef coordinate =
+        ops::binary(g, BinaryOp::Mod, ops::binary(g, BinaryOp::Div, spatial, k(inner)), k(x[d]));
+    result =
+        ops::binary(g, BinaryOp::Add, result, ops::binary(g, BinaryOp::Mul, coordinate, k(outer)));
+    outer *= x[d];
+  }
+  return result;
+}
+
+std::vector<Value> lower_pool_of(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                                 TensorRef in) {
   bool max = node.op_type() == "MaxPool";
   const bool with_indices = max && node.output_size() > 1 && !node.output(1).empty();
-  if (a.get_int("storage_order", 0) != 0) im.fail(node, "storage_order=1 is not supported");
+  const int64_t storage_order = a.get_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1)
+    throw Error(
+        ErrorKind::InvalidArgument,
+        im.where(node) + ": storage_order must be 0 or 1, got " + std::to_string(storage_order));
   Shape x = im.input(node, 0).shape;
   const auto* k = a.find_ints("kernel_shape");
   if (!k) im.fail(node, "missing kernel_shape");
@@ -305,7 +333,6 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
   std::vector<int64_t> pads = resolve_pads(im, node, a, x, *k, strides, dil);
   bool ceil_mode = a.get_int("ceil_mode", 0) != 0;
   bool include_pad = a.get_int("count_include_pad", 0) != 0;
-  TensorRef in = im.tensor(node, 0);
   if (with_indices) {  // windows lifted to 3-D with unit leading dims
     auto lift = [&](const std::vector<int64_t>& v, int64_t unit) {
       std::vector<int64_t> r(3 - n, unit);
@@ -319,7 +346,9 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
     ops::Pool3dParams p{lift(*k, 1),  lift(strides, 1), array<6>(p6),
                         lift(dil, 1), ceil_mode,        include_pad};
     ops::MaxPoolWithIndices r = ops::max_pool_with_indices(im.graph(), in, p);
-    return {out(im, r.values), out(im, r.indices)};
+    TensorRef indices =
+        storage_order == 1 ? column_major_indices(im.graph(), r.indices, x) : r.indices;
+    return {out(im, r.values), out(im, indices)};
   }
   if (n == 3) {
     ops::Pool3dParams p{array<3>(*k),  array<3>(strides), array<6>(pads),
@@ -343,6 +372,21 @@ std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const f
     y = im.graph().add_view(y, {ys[0], ys[1], ys[3]});
   }
   return {out(im, y)};
+}
+
+std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 1, 1);
+  const Value& x = im.input(node, 0);
+  // MaxPool of int8/uint8 (opset 12) runs the float kernels: float32 holds every 8-bit value
+  // exactly, and a maximum only selects.
+  if (node.op_type() != "MaxPool" || !x.int8_type || x.dtype != DType::Int32)
+    return lower_pool_of(im, node, a, im.tensor(node, 0));
+  const std::optional<DType> int8_type = x.int8_type;
+  std::vector<Value> r =
+      lower_pool_of(im, node, a, ops::cast(im.graph(), im.tensor(node, 0), DType::Float32));
+  r[0] = out(im, ops::cast(im.graph(), r[0].tensor, DType::Int32));
+  r[0].int8_type = int8_type;
+  return r;
 }
 
 std::vector<Value> lower_global_pool(Importer& im, const onnx::NodeProto& node,

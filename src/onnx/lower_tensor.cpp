@@ -248,17 +248,21 @@ std::vector<Value> lower_cast(Importer& im, const onnx::NodeProto& node, const f
   im.require_inputs(node, 1, 2);
   DType to;
   std::optional<DType> int8_type;  // quantization ops read a cast to int8/uint8 as such
+  bool to_bfloat16 = false;        // held in float32, rounded to bfloat16's precision
   if (node.op_type() == "CastLike") {
     to = im.input(node, 1).dtype;
     int8_type = im.input(node, 1).int8_type;
+    to_bfloat16 = im.declared_elem_type(node.input(1)) == onnx::TensorProto::BFLOAT16;
   } else {
     auto it = a.ints.find("to");
     if (it == a.ints.end()) im.fail(node, "missing attribute 'to'");
     to = onnx_io::dtype_from_onnx(static_cast<int32_t>(it->second));
     int8_type = int8_type_of(static_cast<int32_t>(it->second));
+    to_bfloat16 = it->second == onnx::TensorProto::BFLOAT16;
   }
   Value v = to == im.input(node, 0).dtype ? im.input(node, 0)
                                           : out(im, ops::cast(im.graph(), im.tensor(node, 0), to));
+  if (to_bfloat16) v = out(im, ops::to_bfloat16(im.graph(), im.tensor(v, node.output(0))));
   v.int8_type = int8_type;
   return {v};
 }

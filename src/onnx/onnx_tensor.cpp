@@ -23,6 +23,8 @@ DType dtype_from_onnx(int32_t onnx_type) {
       return DType::Float32;
     case TP::FLOAT16:
       return DType::Float16;
+    case TP::BFLOAT16:
+      return DType::Float32;
     case TP::INT32:
     case TP::INT8:
     case TP::UINT8:
@@ -63,6 +65,21 @@ int32_t onnx_type_of(DType dtype) {
   throw Error(ErrorKind::InvalidArgument, "invalid dtype");
 }
 
+float bfloat16_to_float(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+uint16_t float_to_bfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  // A NaN whose payload sits only in the low bits would truncate to infinity.
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 std::string onnx_type_name(int32_t onnx_type) {
   if (TP::DataType_IsValid(onnx_type)) {
     return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
@@ -80,6 +97,7 @@ size_t onnx_elem_size(int32_t onnx_type) {
     case TP::UINT8:
       return 1;
     case TP::FLOAT16:
+    case TP::BFLOAT16:
     case TP::INT16:
     case TP::UINT16:
       return 2;
@@ -230,6 +248,11 @@ HostTensor from_proto(const TP& proto, const std::string& where) {
       case TP::FLOAT16:
         // Typed form stores each 16-bit pattern in the low bits of an int32.
         out.data<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(idx));
+        break;
+      case TP::BFLOAT16:
+        out.data<float>()[i] =
+            bfloat16_to_float(raw ? raw_at<uint16_t>(proto.raw_data(), i)
+                                  : static_cast<uint16_t>(proto.int32_data(idx)));
         break;
       default: {
         const int64_t v = int_element(proto, raw, i, label);

@@ -29,7 +29,7 @@ uint32_t wide_indices(ComputeGraph& g, TensorRef indices) {
 
 // GatherElements and ScatterElements: indices have data's rank and fit inside it off the axis.
 int check_elementwise_indices(const TensorInfo& data, const TensorInfo& indices, int64_t axis,
-                              const std::string& op) {
+                              const std::string& op, bool check_rank = true) {
   if (data.shape.empty()) throw Error(ErrorKind::InvalidArgument, op + ": data is a scalar");
   int a = normalize_axis(axis, data.shape.size(), op);
   bool valid = indices.shape.size() == data.shape.size();
@@ -39,7 +39,7 @@ int check_elementwise_indices(const TensorInfo& data, const TensorInfo& indices,
     throw Error(ErrorKind::InvalidArgument, op + ": indices " + shape_str(indices.shape) +
                                                 " do not fit data " + shape_str(data.shape) +
                                                 " off axis " + std::to_string(a));
-  if (data.shape.size() > static_cast<size_t>(kMaxRank))
+  if (check_rank && data.shape.size() > static_cast<size_t>(kMaxRank))
     throw Error(ErrorKind::Unsupported, op + ": rank " + std::to_string(data.shape.size()) +
                                             " above " + std::to_string(kMaxRank));
   return a;
@@ -56,6 +56,29 @@ std::vector<uint8_t> elementwise_push(int64_t n, const TensorInfo& data, const T
   pc.add_array(to_i32(indices.shape, op), kMaxRank);
   pc.add_array(data_stride, kMaxRank);
   return pc.take();
+}
+
+// GatherElements reads element (i with i[axis] replaced by its index) of data: adjacent dims
+// off the axis whose inner one indices and data share merge into one without changing any
+// offset, and dims of 1 in both drop. So ranks above kMaxRank run when such dims exist
+// (exporters' NLL over [N, C, d1..d5], for one).
+void merge_dims_off_axis(Shape& data, Shape& indices, int& axis) {
+  for (size_t d = 0; d + 1 < data.size() && data.size() > static_cast<size_t>(kMaxRank);) {
+    const int di = static_cast<int>(d);
+    const bool ones = data[d] == 1 && indices[d] == 1 && di != axis;
+    const bool mergeable = di != axis && di + 1 != axis && indices[d + 1] == data[d + 1];
+    if (!ones && !mergeable) {
+      ++d;
+      continue;
+    }
+    if (mergeable) {
+      data[d + 1] *= data[d];
+      indices[d + 1] *= indices[d];
+    }
+    data.erase(data.begin() + di);
+    indices.erase(indices.begin() + di);
+    if (axis > di) --axis;
+  }
 }
 
 }  // namespace
@@ -84,9 +107,23 @@ TensorRef gather(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axi
 
 TensorRef gather_elements(ComputeGraph& g, TensorRef data, TensorRef indices, int64_t axis) {
   const std::string op = "gather_elements";
-  const TensorInfo di = g.info(data), ii = g.info(indices);
+  TensorInfo di = g.info(data), ii = g.info(indices);
+  const Shape out_shape = ii.shape;
   require_index_dtype(g, indices, op);
   uint32_t bits = elem_bits(g, di.dtype, op);
+  if (!di.shape.empty() && di.shape.size() == ii.shape.size()) {
+    int merged_axis = normalize_axis(axis, di.shape.size(), op);
+    Shape d = di.shape, i = ii.shape;
+    merge_dims_off_axis(d, i, merged_axis);
+    if (d != di.shape) {
+      check_elementwise_indices(di, ii, axis, op, false);  // on the shapes the caller gave
+      data = g.add_view(data, d);
+      indices = g.add_view(indices, i);
+      di.shape = d;
+      ii.shape = i;
+      axis = merged_axis;
+    }
+  }
   int a = check_elementwise_indices(di, ii, axis, op);
   check_constant_indices(g, indices, di.shape[a], op);
   TensorRef y = g.add_tensor(ii.shape, di.dtype);
@@ -95,7 +132,7 @@ TensorRef gather_elements(ComputeGraph& g, TensorRef data, TensorRef indices, in
                   declared(shaders::gather::find(shaders::gather::Kind::GatherElements, bits), op),
                   {{data, Access::Read}, {indices, Access::Read}, {y, Access::Write}}, n,
                   elementwise_push(n, di, ii, a, op), op, {wide_indices(g, indices)});
-  return y;
+  return ii.shape == out_shape ? y : g.add_view(y, out_shape);
 }
 
 TensorRef scatter_elements(ComputeGraph& g, TensorRef data, TensorRef indices, TensorRef updates,

@@ -1,6 +1,6 @@
 #version 450
 // Pointwise ops without a place in unary.comp's activation set: IsInf and IsNaN (Bool
-// results) and Shrink. One invocation per element; x is f32 or f16 storage (DTYPE_*).
+// results), Shrink and the rounding of a value to bfloat16 precision. One invocation per element; x is f32 or f16 storage (DTYPE_*).
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
@@ -27,6 +27,11 @@ void main() {
   y[i] = uint8_t(hit ? 1u : 0u);
 #elif defined(OP_ISNAN)
   y[i] = uint8_t(isnan(v) ? 1u : 0u);
+#elif defined(OP_TO_BFLOAT16)
+  // Truncates the low 16 bits of the float32 (onnx_io::float_to_bfloat16); NaN stays NaN.
+  uint bits = floatBitsToUint(float(v));
+  bits = isnan(v) ? (bits | 0x00400000u) & 0xffff0000u : bits & 0xffff0000u;
+  y[i] = ELEM(uintBitsToFloat(bits));
 #else
   // NaN fails both tests and gives 0, as ONNX defines Shrink (and onnxruntime computes it).
   T r = v < -p.lambd ? v + p.bias : (v > p.lambd ? v - p.bias : T(0));

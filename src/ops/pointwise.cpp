@@ -1,4 +1,5 @@
-// IsInf, IsNaN and Shrink: one invocation per element, float32 arithmetic on f32 or f16 storage.
+// IsInf, IsNaN, Shrink and bfloat16 rounding: one invocation per element, float32 arithmetic on f32
+// or f16 storage.
 #include "vkgraph/ops/pointwise.h"
 
 #include "shape_ops.h"
@@ -32,6 +33,10 @@ TensorRef is_nan(ComputeGraph& g, TensorRef x) {
 
 TensorRef shrink(ComputeGraph& g, TensorRef x, float lambd, float bias) {
   return pointwise(g, "shrink", x, false, 0, 0, lambd, bias);
+}
+
+TensorRef to_bfloat16(ComputeGraph& g, TensorRef x) {
+  return pointwise(g, "to_bfloat16", x, false, 0, 0, 0.f, 0.f);
 }
 
 }  // namespace vkgraph::ops

@@ -164,9 +164,14 @@ TEST_F(OnnxEinsum, EllipsisBroadcastAndSummedIndices) {
   check("ij,ik->j", {{1, 3}, {4, 5}}, "ij,ik->j");  // i: 1 against 4
 }
 
-TEST_F(OnnxEinsum, DiagonalsAndThreeOperandsAreUnsupported) {
-  expect_unsupported("...ii->...i", {{2, 3, 3}}, "repeats within operand 0");
-  expect_unsupported("ii", {{3, 3}}, "diagonals are not supported");
+TEST_F(OnnxEinsum, Diagonals) {
+  check("ii->i", {{4, 4}}, "ii->i");
+  check("bii->bi", {{2, 3, 3}}, "bii->bi");
+  check("ii", {{3, 3}}, "ii->");  // the trace
+  check("iji,jk->ik", {{3, 2, 3}, {2, 4}}, "iji,jk->ik");
+}
+
+TEST_F(OnnxEinsum, ThreeOperandsAreUnsupported) {
   expect_unsupported("i,i,i", {{3}, {3}, {3}}, "3 operands");
 }
 
