@@ -20,6 +20,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class Pass {
     Shape shape;  // the view's (permuted) shape
   };
   const View* view(const std::string& value) const;
+  // Whether `value` is the output of a node the pass elided (a Transpose read as a view, or a
+  // DequantizeLinear whose readers all became integer kernels): nothing computes it.
+  bool elided(const std::string& value) const {
+    return view(value) || dequantized_.count(value) > 0;
+  }
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
@@ -74,10 +80,16 @@ class Pass {
   // elided view.
   View resolve(const onnx::NodeProto& node, size_t i) const;
   void elide(const std::string& value, View view) { views_[value] = std::move(view); }
+  // A DequantizeLinear output that no kernel reads: its readers read the quantized input.
+  void elide_dequantized(const std::string& value) { dequantized_.insert(value); }
+  bool is_elided_dequantized(const std::string& value) const {
+    return dequantized_.count(value) > 0;
+  }
 
  private:
   const Importer& im_;
   std::map<std::string, View> views_;
+  std::set<std::string> dequantized_;
 };
 
 // The op type of the model's node that a fused node replaced (FusedConv -> Conv); other nodes'
