@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "cli.h"
@@ -99,6 +100,72 @@ bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, co
     ok &= err <= tol;
   }
   std::printf("check: 4096 sampled entries, max |error| %.3g: %s\n", worst, ok ? "ok" : "WRONG");
+  return ok;
+}
+
+// The weight-only low-bit matmul's operands: a [m, k] in `dtype`, packed codes b [n, blocks,
+// blob] of random bytes, scales [n, blocks] in [0.005, 0.015).
+struct NBitsOperands {
+  HostTensor a, b, scales;
+};
+NBitsOperands nbits_operands(int64_t m, int64_t n, int64_t k, int64_t bits, int64_t block,
+                             DType dtype) {
+  const int64_t blocks = (k + block - 1) / block, blob = block * bits / 8;
+  NBitsOperands o{HostTensor(dtype, {m, k}), HostTensor(DType::UInt8, {n, blocks, blob}),
+                  HostTensor(dtype, {n, blocks})};
+  fill_random(o.a, 11);
+  fill_random(o.scales, 12);
+  for (int64_t i = 0; i < o.scales.numel(); ++i) {
+    const float s = 0.01f + 0.005f * element(o.scales, i);
+    if (dtype == DType::Float16)
+      o.scales.data<uint16_t>()[i] = float_to_half(s);
+    else
+      o.scales.data<float>()[i] = s;
+  }
+  uint32_t h = 0x12345678u;
+  for (auto& byte : o.b.bytes) {
+    h ^= h << 13, h ^= h >> 17, h ^= h << 5;
+    byte = static_cast<uint8_t>(h >> 24);
+  }
+  return o;
+}
+
+// Reads y [m, n] back and compares 256 sampled entries with double-precision sums over the
+// dequantized weights (zero point 2^(bits-1)).
+bool check_nbits(vk::Context& ctx, const vk::Buffer& out, const NBitsOperands& o, DType dtype,
+                 int64_t m, int64_t n, int64_t k, int64_t bits, int64_t block) {
+  const size_t bytes = static_cast<size_t>(m * n) * dtype_size(dtype);
+  vk::StagingBuffer staging(ctx, bytes, vk::StagingBuffer::Direction::FromDevice, "check");
+  vk::OneShot shot(ctx);
+  vk::PipelineBarrier after_compute;
+  after_compute.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+  shot.cmd().record_barrier(after_compute);
+  shot.cmd().copy_buffer(out, staging, 0, 0, bytes);
+  shot.cmd().record_barrier(vk::device_to_host_barrier());
+  shot.submit_and_wait();
+  HostTensor y(dtype, {m, n});
+  staging.copy_out(y.bytes.data(), bytes);
+  const int64_t blocks = (k + block - 1) / block, row_bits = blocks * block * bits;
+  double worst = 0;
+  bool ok = true;
+  for (int64_t s = 0; s < 256; ++s) {
+    const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
+    double want = 0, scale_sum = 0;
+    for (int64_t q = 0; q < k; ++q) {
+      const int64_t bit = j * row_bits + q * bits;
+      const int code = (o.b.bytes[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+      const double scale = element(o.scales, j * blocks + q / block);
+      const double a = element(o.a, i * k + q);
+      want += a * (code - (1 << (bits - 1))) * scale;
+      scale_sum += std::abs(a) * scale * (1 << bits);
+    }
+    const double err = std::abs(element(y, i * n + j) - want);
+    const double tol = (dtype == DType::Float16 ? 2e-3 : 1e-5) * scale_sum + 1e-4;
+    worst = std::max(worst, err);
+    ok &= err <= tol;
+  }
+  std::printf("check: 256 sampled entries, max |error| %.3g: %s\n", worst, ok ? "ok" : "WRONG");
   return ok;
 }
 
@@ -348,10 +415,9 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
       args.push_back(all_args[i]);
   }
   if (args.empty())
-    throw Error(
-        ErrorKind::InvalidArgument,
-        "bench-op: gemm M N K [--fp16] [--check] | attention B H S D [--fp16] | add N | io N | "
-        "overhead [N]  [--runs N]");
+    throw Error(ErrorKind::InvalidArgument,
+                "bench-op: gemm M N K [--fp16] [--check] | nbits M N K [BITS [BLOCK]] [--fp16] "
+                "[--check] | attention B H S D [--fp16] | add N | io N | overhead [N]  [--runs N]");
   auto ctx = vk::Context::create(options);
   if (args[0] == "io") {
     if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
@@ -385,7 +451,8 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     return parse_int(args[i], "bench-op " + args[0] + " size", 1, INT32_MAX);
   };
   double flops = 0, bytes = 0;
-  int64_t gm = 0, gn = 0, gk = 0;
+  int64_t gm = 0, gn = 0, gk = 0, bits = 4, block = 32;
+  std::optional<NBitsOperands> nbits;
   TensorRef y;
   std::string what;
   if (args[0] == "gemm") {
@@ -397,6 +464,23 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     flops = 2.0 * m * n * k;
     what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            (fp16 ? " fp16" : " fp32");
+  } else if (args[0] == "nbits") {
+    // com.microsoft MatMulNBits: y[M, N] = a[M, K] @ dequant(b)^T; M = 1 is the decode GEMV.
+    // GB/s counts the packed weight bytes alone, which is what bounds the GEMV.
+    gm = num(1), gn = num(2), gk = num(3);
+    if (args.size() > 4) bits = parse_int(args[4], "bench-op nbits BITS", 2, 8);
+    if (args.size() > 5) block = parse_int(args[5], "bench-op nbits BLOCK", 16, 4096);
+    const DType dt = fp16 ? DType::Float16 : DType::Float32;
+    nbits = nbits_operands(gm, gn, gk, bits, block, dt);
+    ops::NBitsParams p{gk, gn, bits, block};
+    y = ops::matmul_nbits(g, g.add_constant(nbits->a), g.add_constant(nbits->b),
+                          g.add_constant(nbits->scales), p);
+    bytes = static_cast<double>(nbits->b.nbytes());
+    flops = 2.0 * gm * gn * gk;
+    what = "nbits " + std::to_string(gm) + "x" + std::to_string(gn) + "x" + std::to_string(gk) +
+           " " + std::to_string(bits) + "-bit block " + std::to_string(block) +
+           (fp16 ? " fp16" : " fp32") + " (" + std::to_string(nbits->b.nbytes()) +
+           " packed weight bytes)";
   } else if (args[0] == "add") {
     int64_t n = num(1);
     y = ops::binary(g, ops::BinaryOp::Add, random_const({n}, DType::Float32),
@@ -443,7 +527,11 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
   if (bytes)
     std::printf(", %.1f GB/s (best %.1f)", bytes / (p50 * 1e-3) / 1e9, bytes / (best * 1e-3) / 1e9);
   std::printf("\n");
-  if (check && gm && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) return 1;
+  if (check && nbits) {
+    if (!check_nbits(*ctx, out, *nbits, ti.dtype, gm, gn, gk, bits, block)) return 1;
+  } else if (check && gm && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) {
+    return 1;
+  }
   return report_validation(*ctx);
 }
 

@@ -40,6 +40,8 @@ commands:
   bench-op attention B H S D   fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)
       [--check] [--runs N]     compare with a host reference; timed runs (default 20);
                                VKGRAPH_TUNE=key=value,... overrides kernel tuning knobs
+  bench-op nbits M N K [BITS [BLOCK]]  MatMulNBits (4-bit, block 32 by default): GB/s over
+                               the packed weight bytes; M = 1 is the decode GEMV
   bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
   bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
                                minus GPU time: what the runtime adds per execution
@@ -54,7 +56,7 @@ common options:
   --device N|NAME              pick a Vulkan device (default: VKGRAPH_DEVICE or the best)
   --validation                 enable Khronos validation + synchronization validation
   --fp16                       float16 mode: models hold tensors in float16 and compute in
-                               float32 (SessionOptions::fp16); bench-op gemm in fp16
+                               float32 (SessionOptions::fp16); bench-op gemm, nbits in fp16
   --pipeline-cache DIR|off     on-disk pipeline cache folder (default: VKGRAPH_PIPELINE_CACHE,
                                else $XDG_CACHE_HOME/vkgraph or ~/.cache/vkgraph)
 )";

@@ -7,6 +7,7 @@
 //   DOUBLE                     -> Float32 (rounded to nearest; precision is lost by design,
 //                                 the runtime computes in float32 anyway)
 //   INT8, UINT8, INT16, UINT16 -> Int32   (every value fits exactly)
+//   INT4, UINT4 (packed pairs) -> Int32   (ONNX 1.16; numbered here, onnx.proto 1.12 lacks them)
 //   UINT32, UINT64             -> Int64   (exact; a UINT64 value above INT64_MAX is rejected)
 //   BFLOAT16                   -> Float32 (exact: a bfloat16 is a float32's top 16 bits)
 // Note that a converted tensor no longer has its source type's wrap-around semantics (uint8
@@ -19,6 +20,11 @@
 #include "vkgraph/types.h"
 
 namespace vkgraph::onnx_io {
+
+inline constexpr int32_t kOnnxUInt4 = 21, kOnnxInt4 = 22;
+inline bool is_4bit_onnx_type(int32_t onnx_type) {
+  return onnx_type == kOnnxUInt4 || onnx_type == kOnnxInt4;
+}
 
 // TensorProto.DataType value -> DType, applying the conversions above. Throws Unsupported.
 DType dtype_from_onnx(int32_t onnx_type);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "onnx/fuse_attention.h"
+#include "onnx/fuse_qdq.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -238,6 +239,13 @@ struct Pattern {
   std::optional<Fusion> (*match)(const NodeProto& root, Pass& pass);
 };
 constexpr Pattern kPatterns[] = {
+    // QDQ: DequantizeLinear(x, w[, b]) -> Conv/MatMul/Gemm/Add [-> Relu/Clip] -> QuantizeLinear
+    // => QdqConv/QdqMatMul/QdqGemm/QdqAdd, one integer kernel; their DequantizeLinears elided
+    {"DequantizeLinear", qdq_dequantize},
+    {"Conv", qdq_linear},
+    {"MatMul", qdq_linear},
+    {"Gemm", qdq_linear},
+    {"Add", qdq_linear},
     // Conv [-> BatchNormalization] [-> Add(residual)] [-> activation] => FusedConv
     {"Conv", conv_epilogue},
     // Gemm -> activation => FusedGemm
@@ -253,10 +261,10 @@ constexpr Pattern kPatterns[] = {
 };
 
 const std::map<std::string, std::string>& model_op_types() {
-  static const std::map<std::string, std::string> types = {{"FusedConv", "Conv"},
-                                                           {"FusedGemm", "Gemm"},
-                                                           {"FusedMatMul", "MatMul"},
-                                                           {"FusedAttention", "MatMul"}};
+  static const std::map<std::string, std::string> types = {
+      {"FusedConv", "Conv"},        {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
+      {"FusedAttention", "MatMul"}, {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
+      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"}};
   return types;
 }
 

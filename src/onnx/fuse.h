@@ -20,6 +20,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class Pass {
     Shape shape;  // the view's (permuted) shape
   };
   const View* view(const std::string& value) const;
+  // Whether `value` is the output of a node the pass elided (a Transpose read as a view, or a
+  // DequantizeLinear whose readers all became integer kernels): nothing computes it.
+  bool elided(const std::string& value) const {
+    return view(value) || dequantized_.count(value) > 0;
+  }
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
@@ -77,6 +83,11 @@ class Pass {
   // The attributes of a node the pattern looks at (root or one it absorbs). Patterns read
   // attributes only through this, so that what they did not read is known.
   const fold::Attrs& attrs(const onnx::NodeProto& node);
+  // A DequantizeLinear output that no kernel reads: its readers read the quantized input.
+  void elide_dequantized(const std::string& value) { dequantized_.insert(value); }
+  bool is_elided_dequantized(const std::string& value) const {
+    return dequantized_.count(value) > 0;
+  }
 
  private:
   bool reads_all_attributes(const onnx::NodeProto& root, const Fusion& f);
@@ -84,6 +95,7 @@ class Pass {
   const Importer& im_;
   std::map<std::string, View> views_;
   std::map<const onnx::NodeProto*, fold::Attrs> attrs_;  // of the pattern being tried
+  std::set<std::string> dequantized_;
 };
 
 // The op type of the model's node that a fused node replaced (FusedConv -> Conv); other nodes'

@@ -67,9 +67,15 @@ Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
 }
 
 std::optional<DType> int8_type_of(int32_t onnx_type) {
-  if (onnx_type == onnx::TensorProto::INT8) return DType::Int8;
-  if (onnx_type == onnx::TensorProto::UINT8) return DType::UInt8;
+  if (onnx_type == onnx::TensorProto::INT8 || onnx_type == onnx_io::kOnnxInt4) return DType::Int8;
+  if (onnx_type == onnx::TensorProto::UINT8 || onnx_type == onnx_io::kOnnxUInt4)
+    return DType::UInt8;
   return std::nullopt;
+}
+
+void set_quantized_type(Value& v, int32_t onnx_type) {
+  v.int8_type = int8_type_of(onnx_type);
+  v.four_bit = onnx_io::is_4bit_onnx_type(onnx_type);
 }
 
 Value Importer::device_value(ComputeGraph& g, TensorRef t) {
@@ -90,7 +96,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
     v.constant = onnx_io::tensor_from_proto(init);
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
-    v.int8_type = int8_type_of(init.data_type());
+    set_quantized_type(v, init.data_type());
     values_[init.name()] = std::move(v);
   }
   for (auto& in : g.input()) {
@@ -102,7 +108,7 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
       throw Error(ErrorKind::Unsupported, "model input '" + in.name() + "' is not a tensor");
     DType dtype = onnx_io::dtype_from_onnx(in.type().tensor_type().elem_type());
     Value v = device_value(graph_, graph_.add_input(it->second, dtype, in.name(), io_));
-    v.int8_type = int8_type_of(in.type().tensor_type().elem_type());
+    set_quantized_type(v, in.type().tensor_type().elem_type());
     if (auto vt = input_values.find(in.name()); vt != input_values.end()) {
       if (vt->second.dtype != dtype || vt->second.shape != v.shape)
         throw Error(ErrorKind::InvalidArgument, "value for model input '" + in.name() + "' is " +
@@ -326,7 +332,7 @@ void Importer::visit_node(const onnx::NodeProto& node) {
     throw Error(ErrorKind::Unsupported,
                 where(node) + ": operator domain '" + node.domain() + "' is not supported");
   for (int i = 0; i < node.input_size(); ++i)
-    if (!node.input(i).empty() && !values_.count(node.input(i)) && !fusion_.view(node.input(i)))
+    if (!node.input(i).empty() && !values_.count(node.input(i)) && !fusion_.elided(node.input(i)))
       throw Error(ErrorKind::ModelFormat, where(node) + ": input '" + node.input(i) +
                                               "' is not produced by any earlier node");
   if (auto it = captured_.find(&node); it != captured_.end())
@@ -365,14 +371,14 @@ void Importer::visit_node(const onnx::NodeProto& node) {
     v.shape = v.constant->shape;
     v.dtype = v.constant->dtype;
     for (auto& attr : node.attribute())
-      if (attr.name() == "value" && attr.has_t()) v.int8_type = int8_type_of(attr.t().data_type());
+      if (attr.name() == "value" && attr.has_t()) set_quantized_type(v, attr.t().data_type());
     check_attributes_read(node, attrs);
     return;
   }
   std::optional<fuse::Fusion> fusion;
   try {
     if (fuse_) fusion = fusion_.rewrite(node);
-    if (fusion && !fusion->node) return;  // an elided Transpose, read as a view
+    if (fusion && !fusion->node) return;  // elided: a Transpose read as a view, or a dequantize
     if (!fusion && try_fold(node, attrs)) return check_attributes_read(node, attrs);
     attrs.forget_reads();  // a folder that declined does not speak for the lowering
     if (!fusion) return lower(node, attrs, false);

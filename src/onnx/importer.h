@@ -33,6 +33,9 @@ struct Value {
   // Int8 or UInt8 where the model declares the value int8 or uint8: `dtype` is then Int32, the
   // type other ops compute it in, and `tensor` may hold it in 8-bit storage (lower_quant.cpp).
   std::optional<DType> int8_type;
+  // The declared type is INT4 / UINT4 (opset 21): int8_type says the signedness, the values
+  // stay within 4 bits and are held in 8-bit storage on the device.
+  bool four_bit = false;
   // Model inputs whose values would make this value known on the host through folding; empty
   // when it is known already or no input's value could make it so.
   std::set<std::string> sources;

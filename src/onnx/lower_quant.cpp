@@ -6,8 +6,14 @@
 // an 8-bit device tensor as it is, a constant narrowed on the host, a widened device value
 // narrowed on the device. Their 8-bit results stay 8-bit on the device; other ops get them
 // widened to Int32 by Importer::tensor(), once.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "onnx/fuse_qdq.h"
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
+#include "vkgraph/onnx_tensor.h"
 #include "vkgraph/ops/quant.h"
 
 namespace vkgraph::onnx_import {
@@ -76,19 +82,27 @@ ops::QuantAxis quant_axis(Importer& im, const onnx::NodeProto& node, const fold:
 std::vector<Value> lower_quantize(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 2, 3);
   DType out = im.has_input(node, 2) ? int8_type(im, node, 2, "y_zero_point") : DType::UInt8;
+  bool four_bit = im.has_input(node, 2) && im.input(node, 2).four_bit;
   if (int64_t t = a.get_int("output_dtype", 0); t != 0) {
-    const DType wanted = t == onnx::TensorProto::INT8    ? DType::Int8
-                         : t == onnx::TensorProto::UINT8 ? DType::UInt8
-                                                         : DType::Float32;
-    if (wanted == DType::Float32)
-      im.fail(node, "output_dtype " + std::to_string(t) + " is not supported (int8, uint8)");
-    if (im.has_input(node, 2) && wanted != out)
+    const bool wanted_4bit = onnx_io::is_4bit_onnx_type(static_cast<int32_t>(t));
+    const std::optional<DType> wanted = int8_type_of(static_cast<int32_t>(t));
+    if (!wanted)
+      im.fail(node,
+              "output_dtype " + std::to_string(t) + " is not supported (int8, uint8, int4, uint4)");
+    if (im.has_input(node, 2) && (*wanted != out || wanted_4bit != four_bit))
       im.fail(node, "output_dtype differs from y_zero_point's type");
-    out = wanted;
+    out = *wanted;
+    four_bit = wanted_4bit;
   }
-  TensorRef y = ops::quantize_linear(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
-                                     optional_tensor(im, node, 2), out, quant_axis(im, node, a));
-  return {quantized_value(im, y)};
+  std::optional<std::array<int32_t, 2>> range;
+  if (four_bit)
+    range = out == DType::Int8 ? std::array<int32_t, 2>{-8, 7} : std::array<int32_t, 2>{0, 15};
+  TensorRef y =
+      ops::quantize_linear(im.graph(), im.tensor(node, 0), im.tensor(node, 1),
+                           optional_tensor(im, node, 2), out, quant_axis(im, node, a), range);
+  Value v = quantized_value(im, y);
+  v.four_bit = four_bit;
+  return {v};
 }
 
 std::vector<Value> lower_dequantize(Importer& im, const onnx::NodeProto& node,
@@ -215,9 +229,126 @@ std::vector<Value> lower_matmul_nbits(Importer& im, const onnx::NodeProto& node,
   return {Importer::device_value(im.graph(), y)};
 }
 
+// y's type and a fused Relu / Clip of a QDQ node (fuse_qdq.h) as y's integer range:
+// Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), Q rounding v / y_scale half to even.
+DType fused_y_type(const fold::Attrs& a) {
+  return a.get_int("y_dtype", 0) == onnx::TensorProto::INT8 ? DType::Int8 : DType::UInt8;
+}
+
+std::optional<std::array<int32_t, 2>> fused_range(Importer& im, const onnx::NodeProto& node,
+                                                  const fold::Attrs& a) {
+  if (!a.floats.count("act_lo")) return std::nullopt;
+  const float y_scale = im.host_value(node, fuse::kQdqYScale, "y_scale").data<float>()[0];
+  const int64_t y_zero = im.has_input(node, fuse::kQdqYZero)
+                             ? im.host_value(node, fuse::kQdqYZero, "y_zero_point").as_int(0)
+                             : 0;
+  auto q = [&](float v) -> int32_t {
+    if (std::isinf(v))
+      return v < 0 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
+    const double r = std::nearbyint(v / y_scale) + double(y_zero);
+    return static_cast<int32_t>(std::clamp(r, -1e9, 1e9));
+  };
+  return std::array<int32_t, 2>{q(a.floats.at("act_lo")), q(a.floats.at("act_hi"))};
+}
+
+// A QDQ residual Add (fuse_qdq.h) as one integer kernel; operands of different shapes
+// (broadcasting, which residual connections do not do) take the three ops apart instead.
+std::vector<Value> lower_qdq_add(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  using namespace fuse;
+  ComputeGraph& g = im.graph();
+  const DType out = fused_y_type(a);
+  const auto range = fused_range(im, node, a);
+  const ops::QuantizedOperand x{quantized(im, node, kQdqX, "a"), im.tensor(node, kQdqXScale),
+                                optional_tensor(im, node, kQdqXZero)};
+  const ops::QuantizedOperand w{quantized(im, node, kQdqW, "b"), im.tensor(node, kQdqWScale),
+                                optional_tensor(im, node, kQdqWZero)};
+  const ops::QuantizedOperand y{TensorRef{}, im.tensor(node, kQdqYScale),
+                                optional_tensor(im, node, kQdqYZero)};
+  if (g.info(x.values).shape == g.info(w.values).shape)
+    return {quantized_value(im, ops::qlinear_add(g, x, w, y, out, range))};
+  TensorRef sum =
+      ops::binary(g, ops::BinaryOp::Add, ops::dequantize_linear(g, x.values, x.scale, x.zero_point),
+                  ops::dequantize_linear(g, w.values, w.scale, w.zero_point));
+  if (a.floats.count("act_lo"))
+    sum = ops::unary(g, ops::UnaryOp::Clip, sum, {a.floats.at("act_lo"), a.floats.at("act_hi")});
+  return {quantized_value(im, ops::quantize_linear(g, sum, y.scale, y.zero_point, out))};
+}
+
+// QDQ patterns (fuse_qdq.h) as one integer kernel. Everything but x (and a MatMul's device
+// weight) is a host constant: the weight is narrowed to 8 bits once (transposed for Gemm's
+// transB), the bias becomes int32 in units of x_scale * w_scale, and a fused Relu / Clip
+// becomes the output's integer range.
+std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  using namespace fuse;
+  ComputeGraph& g = im.graph();
+  const bool conv = node.op_type() == "QdqConv";
+  const bool trans_b = node.op_type() == "QdqGemm" && a.get_int("transB", 0) != 0;
+  const DType out = fused_y_type(a);
+  const float x_scale = im.host_value(node, kQdqXScale, "x_scale").data<float>()[0];
+  const HostTensor& w_scale = im.host_value(node, kQdqWScale, "w_scale");
+  const HostTensor* w = im.constant(node, kQdqW);
+  TensorRef wq;
+  if (w && trans_b) {
+    const int64_t n = w->shape[0], k = w->shape[1];
+    HostTensor t(int8_type(im, node, kQdqW, "weight"), {k, n});
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        t.bytes[j * n + i] = static_cast<uint8_t>(w->as_int(i * k + j));
+    wq = g.add_constant(std::move(t), node.input(kQdqW));
+  } else {
+    wq = quantized(im, node, kQdqW, "weight");
+  }
+  const Shape w_shape = g.info(wq).shape;
+  const int64_t channels = conv ? w_shape[0] : w_shape.back();
+
+  std::optional<TensorRef> bias;
+  if (im.has_input(node, kQdqBias)) {
+    const HostTensor& b = im.host_value(node, kQdqBias, "bias");
+    const HostTensor* b_scale = im.has_input(node, kQdqBiasScale)
+                                    ? &im.host_value(node, kQdqBiasScale, "bias scale")
+                                    : nullptr;
+    HostTensor q(DType::Int32, {channels});
+    for (int64_t c = 0; c < channels; ++c) {
+      const float ws = w_scale.data<float>()[w_scale.numel() == 1 ? 0 : c];
+      double v;
+      if (b_scale) {
+        // ONNX Runtime writes bias scales of exactly x_scale * w_scale: then the values are
+        // the int32 sums' units already.
+        const float bs = b_scale->data<float>()[b_scale->numel() == 1 ? 0 : c];
+        v = bs == x_scale * ws ? static_cast<double>(b.as_int(c))
+                               : std::nearbyint(double(b.as_int(c)) * bs / (double(x_scale) * ws));
+      } else {
+        v = std::nearbyint(double(b.data<float>()[c]) / (double(x_scale) * ws));
+      }
+      if (!(std::abs(v) <= std::numeric_limits<int32_t>::max()))
+        im.fail(node, "bias " + std::to_string(c) + " does not fit int32 in units of x * w scale");
+      q.data<int32_t>()[c] = static_cast<int32_t>(v);
+    }
+    bias = g.add_constant(std::move(q), node.input(kQdqBias));
+  }
+
+  const std::optional<std::array<int32_t, 2>> range = fused_range(im, node, a);
+  const ops::QuantizedOperand x{quantized(im, node, kQdqX, "x"), im.tensor(node, kQdqXScale),
+                                optional_tensor(im, node, kQdqXZero)};
+  const ops::QuantizedOperand wo{wq, im.tensor(node, kQdqWScale),
+                                 optional_tensor(im, node, kQdqWZero)};
+  const ops::QuantizedOperand y{TensorRef{}, im.tensor(node, kQdqYScale),
+                                optional_tensor(im, node, kQdqYZero)};
+  TensorRef r;
+  if (conv) {
+    ops::IntConvParams p = conv_params(im, node, a, im.input(node, kQdqX).shape, w_shape);
+    r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range);
+  } else {
+    r = ops::qlinear_matmul(g, x, wo, y, out, {bias, range});
+  }
+  return {quantized_value(im, r)};
+}
+
 }  // namespace
 
 void register_quant(LoweringTable& t) {
+  for (const char* op : {"QdqConv", "QdqMatMul", "QdqGemm"}) t[fuse::fused_key(op)] = lower_qdq;
+  t[fuse::fused_key("QdqAdd")] = lower_qdq_add;
   t["QuantizeLinear"] = lower_quantize;
   t["DequantizeLinear"] = lower_dequantize;
   t["DynamicQuantizeLinear"] = lower_dynamic_quantize;

@@ -17,6 +17,7 @@ static_assert(std::endian::native == std::endian::little, "vkgraph assumes a lit
 using TP = onnx::TensorProto;
 
 DType dtype_from_onnx(int32_t onnx_type) {
+  if (is_4bit_onnx_type(onnx_type)) return DType::Int32;
   switch (onnx_type) {
     case TP::FLOAT:
     case TP::DOUBLE:
@@ -81,6 +82,9 @@ uint16_t float_to_bfloat16(float value) {
 }
 
 std::string onnx_type_name(int32_t onnx_type) {
+  // Newer than the onnx.proto vkgraph builds against (ONNX 1.12).
+  if (onnx_type == kOnnxUInt4) return "UINT4";
+  if (onnx_type == kOnnxInt4) return "INT4";
   if (TP::DataType_IsValid(onnx_type)) {
     return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
   }
@@ -181,6 +185,30 @@ int64_t typed_count(const TP& proto) {
   }
 }
 
+// INT4 / UINT4 (ONNX 1.16, opset 21): two values per byte, the first in the low nibble, in
+// raw_data or one packed byte per int32_data entry (as onnx.helper.make_tensor writes them).
+// Read as Int32 values, like the 8-bit types.
+HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw,
+                           const std::string& label) {
+  const int64_t bytes = (count + 1) / 2;
+  const int64_t have =
+      raw ? static_cast<int64_t>(proto.raw_data().size()) : proto.int32_data_size();
+  check(!raw || typed_count(proto) == 0, ErrorKind::ModelFormat,
+        label + ": has both raw_data and a typed data field");
+  check(have == bytes, ErrorKind::ModelFormat,
+        label + ": holds " + std::to_string(have) + " packed bytes, dims " + shape_str(shape) +
+            " need " + std::to_string(bytes));
+  const bool is_signed = proto.data_type() == kOnnxInt4;
+  HostTensor out(DType::Int32, std::move(shape));
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t byte = raw ? static_cast<uint8_t>(proto.raw_data()[i / 2])
+                              : static_cast<uint8_t>(proto.int32_data(static_cast<int>(i / 2)));
+    const int32_t nibble = static_cast<int32_t>(i % 2 ? byte >> 4 : byte & 15u);
+    out.data<int32_t>()[i] = is_signed ? (nibble ^ 8) - 8 : nibble;
+  }
+  return out;
+}
+
 // `where` prefixes every message (a file path, or empty).
 HostTensor from_proto(const TP& proto, const std::string& where) {
   const std::string label =
@@ -210,6 +238,8 @@ HostTensor from_proto(const TP& proto, const std::string& where) {
 
   // Check the amount of data before allocating anything sized from dims.
   const bool raw = proto.has_raw_data();
+  const int32_t type = proto.data_type();
+  if (is_4bit_onnx_type(type)) return from_4bit_proto(proto, std::move(shape), count, raw, label);
   const size_t src_elem = onnx_elem_size(proto.data_type());
   if (raw) {
     check(typed_count(proto) == 0, ErrorKind::ModelFormat,
@@ -227,7 +257,6 @@ HostTensor from_proto(const TP& proto, const std::string& where) {
   }
 
   HostTensor out(dtype, std::move(shape));
-  const int32_t type = proto.data_type();
   if (raw && type == onnx_type_of(dtype) && type != TP::BOOL) {
     // Same layout on both sides: copy the bytes (memcpy needs non-null pointers, even for 0).
     if (!out.bytes.empty()) {

@@ -27,6 +27,18 @@ QuantRange quant_range(DType dtype) {
               std::string("quantized type must be int8 or uint8, not ") + dtype_name(dtype));
 }
 
+QuantRange output_range(DType dtype, std::optional<std::array<int32_t, 2>> range,
+                        const std::string& op) {
+  const QuantRange full = quant_range(dtype);
+  if (!range) return full;
+  const QuantRange r{std::clamp((*range)[0], full.min, full.max),
+                     std::clamp((*range)[1], full.min, full.max)};
+  check(r.min <= r.max, ErrorKind::InvalidArgument,
+        op + ": the fused output range [" + std::to_string((*range)[0]) + ", " +
+            std::to_string((*range)[1]) + "] is empty");
+  return r;
+}
+
 TensorRef zero_point_i32(ComputeGraph& g, std::optional<TensorRef> zero_point,
                          const std::string& op) {
   if (!zero_point)
@@ -107,11 +119,12 @@ void push_layout(PushConstants& pc, const ParamLayout& l) {
 }  // namespace
 
 TensorRef quantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
-                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis) {
+                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis,
+                          std::optional<std::array<int32_t, 2>> narrower) {
   const std::string op = "quantize_linear";
   const TensorInfo xi = g.info(x);
   const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
-  const QuantRange range = quant_range(out);
+  const QuantRange range = output_range(out, narrower, op);
   require_8bit_storage(g, op);
   std::optional<Shape> zero_shape;
   if (zero_point) zero_shape = g.info(*zero_point).shape;
@@ -169,6 +182,39 @@ TensorRef convert_quantized(ComputeGraph& g, TensorRef x, DType to) {
   pc.add(checked_i32(n, op, "element count")).add(int32_t{xi.dtype == DType::Int8});
   add_elementwise(g, to == DType::Int32 ? "quant_widen" : "quant_narrow",
                   {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), op);
+  return y;
+}
+
+TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                      const QuantizedOperand& y_params, DType out,
+                      std::optional<std::array<int32_t, 2>> range) {
+  const std::string op = "qlinear_add";
+  require_quantized(g, a.values, op, "a");
+  require_quantized(g, b.values, op, "b");
+  const Shape shape = g.info(a.values).shape;
+  check(g.info(b.values).shape == shape, ErrorKind::InvalidArgument,
+        op + ": a " + shape_str(shape) + " and b " + shape_str(g.info(b.values).shape) +
+            " must have one shape");
+  const QuantRange r = output_range(out, range, op);
+  std::vector<Binding> bindings = {{a.values, Access::Read}, {b.values, Access::Read}};
+  for (const QuantizedOperand* q : {&a, &b, &y_params}) {
+    for (std::optional<TensorRef> t : {std::optional<TensorRef>(q->scale), q->zero_point})
+      if (t)
+        check(
+            numel(g.info(*t).shape) == 1, ErrorKind::InvalidArgument,
+            op + ": scales and zero points must be per tensor, got " + shape_str(g.info(*t).shape));
+    bindings.push_back({scale_f32(g, q->scale, op), Access::Read});
+    bindings.push_back({zero_point_i32(g, q->zero_point, op), Access::Read});
+  }
+  TensorRef y = g.add_tensor(shape, out);
+  bindings.push_back({y, Access::Write});
+  const int64_t n = numel(shape);
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count"));
+  pc.add(int32_t{g.info(a.values).dtype == DType::Int8});
+  pc.add(int32_t{g.info(b.values).dtype == DType::Int8});
+  pc.add(r.min).add(r.max);
+  add_elementwise(g, "quant_add", std::move(bindings), n, pc.take(), op);
   return y;
 }
 

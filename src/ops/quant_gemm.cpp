@@ -1,6 +1,8 @@
 // Integer matmul and convolution (quant_gemm.comp): 8-bit operands, int32 sums, and for the
 // QLinear ops one requantization in the epilogue. Zero points are subtracted as operands are
 // loaded, so convolution padding (which ONNX fills with the zero point) adds nothing.
+#include <algorithm>
+
 #include "quant_util.h"
 
 namespace vkgraph::ops {
@@ -134,6 +136,12 @@ TensorRef integer_matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optiona
   if (requant) {
     requant->a_scale_count = param_count(g, requant->a_scale, m, all_rows, op, "a's scale");
     requant->b_scale_count = param_count(g, requant->b_scale, n, all_cols, op, "b's scale");
+    if (requant->bias)
+      check(numel(g.info(*requant->bias).shape) == n &&
+                g.info(*requant->bias).dtype == DType::Int32 && numel(batch_b) == 1,
+            ErrorKind::InvalidArgument,
+            op + ": bias must be int32 with one value per column (" + std::to_string(n) +
+                ") of one weight matrix");
   }
   d.requant = requant;
   d.shader = requant ? "quant_matmul_requant" : "quant_matmul_i32";
@@ -146,11 +154,12 @@ TensorRef integer_matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optiona
 }
 
 Requant make_requant(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
-                     const QuantizedOperand& y, DType out, const std::string& op) {
+                     const QuantizedOperand& y, DType out,
+                     std::optional<std::array<int32_t, 2>> range, const std::string& op) {
   require_scalar(g, y.scale, op, "y's scale");
   if (y.zero_point) require_scalar(g, *y.zero_point, op, "y's zero point");
   Requant r;
-  r.range = quant_range(out);
+  r.range = output_range(out, range, op);
   r.out = out;
   r.a_scale = scale_f32(g, a.scale, op);
   r.b_scale = scale_f32(g, b.scale, op);
@@ -236,9 +245,11 @@ TensorRef matmul_integer(ComputeGraph& g, TensorRef a, TensorRef b,
 }
 
 TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
-                         const QuantizedOperand& y_params, DType out) {
+                         const QuantizedOperand& y_params, DType out,
+                         const RequantEpilogue& epilogue) {
   const std::string op = "qlinear_matmul";
-  Requant r = make_requant(g, a, b, y_params, out, op);
+  Requant r = make_requant(g, a, b, y_params, out, epilogue.range, op);
+  r.bias = epilogue.bias;
   return integer_matmul(g, a.values, b.values, a.zero_point, b.zero_point, r, op);
 }
 
@@ -251,9 +262,10 @@ TensorRef conv_integer(ComputeGraph& g, TensorRef x, TensorRef weight,
 
 TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
-                       const IntConvParams& params, DType out) {
+                       const IntConvParams& params, DType out,
+                       std::optional<std::array<int32_t, 2>> range) {
   const std::string op = "qlinear_conv";
-  Requant r = make_requant(g, x, w, y_params, out, op);
+  Requant r = make_requant(g, x, w, y_params, out, range, op);
   r.bias = bias;
   return integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);
 }

@@ -2,9 +2,10 @@
 // MatMulNBits: y[m, n] = sum_k a[m, k] * w[n, k] (+ bias[n]), w dequantized in registers from
 // codes of `bits` bits packed low first along K (row n's bit k * bits), one scale (and zero) per
 // block of K. b is read as 32-bit words; a word holds 32 / bits codes of one block.
-//   GEMV   32 invocations per row n (4 rows per workgroup) stride over the row's words, so
-//          the packed weights are read once, in order; a shared-memory sum ends each row.
-//          Workgroup y is the row m of a.
+//   GEMV   the lanes of one subgroup (SUBGROUP_REDUCE; else 32 invocations) per row n
+//          stride over the row's 32-bit words, 4 loads in flight each, so the packed weights
+//          are read once, coalesced; subgroupAdd (else a shared-memory tree) ends each row.
+//          ROWS rows per workgroup; workgroup y is the row m of a.
 //   TILED  64 n x 32 m tiles, K in slices of 32: each slice of w is dequantized once into
 //          shared memory and reused by all 32 rows of a.
 // DTYPE_*: a, scales, float zero points, bias and y; sums are float32.
@@ -46,49 +47,90 @@ float dequantized(int n, int k, uint word, int j) {
 }
 
 #if GEMV
+#extension GL_EXT_control_flow_attributes : require
+#if SUBGROUP_REDUCE
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+// Rows of b (outputs n) per workgroup.
+layout(constant_id = 3) const uint ROWS = 4;
+// Word loads in flight per lane, all issued before the first is used: one per loop trip would
+// leave a single 4-byte load in flight per lane, far too few bytes to cover memory latency.
+const int UNROLL = 4;
+
+// a[m, k0 ..] against the codes of one word of row n. Blocks are whole words (block_size >= 16,
+// so a block is 32 / bits codes or more), so one word has one scale and zero: sum a * code
+// and a, then scale and shift once.
+float word_dot(int m, int n, int w, uint word) {
+  const int per_word = 32 / p.bits, k0 = w * per_word, count = min(per_word, p.K - k0);
+  const uint mask = (1u << uint(p.bits)) - 1u;
+  if (p.has_g_idx != 0) {
+    float sum = 0.0;
+    for (int j = 0; j < count; ++j)
+      sum += float(a[m * p.K + k0 + j]) * dequantized(n, k0 + j, word, j);
+    return sum;
+  }
+  float dot_codes = 0.0, sum_a = 0.0;
+  [[unroll]] for (int j = 0; j < 16; ++j) {
+    if (j >= count) break;
+    float x = float(a[m * p.K + k0 + j]);
+    dot_codes += x * float((word >> uint(j * p.bits)) & mask);
+    sum_a += x;
+  }
+  const int block = k0 / p.block_size;
+  return (dot_codes - zero_of(n, block) * sum_a) * float(scales[n * p.blocks + block]);
+}
+
+// Row n's partial dot product over its words lane, lane + lanes, ...: neighbouring lanes read
+// neighbouring words, so each load of the `lanes` lanes is one coalesced stretch of b.
+float row_partial(int m, int n, int lane, int lanes) {
+  const int per_word = 32 / p.bits, row = n * p.row_words;
+  const int words = min(p.row_words, (p.K + per_word - 1) / per_word);  // words with k < K
+  float sum = 0.0;
+  int w = lane;
+  for (; w + (UNROLL - 1) * lanes < words; w += UNROLL * lanes) {
+    uint word[UNROLL];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) word[u] = b[row + w + u * lanes];
+    [[unroll]] for (int u = 0; u < UNROLL; ++u) sum += word_dot(m, n, w + u * lanes, word[u]);
+  }
+  for (; w < words; w += lanes) sum += word_dot(m, n, w, b[row + w]);
+  return sum;
+}
+
+void store_row(int m, int n, float v) {
+  if (p.has_bias != 0) v += float(bias[n]);
+  y[m * p.N + n] = ELEM(v);
+}
+
+#if SUBGROUP_REDUCE
+// One subgroup per row of b, its partial sums met by subgroupAdd. Subgroups take the
+// workgroup's ROWS rows in turn, so the result does not depend on the subgroup size the
+// driver picks; the host sizes ROWS for the size the device reports.
+void main() {
+  const int m = int(gl_WorkGroupID.y);
+  for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
+    const int n = int(gl_WorkGroupID.x * ROWS + r);
+    if (n >= p.N) return;
+    float sum = subgroupAdd(row_partial(m, n, int(gl_SubgroupInvocationID), int(gl_SubgroupSize)));
+    if (subgroupElect()) store_row(m, n, sum);
+  }
+}
+#else
+// 32 lanes per row of b, their partial sums met by a shared-memory tree.
 #define LANES 32
-#define ROWS 4
 shared float partial[ROWS * LANES];
 
 void main() {
-  int lane = int(gl_LocalInvocationID.x) % LANES, slot = int(gl_LocalInvocationID.x) / LANES;
-  int n = int(gl_WorkGroupID.x) * ROWS + slot, m = int(gl_WorkGroupID.y);
-  int per_word = 32 / p.bits;
-  float sum = 0.0;
-  if (n < p.N) {
-    for (int w = lane; w < p.row_words; w += LANES) {
-      int k0 = w * per_word;
-      if (k0 >= p.K) break;
-      uint word = b[n * p.row_words + w];
-      uint mask = (1u << uint(p.bits)) - 1u;
-      if (p.has_g_idx == 0) {
-        // One block per word: sum a * code and a, then scale and shift once.
-        int block = k0 / p.block_size;
-        float dot_codes = 0.0, sum_a = 0.0;
-        for (int j = 0; j < per_word && k0 + j < p.K; ++j) {
-          float x = float(a[m * p.K + k0 + j]);
-          dot_codes += x * float((word >> uint(j * p.bits)) & mask);
-          sum_a += x;
-        }
-        sum += (dot_codes - zero_of(n, block) * sum_a) * float(scales[n * p.blocks + block]);
-      } else {
-        for (int j = 0; j < per_word && k0 + j < p.K; ++j)
-          sum += float(a[m * p.K + k0 + j]) * dequantized(n, k0 + j, word, j);
-      }
-    }
-  }
-  partial[gl_LocalInvocationID.x] = sum;
+  const int lane = int(gl_LocalInvocationID.x) % LANES, slot = int(gl_LocalInvocationID.x) / LANES;
+  const int n = int(gl_WorkGroupID.x * ROWS) + slot, m = int(gl_WorkGroupID.y);
+  partial[gl_LocalInvocationID.x] = n < p.N ? row_partial(m, n, lane, LANES) : 0.0;
   barrier();
   for (int s = LANES / 2; s > 0; s >>= 1) {
     if (lane < s) partial[gl_LocalInvocationID.x] += partial[gl_LocalInvocationID.x + s];
     barrier();
   }
-  if (lane == 0 && n < p.N) {
-    float v = partial[gl_LocalInvocationID.x];
-    if (p.has_bias != 0) v += float(bias[n]);
-    y[m * p.N + n] = ELEM(v);
-  }
+  if (lane == 0 && n < p.N) store_row(m, n, partial[gl_LocalInvocationID.x]);
 }
+#endif
 
 #else  // TILED
 #define BN 64

@@ -3,6 +3,8 @@
 // each weight word once, larger M a tiled kernel that dequantizes each weight slice once per
 // 32 rows of a.
 #include "quant_util.h"
+#include "vkgraph/ops/tuning.h"
+#include "vkgraph/vk/context.h"
 
 namespace vkgraph::ops {
 
@@ -78,18 +80,34 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
   pc.add(int32_t{g_idx.has_value()}).add(int32_t{bias.has_value()});
   DispatchDesc d;
   const bool gemv = m == 1;
-  d.shader = std::string(gemv ? "quant_nbits_gemv_" : "quant_nbits_tiled_") + suffix;
+  // The GEMV's rows: one subgroup each where the device reduces across subgroups (whole
+  // subgroups of a 128-invocation workgroup), else 32 invocations each. Tuning knob
+  // "nbits.subgroup" = 0 forces the shared-memory variant.
+  constexpr uint32_t kGemvThreads = 128;
+  const vk::DeviceFeatures& f = g.context().features();
+  const Tuning* tuning = g.options().tuning.get();
+  const bool subgroup = gemv && f.subgroup_arithmetic && f.subgroup_size > 0 &&
+                        (f.subgroup_size & (f.subgroup_size - 1)) == 0 &&
+                        kGemvThreads % f.subgroup_size == 0 &&
+                        (!tuning || tuning->knob("nbits.subgroup", 1) != 0);
+  const uint32_t rows = subgroup ? kGemvThreads / f.subgroup_size : kGemvThreads / 32;
+  d.shader = std::string(!gemv      ? "quant_nbits_tiled_"
+                         : subgroup ? "quant_nbits_gemv_subgroup_"
+                                    : "quant_nbits_gemv_") +
+             suffix;
   d.bindings = {{a, Access::Read},         {b, Access::Read},        {scales, Access::Read},
                 {zp_packed, Access::Read}, {zp_float, Access::Read}, {gi, Access::Read},
                 {bs, Access::Read},        {y, Access::Write}};
-  if (gemv)
-    d.groups = {static_cast<uint32_t>((n + 3) / 4), 1, 1};  // 4 rows of b per workgroup
-  else
+  if (gemv) {
+    d.groups = {static_cast<uint32_t>((n + rows - 1) / rows), 1, 1};
+    d.spec = {rows};
+  } else {
     d.groups = {static_cast<uint32_t>((n + 63) / 64), static_cast<uint32_t>((m + 31) / 32), 1};
+  }
   check(d.groups[0] <= 65535 && d.groups[1] <= 65535, ErrorKind::Unsupported,
         op + ": M = " + std::to_string(m) + ", N = " + std::to_string(n) +
             " exceed the dispatch limits");
-  d.local = {gemv ? 128u : 256u, 1, 1};
+  d.local = {gemv ? kGemvThreads : 256u, 1, 1};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));

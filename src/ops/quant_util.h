@@ -21,6 +21,10 @@ struct QuantRange {
   int32_t min, max;
 };
 QuantRange quant_range(DType dtype);
+// `dtype`'s range narrowed to a fused activation's [lo, hi] (RequantEpilogue::range); throws
+// naming `op` when nothing is left.
+QuantRange output_range(DType dtype, std::optional<std::array<int32_t, 2>> range,
+                        const std::string& op);
 
 // A zero point as the Int32 tensor the shaders read: 8-bit ones widened on the device, an
 // absent one a constant 0.

@@ -8,6 +8,7 @@
 #include "gpu_test.h"
 #include "quant_test_util.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -22,7 +23,7 @@ class MatMulNBitsTest : public GpuTest {
  protected:
   // Runs matmul_nbits on a [m, k] (float16 when `half`: a, scales, float zeros, bias) and
   // checks it against the double reference, relative to the sum of |a| |w| of each result.
-  void check(int64_t m, const NBitsWeight& wt, bool half, Zeros zeros) {
+  void check(int64_t m, const NBitsWeight& wt, bool half, Zeros zeros, GraphOptions go = {}) {
     std::vector<float> a = random_floats(m * wt.k);
     if (half)
       for (float& v : a) v = half_to_float(float_to_half(v));
@@ -31,7 +32,7 @@ class MatMulNBitsTest : public GpuTest {
       return half ? to_half(t) : t;
     };
     std::vector<double> scales_used(wt.scales.begin(), wt.scales.end());
-    ComputeGraph g(context());
+    ComputeGraph g(context(), go);
     std::vector<HostTensor> feeds;
     auto in = [&](HostTensor t) {
       feeds.push_back(t);
@@ -117,6 +118,25 @@ TEST_F(MatMulNBitsTest, OtherBitsBlocksAndGIdx) {
       SCOPED_TRACE("bits " + std::to_string(c.bits) + " k " + std::to_string(c.k) + " m " +
                    std::to_string(m));
       check(m, wt, false, c.zeros);
+    }
+  }
+}
+
+// The GEMV's two reductions (subgroupAdd, where the device has it, and the shared-memory tree
+// that tuning knob nbits.subgroup = 0 forces), over rows long enough for its unrolled loads
+// (K = 1100: 35 blocks, the last partial) and short ones.
+TEST_F(MatMulNBitsTest, GemvBothReductions) {
+  for (uint32_t subgroup : {1u, 0u}) {
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["nbits.subgroup"] = subgroup;
+    go.tuning = tuning;
+    for (int64_t k : {1100, 40}) {
+      SCOPED_TRACE("subgroup " + std::to_string(subgroup) + " k " + std::to_string(k));
+      NBitsWeight wt(rng, k, 19, 4, 32, Zeros::Packed, false, true);
+      check(1, wt, false, Zeros::Packed, go);
+      NBitsWeight wt2(rng, k, 7, 2, 16, Zeros::Default, k == 40, false);
+      check(1, wt2, false, Zeros::Default, go);
     }
   }
 }

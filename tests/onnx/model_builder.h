@@ -63,6 +63,20 @@ class ModelBuilder {
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }  // for what the helpers lack
   onnx::ModelProto& proto() { return model_; }
   std::string bytes() const { return model_.SerializeAsString(); }
+  // An integer initializer of `elem_type` (INT8, UINT8, INT32: ONNX keeps all three in
+  // int32_data), of `shape`.
+  void int_initializer(const std::string& name, int elem_type, const Shape& shape,
+                       const std::vector<int>& values) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem_type);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int v : values) t->add_int32_data(v);
+  }
+  // Any initializer, made by the caller (packed 4-bit data, raw_data, ...).
+  void initializer(onnx::TensorProto t) {
+    *model_.mutable_graph()->add_initializer() = std::move(t);
+  }
   // A session on the shared validated context.
   Session session(SessionOptions options = {}) const {
     std::string bytes = model_.SerializeAsString();

@@ -1,5 +1,6 @@
 // The ONNX lowerings of the quantization ops beyond the conformance data: opset 21 blocked
 // QuantizeLinear / DequantizeLinear and com.microsoft MatMulNBits, against C++ references.
+#include <algorithm>
 #include <cmath>
 
 #include "gpu_test.h"
@@ -57,6 +58,78 @@ TEST_F(QuantTest, OnnxBlockedQuantizeDequantizeOpset21) {
     ASSERT_EQ(out[0].data<int32_t>()[i], want) << i;
     ASSERT_EQ(out[1].data<float>()[i], float(want - zp[j]) * scale[j]) << i;
   }
+}
+
+// ONNX INT4 / UINT4 (opset 21; numbered 22 / 21, newer than the onnx.proto vkgraph builds
+// with): packed two per byte, low nibble first, in int32_data (onnx.helper's form) or
+// raw_data. Blocked QuantizeLinear to int4 saturates to [-8, 7]; DequantizeLinear of it and of a
+// uint4 weight feeding a MatMul, against C++ references.
+onnx::TensorProto packed_4bit(const std::string& name, int type, const Shape& shape,
+                              const std::vector<int>& values, bool raw) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(type);
+  for (int64_t d : shape) t.add_dims(d);
+  std::string bytes((values.size() + 1) / 2, '\0');
+  for (size_t i = 0; i < values.size(); ++i)
+    bytes[i / 2] = static_cast<char>(bytes[i / 2] | ((values[i] & 15) << (i % 2 ? 4 : 0)));
+  if (raw)
+    t.set_raw_data(bytes);
+  else
+    for (char c : bytes) t.add_int32_data(static_cast<uint8_t>(c));
+  return t;
+}
+
+TEST_F(QuantTest, OnnxInt4BlockedQuantizeAndUInt4Weights) {
+  constexpr int kInt4 = 22, kUInt4 = 21;
+  const int64_t rows = 4, cols = 10, blocks = 3, n = 5;  // blocks of 4 along cols
+  ModelBuilder m(21);
+  m.input("x", onnx::TensorProto::FLOAT, {rows, cols});
+  m.output("q", kInt4);
+  m.output("y", onnx::TensorProto::FLOAT);
+  m.output("mm", onnx::TensorProto::FLOAT);
+  std::vector<float> scale = random_floats(rows * blocks, 0.1f, 0.3f);
+  std::vector<int> zp = random_ints(rng, rows * blocks, -3, 3);
+  std::vector<int> w = random_ints(rng, cols * n, 0, 15);
+  std::vector<float> w_scale = random_floats(blocks * n, 0.02f, 0.05f);
+  m.initializer("scale", Shape{rows, blocks}, scale);
+  m.initializer(packed_4bit("zp", kInt4, {rows, blocks}, zp, false));
+  m.initializer(packed_4bit("w", kUInt4, {cols, n}, w, true));  // 50 codes: 25 bytes
+  m.initializer("w_scale", Shape{blocks, n}, w_scale);
+  auto attrs = [](onnx::NodeProto& node,
+                  std::initializer_list<std::pair<const char*, int64_t>> kv) {
+    for (auto [name, v] : kv) {
+      onnx::AttributeProto* a = node.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(v);
+    }
+  };
+  attrs(m.node("QuantizeLinear", {"x", "scale", "zp"}, {"q"}), {{"axis", 1}, {"block_size", 4}});
+  attrs(m.node("DequantizeLinear", {"q", "scale", "zp"}, {"y"}), {{"axis", 1}, {"block_size", 4}});
+  attrs(m.node("DequantizeLinear", {"w", "w_scale"}, {"wd"}), {{"axis", 0}, {"block_size", 4}});
+  m.node("MatMul", {"x", "wd"}, {"mm"});
+  Session s = m.session();
+  std::vector<float> x = random_floats(rows * cols, -3.f, 3.f);  // beyond 8 * scale: saturates
+  auto out = s.run({{"x", f32({rows, cols}, x)}});
+  ASSERT_EQ(out.size(), 3u);
+  int saturated = 0;
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const int64_t j = i / cols * blocks + i % cols / 4;
+    const double r = std::nearbyint(double(x[i] / scale[j])) + zp[j];
+    const int want = static_cast<int>(std::clamp(r, -8.0, 7.0));
+    saturated += r != want;
+    ASSERT_EQ(out[0].data<int32_t>()[i], want) << i;
+    ASSERT_EQ(out[1].data<float>()[i], float(want - zp[j]) * scale[j]) << i;
+  }
+  EXPECT_GT(saturated, 0) << "the test should reach int4's bounds";
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < n; ++c) {
+      double want = 0;
+      for (int64_t k = 0; k < cols; ++k)
+        want += double(x[i * cols + k]) * w[k * n + c] * w_scale[k / 4 * n + c];
+      EXPECT_NEAR(out[2].data<float>()[i * n + c], want, 1e-4 * (1 + std::abs(want)));
+    }
 }
 
 TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {

@@ -24,9 +24,11 @@ struct QuantAxis {
 };
 
 // y = saturate(round_half_even(x / scale) + zero_point); x: Float32 or Float16; `out`: Int8
-// or UInt8. NaN quantizes to the zero point.
+// or UInt8. NaN quantizes to the zero point. `range` saturates to a narrower [lo, hi] within
+// out's: [-8, 7] or [0, 15] for ONNX's int4 / uint4, held in 8-bit storage.
 TensorRef quantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
-                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis = {});
+                          std::optional<TensorRef> zero_point, DType out, QuantAxis axis = {},
+                          std::optional<std::array<int32_t, 2>> range = std::nullopt);
 // y = (x - zero_point) * scale, Float32; x: Int8, UInt8 or Int32.
 TensorRef dequantize_linear(ComputeGraph& g, TensorRef x, TensorRef scale,
                             std::optional<TensorRef> zero_point, QuantAxis axis = {});
@@ -58,11 +60,29 @@ struct QuantizedOperand {
   TensorRef scale;
   std::optional<TensorRef> zero_point;
 };
+// What a fused requantizing epilogue adds (QDQ models, src/onnx/fuse_qdq.cpp): an Int32 bias
+// (one value per output channel, in units of a_scale * b_scale) added to the sums, and a
+// narrower output range than the type's. A Relu or Clip before QuantizeLinear is such a range:
+// quantization is monotone, so Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)) exactly.
+struct RequantEpilogue {
+  std::optional<TensorRef> bias;
+  std::optional<std::array<int32_t, 2>> range;  // [lo, hi] within out's range
+};
+
 // ONNX QLinearMatMul: matmul_integer, then requantized once in the epilogue:
 // y = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero_point), `out` Int8 or
 // UInt8. a's scale and zero point may be per row, b's per column.
 TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
-                         const QuantizedOperand& y_params, DType out);
+                         const QuantizedOperand& y_params, DType out,
+                         const RequantEpilogue& epilogue = {});
+
+// A QDQ residual Add as one kernel: y = saturate(round_half_even(((a - a_zero) * a_scale +
+// (b - b_zero) * b_scale) / y_scale) + y_zero), in float32 as DequantizeLinear, Add and
+// QuantizeLinear compute it apart; `range` narrows the output range (RequantEpilogue::range).
+// a and b: Int8 or UInt8 of one shape; every scale and zero point per tensor.
+TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                      const QuantizedOperand& y_params, DType out,
+                      std::optional<std::array<int32_t, 2>> range = std::nullopt);
 
 // 1-D or 2-D convolution of integer tensors (x [N, C, L] or [N, C, H, W]; weight [M, C/groups,
 // k...]); attributes as ONNX Conv, pads all begins then all ends. Padding reads as x's zero point.
@@ -81,7 +101,8 @@ TensorRef conv_integer(ComputeGraph& g, TensorRef x, TensorRef weight,
 // requantized as qlinear_matmul; w's scale and zero point may be per output channel.
 TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
-                       const IntConvParams& params, DType out);
+                       const IntConvParams& params, DType out,
+                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
 
 // com.microsoft MatMulNBits: y = a @ dequant(b)^T (+ bias). a: [..., K] Float32 or Float16;
 // b: UInt8 [N, n_blocks, blob] (or any shape of that size), codes of `bits` bits packed low

@@ -1,0 +1,269 @@
+#include "onnx/fuse_qdq.h"
+
+#include <cmath>
+#include <limits>
+
+#include "onnx/importer.h"
+
+namespace vkgraph::onnx_import::fuse {
+namespace {
+
+using onnx::NodeProto;
+
+bool default_domain(const NodeProto& n) {
+  return n.domain().empty() || n.domain() == "ai.onnx";
+}
+
+// The DequantizeLinear that produces `value`, per tensor or per axis (blocked ones stay float).
+const NodeProto* dequantize_of(Pass& p, const std::string& value) {
+  const NodeProto* n = p.importer().producer(value);
+  if (!n || n->op_type() != "DequantizeLinear" || !default_domain(*n) || n->input_size() < 2 ||
+      n->output_size() != 1)
+    return nullptr;
+  return p.attrs(*n).get_int("block_size", 0) == 0 ? n : nullptr;
+}
+
+const HostTensor* float_constant(const Importer& im, const NodeProto& n, size_t i) {
+  const HostTensor* t = im.constant(n, i);
+  return t && t->dtype == DType::Float32 ? t : nullptr;
+}
+
+// Whether input `i` of `n` is an 8-bit value or will be one: declared int8/uint8, or the
+// output of a QuantizeLinear not visited yet.
+bool eight_bit(const Pass& p, const NodeProto& n, size_t i) {
+  const Importer& im = p.importer();
+  if (!im.has_input(n, i)) return false;
+  if (im.available(n, i)) return im.input(n, i).int8_type.has_value();
+  const NodeProto* q = im.producer(n.input(i));
+  return q && q->op_type() == "QuantizeLinear" && default_domain(*q);
+}
+
+// A (de)quantize node's zero point (input 2): absent, or an 8-bit constant of `count` values.
+bool zero_point_ok(const Importer& im, const NodeProto& n, int64_t count) {
+  if (!im.has_input(n, 2)) return true;
+  const HostTensor* z = im.constant(n, 2);
+  return z && im.input(n, 2).int8_type && z->numel() == count;
+}
+
+// Scale and zero point of `n` are scalar constants.
+// A per-tensor (de)quantization: its `axis` has no effect (ONNX ignores it for a scalar scale),
+// and `saturate` applies only to float8, so both count as read for the attribute check.
+bool per_tensor(Pass& p, const NodeProto& n) {
+  const HostTensor* s = float_constant(p.importer(), n, 1);
+  if (!s || s->numel() != 1 || !zero_point_ok(p.importer(), n, 1)) return false;
+  p.attrs(n).ignore("axis");
+  p.attrs(n).ignore("saturate");
+  return true;
+}
+
+// A dequantized bias: int32 constant values, scale per tensor or per channel, zero point 0.
+bool int32_bias(const Importer& im, const NodeProto& db, int64_t channels) {
+  const HostTensor* b = im.constant(db, 0);
+  const HostTensor* s = float_constant(im, db, 1);
+  if (!b || b->dtype != DType::Int32 || im.input(db, 0).int8_type || b->numel() != channels || !s ||
+      (s->numel() != 1 && s->numel() != channels))
+    return false;
+  if (!im.has_input(db, 2)) return true;
+  const HostTensor* z = im.constant(db, 2);
+  if (!z || z->numel() != s->numel()) return false;
+  for (int64_t i = 0; i < z->numel(); ++i)
+    if (z->as_int(i) != 0) return false;
+  return true;
+}
+
+struct Match {
+  const NodeProto* dq_x = nullptr;
+  const NodeProto* dq_w = nullptr;
+  const NodeProto* dq_b = nullptr;  // a dequantized int32 bias; null for a float one or none
+  const NodeProto* act = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  const NodeProto* q_y = nullptr;
+  DType out = DType::UInt8;
+};
+
+// The output side: [Relu | Clip(constant bounds)] -> QuantizeLinear per tensor.
+bool match_output(const NodeProto& root, Pass& p, Match& m) {
+  const Importer& im = p.importer();
+  const NodeProto* next = p.sole_consumer(root.output(0));
+  if (next && next->input_size() >= 1 && next->input(0) == root.output(0) &&
+      (next->op_type() == "Relu" || next->op_type() == "Clip") && default_domain(*next)) {
+    auto act = activation_of(*next, p.attrs(*next), im);
+    if (!act) return false;
+    if (act->first == ops::UnaryOp::Relu) {
+      m.lo = 0.f;
+    } else if (act->first == ops::UnaryOp::Clip) {
+      m.lo = act->second.alpha;
+      m.hi = act->second.beta;
+      if (std::isnan(m.lo) || std::isnan(m.hi)) return false;
+    } else {
+      return false;
+    }
+    m.act = next;
+    next = p.sole_consumer(next->output(0));
+  }
+  const std::string& tail = m.act ? m.act->output(0) : root.output(0);
+  if (!next || next->op_type() != "QuantizeLinear" || !default_domain(*next) ||
+      next->input_size() < 2 || next->input(0) != tail || !per_tensor(p, *next))
+    return false;
+  const fold::Attrs& qa = p.attrs(*next);
+  if (qa.get_int("block_size", 0) != 0) return false;
+  const int64_t wanted = qa.get_int("output_dtype", 0);
+  if (im.has_input(*next, 2)) {
+    if (im.input(*next, 2).four_bit) return false;  // int4 outputs: QuantizeLinear's own range
+    m.out = *im.input(*next, 2).int8_type;
+    const int64_t declared =
+        m.out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
+    if (wanted != 0 && wanted != declared) return false;
+  } else if (wanted == onnx::TensorProto::INT8) {
+    m.out = DType::Int8;
+  } else if (wanted != 0 && wanted != onnx::TensorProto::UINT8) {
+    return false;
+  }
+  m.q_y = next;
+  return true;
+}
+
+// The whole pattern at `root`, or nullopt. Depends only on the model's structure and its
+// constants, so the DequantizeLinear nodes before `root` get the answer `root` will get.
+std::optional<Match> match(const NodeProto& root, const Pass& p) {
+  const Importer& im = p.importer();
+  const std::string& op = root.op_type();
+  const bool conv = op == "Conv", gemm = op == "Gemm", matmul = op == "MatMul";
+  if (!default_domain(root) || !(conv || gemm || matmul) || root.input_size() < 2 ||
+      root.input_size() > (matmul ? 2 : 3) || root.output_size() != 1)
+    return std::nullopt;
+  const fold::Attrs& attrs = p.attrs(root);
+  bool trans_b = false;
+  if (gemm) {
+    auto f = [&](const char* name) {
+      auto it = attrs.floats.find(name);
+      return it == attrs.floats.end() ? 1.f : it->second;
+    };
+    if (attrs.get_int("transA", 0) != 0 || f("alpha") != 1.f || f("beta") != 1.f)
+      return std::nullopt;
+    trans_b = attrs.get_int("transB", 0) != 0;
+  }
+  Match m;
+  m.dq_x = dequantize_of(p, root.input(0));
+  m.dq_w = dequantize_of(p, root.input(1));
+  if (!m.dq_x || !m.dq_w || !eight_bit(p, *m.dq_x, 0) || !per_tensor(p, *m.dq_x) ||
+      !eight_bit(p, *m.dq_w, 0))
+    return std::nullopt;
+  // The weight: a constant (Conv, Gemm) or, for MatMul, possibly an 8-bit device tensor.
+  const HostTensor* w = im.constant(*m.dq_w, 0);
+  const HostTensor* ws = float_constant(im, *m.dq_w, 1);
+  if (!ws || (!w && !matmul)) return std::nullopt;
+  int64_t channels = 0, channel_axis = 0;
+  if (w) {
+    const Shape& s = w->shape;
+    if (conv && s.size() != 3 && s.size() != 4) return std::nullopt;
+    if (!conv && s.size() != 2) return std::nullopt;
+    channel_axis = conv || trans_b ? 0 : 1;
+    channels = s[channel_axis];
+  }
+  if (ws->numel() != 1) {
+    // Per output channel: a 1-D scale along the weight's output-channel axis.
+    int64_t axis = p.attrs(*m.dq_w).get_int("axis", 1);
+    if (w && axis < 0) axis += static_cast<int64_t>(w->shape.size());
+    if (!w || ws->shape.size() != 1 || ws->numel() != channels || axis != channel_axis)
+      return std::nullopt;
+  }
+  if (!zero_point_ok(im, *m.dq_w, ws->numel())) return std::nullopt;
+  if (im.has_input(root, 2)) {
+    m.dq_b = dequantize_of(p, root.input(2));
+    if (m.dq_b ? !int32_bias(im, *m.dq_b, channels) : false) return std::nullopt;
+    if (!m.dq_b) {
+      const HostTensor* b = float_constant(im, root, 2);
+      if (!b || b->numel() != channels) return std::nullopt;
+    }
+  }
+  if (!match_output(root, p, m)) return std::nullopt;
+  return m;
+}
+
+// Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu | Clip] -> QuantizeLinear, all per
+// tensor: a residual connection of a QDQ model. (dq_x, dq_w hold a's and b's dequantize.)
+std::optional<Match> match_add(const NodeProto& add, const Pass& p) {
+  const Importer& im = p.importer();
+  if (!default_domain(add) || add.op_type() != "Add" || add.input_size() != 2 ||
+      add.output_size() != 1)
+    return std::nullopt;
+  Match m;
+  m.dq_x = dequantize_of(p, add.input(0));
+  m.dq_w = dequantize_of(p, add.input(1));
+  if (!m.dq_x || !m.dq_w || !eight_bit(p, *m.dq_x, 0) || !eight_bit(p, *m.dq_w, 0) ||
+      !per_tensor(p, *m.dq_x) || !per_tensor(p, *m.dq_w) || !match_output(add, p, m))
+    return std::nullopt;
+  return m;
+}
+
+std::optional<Match> match_any(const NodeProto& root, const Pass& p) {
+  return root.op_type() == "Add" ? match_add(root, p) : match(root, p);
+}
+
+NodeProto fused_node(const NodeProto& root, const Match& m) {
+  NodeProto n;
+  n.set_name(root.name());
+  n.set_op_type("Qdq" + root.op_type());
+  n.set_domain(kDomain);
+  *n.mutable_attribute() = root.attribute();
+  auto input = [](const NodeProto* node, int i) {
+    return node && i < node->input_size() ? node->input(i) : std::string();
+  };
+  const std::string bias = m.dq_b ? m.dq_b->input(0) : input(&root, 2);
+  for (const std::string& name :
+       {input(m.dq_x, 0), input(m.dq_x, 1), input(m.dq_x, 2), input(m.dq_w, 0), input(m.dq_w, 1),
+        input(m.dq_w, 2), input(m.q_y, 1), input(m.q_y, 2), bias, input(m.dq_b, 1)})
+    n.add_input(name);
+  auto set_float = [&](const char* name, float v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  if (m.act) {
+    set_float("act_lo", m.lo);
+    set_float("act_hi", m.hi);
+  }
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name("y_dtype");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(m.out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8);
+  n.add_output(m.q_y->output(0));
+  return n;
+}
+
+}  // namespace
+
+std::optional<Fusion> qdq_linear(const NodeProto& root, Pass& p) {
+  std::optional<Match> m = match_any(root, p);
+  if (!m) {
+    // Its DequantizeLinear inputs were elided only because this node matched then.
+    for (const std::string& in : root.input())
+      if (p.is_elided_dequantized(in))
+        throw Error(ErrorKind::InvalidState,
+                    p.importer().where(root) + ": input '" + in +
+                        "' was elided for an integer kernel the node no longer matches");
+    return std::nullopt;
+  }
+  Fusion f;
+  if (m->act) f.absorbed.push_back(m->act);
+  f.absorbed.push_back(m->q_y);
+  f.node = fused_node(root, *m);
+  return f;
+}
+
+std::optional<Fusion> qdq_dequantize(const NodeProto& dq, Pass& p) {
+  const Importer& im = p.importer();
+  if (dq.output_size() != 1 || im.is_model_output(dq.output(0))) return std::nullopt;
+  const auto& readers = im.consumers(dq.output(0));
+  if (readers.empty()) return std::nullopt;
+  for (const NodeProto* r : readers) {
+    std::optional<Match> m = match_any(*r, p);
+    if (!m || (m->dq_x != &dq && m->dq_w != &dq && m->dq_b != &dq)) return std::nullopt;
+  }
+  p.elide_dequantized(dq.output(0));
+  return Fusion{};
+}
+
+}  // namespace vkgraph::onnx_import::fuse

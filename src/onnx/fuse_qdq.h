@@ -1,0 +1,54 @@
+#pragma once
+// The QDQ patterns of the fusion pass (fuse.h): the layout onnxruntime's quantize_static writes
+// (QDQ format) runs as integer kernels instead of float ops behind dequantized tensors.
+//
+//   DequantizeLinear(x_q) ─┐
+//   DequantizeLinear(w_q) ─┼─> Conv | MatMul | Gemm [-> Relu | Clip] -> QuantizeLinear -> y_q
+//   [DequantizeLinear(b)] ─┘
+//
+// becomes one QdqConv / QdqMatMul / QdqGemm node: int8 x int8 sums in int32 and one
+// requantization in the epilogue (ops::qlinear_conv / qlinear_matmul), the Relu or Clip as the
+// output's integer range, the bias as int32. x and y are per tensor; w per tensor or per output
+// channel, a constant (narrowed to 8 bits once, at load) or, for MatMul, an 8-bit device tensor.
+//
+// The same for a residual connection, Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu |
+// Clip] -> QuantizeLinear, all per tensor: one QdqAdd node (ops::qlinear_add), which computes
+// exactly what the three ops compute apart, without the float tensors between.
+//
+// A DequantizeLinear whose every reader becomes such a node is elided (rooted at it, which
+// comes first in node order), so activations stay 8-bit in memory from one integer kernel to
+// the next; one with any other reader is computed as before, and the integer kernels still
+// read its 8-bit input.
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+
+#include "onnx/fuse.h"
+
+namespace vkgraph::onnx_import::fuse {
+
+// Rooted at Conv, MatMul, Gemm or Add.
+std::optional<Fusion> qdq_linear(const onnx::NodeProto& root, Pass& pass);
+// Rooted at DequantizeLinear: elides it when all its readers match qdq_linear.
+std::optional<Fusion> qdq_dequantize(const onnx::NodeProto& dq, Pass& pass);
+
+// The fused node's inputs (absent ones: empty names). kQdqBias is a float32 constant, or the
+// int32 constant of a dequantized bias whose scale is kQdqBiasScale. Attributes: the root's
+// (Conv's window, Gemm's transB) and, for a fused Relu / Clip, "act_lo" and "act_hi" (floats,
+// the bounds in the float domain) and "y_dtype" (the ONNX type of y). QdqAdd reads a at kQdqX..
+// kQdqXZero, b at kQdqW..kQdqWZero and y's scale and zero point at kQdqYScale, kQdqYZero.
+enum QdqInput : int {
+  kQdqX,
+  kQdqXScale,
+  kQdqXZero,
+  kQdqW,
+  kQdqWScale,
+  kQdqWZero,
+  kQdqYScale,
+  kQdqYZero,
+  kQdqBias,
+  kQdqBiasScale,
+  kQdqInputs
+};
+
+}  // namespace vkgraph::onnx_import::fuse
