@@ -125,7 +125,7 @@ bool match_output(const NodeProto& root, Pass& p, Match& m) {
 
 // The whole pattern at `root`, or nullopt. Depends only on the model's structure and its
 // constants, so the DequantizeLinear nodes before `root` get the answer `root` will get.
-std::optional<Match> match(const NodeProto& root, const Pass& p) {
+std::optional<Match> match(const NodeProto& root, Pass& p) {
   const Importer& im = p.importer();
   const std::string& op = root.op_type();
   const bool conv = op == "Conv", gemm = op == "Gemm", matmul = op == "MatMul";
@@ -183,7 +183,7 @@ std::optional<Match> match(const NodeProto& root, const Pass& p) {
 
 // Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu | Clip] -> QuantizeLinear, all per
 // tensor: a residual connection of a QDQ model. (dq_x, dq_w hold a's and b's dequantize.)
-std::optional<Match> match_add(const NodeProto& add, const Pass& p) {
+std::optional<Match> match_add(const NodeProto& add, Pass& p) {
   const Importer& im = p.importer();
   if (!default_domain(add) || add.op_type() != "Add" || add.input_size() != 2 ||
       add.output_size() != 1)
@@ -197,7 +197,7 @@ std::optional<Match> match_add(const NodeProto& add, const Pass& p) {
   return m;
 }
 
-std::optional<Match> match_any(const NodeProto& root, const Pass& p) {
+std::optional<Match> match_any(const NodeProto& root, Pass& p) {
   return root.op_type() == "Add" ? match_add(root, p) : match(root, p);
 }
 
