@@ -54,6 +54,12 @@ if os.environ.get("VKGRAPH_BACKEND_FILTER"):
 # become 0 and inf. Known wrong answers, so expected failures: they still run, and an
 # unexpected pass fails (strict), while the C++ runner, comparing in float32, passes them.
 backend_test.xfail(r"test_operator_add(_broadcast|_size1_right_broadcast|_size1_singleton_broadcast|constant)_cpu$")
+# ONNX 1.12's data for these contradicts its own models, so no correct backend passes them:
+# test_adam_multiple's outputs were made with epsilon 1e-2 while its model leaves epsilon at the
+# schema default 1e-6 (onnx/onnx#7749); the CastLike bfloat16 models declare `like` [3, 4] where
+# the data holds [1] (docs/notes/more-ops.md).
+backend_test.xfail(r"test_adam_multiple_cpu$")
+backend_test.xfail(r"test_castlike_(BFLOAT16_to_FLOAT|FLOAT_to_BFLOAT16)(_expanded)?_cpu$")
 
 
 def _cases():
