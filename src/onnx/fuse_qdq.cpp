@@ -56,13 +56,18 @@ bool per_tensor(Pass& p, const NodeProto& n) {
   return true;
 }
 
-// A dequantized bias: int32 constant values, scale per tensor or per channel, zero point 0.
-bool int32_bias(const Importer& im, const NodeProto& db, int64_t channels) {
+// A dequantized bias: int32 constant values, scale per tensor or per channel (along the bias's
+// one axis), zero point 0.
+bool int32_bias(Pass& p, const NodeProto& db, int64_t channels) {
+  const Importer& im = p.importer();
   const HostTensor* b = im.constant(db, 0);
   const HostTensor* s = float_constant(im, db, 1);
   if (!b || b->dtype != DType::Int32 || im.input(db, 0).int8_type || b->numel() != channels || !s ||
       (s->numel() != 1 && s->numel() != channels))
     return false;
+  const int64_t axis = p.attrs(db).get_int("axis", 1);  // no effect for a scalar scale
+  if (s->numel() != 1 && axis != 0 && axis != -1) return false;
+  p.attrs(db).ignore("saturate");
   if (!im.has_input(db, 2)) return true;
   const HostTensor* z = im.constant(db, 2);
   if (!z || z->numel() != s->numel()) return false;
@@ -171,7 +176,7 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
   if (!zero_point_ok(im, *m.dq_w, ws->numel())) return std::nullopt;
   if (im.has_input(root, 2)) {
     m.dq_b = dequantize_of(p, root.input(2));
-    if (m.dq_b ? !int32_bias(im, *m.dq_b, channels) : false) return std::nullopt;
+    if (m.dq_b ? !int32_bias(p, *m.dq_b, channels) : false) return std::nullopt;
     if (!m.dq_b) {
       const HostTensor* b = float_constant(im, root, 2);
       if (!b || b->numel() != channels) return std::nullopt;

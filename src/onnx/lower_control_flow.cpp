@@ -14,8 +14,11 @@ namespace {
 // Past this many iterations a Loop or Scan is not unrolled.
 constexpr int64_t kMaxUnrolledIterations = 4096;
 
+// The subgraph attribute `name`, read from the NodeProto (fold::Attrs holds no graphs), so it
+// is declared read for the importer's attribute check through `attrs`.
 const onnx::GraphProto& graph_attr(const Importer& im, const onnx::NodeProto& node,
-                                   const std::string& name) {
+                                   const fold::Attrs& attrs, const std::string& name) {
+  attrs.ignore(name);
   for (const onnx::AttributeProto& a : node.attribute())
     if (a.name() == name && a.has_g()) return a.g();
   throw Error(ErrorKind::ModelFormat, im.where(node) + ": has no graph attribute '" + name + "'");
@@ -90,10 +93,10 @@ Value stack(Importer& im, std::vector<Value> parts, const std::string& name, int
   return r;
 }
 
-std::vector<Value> lower_if(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
+std::vector<Value> lower_if(Importer& im, const onnx::NodeProto& node, const fold::Attrs& attrs) {
   im.require_inputs(node, 1, 1);
-  const onnx::GraphProto& then_branch = graph_attr(im, node, "then_branch");
-  const onnx::GraphProto& else_branch = graph_attr(im, node, "else_branch");
+  const onnx::GraphProto& then_branch = graph_attr(im, node, attrs, "then_branch");
+  const onnx::GraphProto& else_branch = graph_attr(im, node, attrs, "else_branch");
   if (then_branch.output_size() != else_branch.output_size())
     throw Error(ErrorKind::ModelFormat,
                 im.where(node) + ": then_branch has " + std::to_string(then_branch.output_size()) +
@@ -113,12 +116,12 @@ std::vector<Value> lower_if(Importer& im, const onnx::NodeProto& node, const fol
   return outs;
 }
 
-std::vector<Value> lower_loop(Importer& im, const onnx::NodeProto& node, const fold::Attrs&) {
+std::vector<Value> lower_loop(Importer& im, const onnx::NodeProto& node, const fold::Attrs& attrs) {
   if (node.input_size() < 2)
     throw Error(ErrorKind::ModelFormat,
                 im.where(node) + ": has " + std::to_string(node.input_size()) +
                     " inputs; it needs M and cond (either may be empty) and the carried values");
-  const onnx::GraphProto& body = graph_attr(im, node, "body");
+  const onnx::GraphProto& body = graph_attr(im, node, attrs, "body");
   const bool has_trip_count = im.has_input(node, 0);
   const bool has_cond = im.has_input(node, 1);
   int64_t trip_count = 0;
@@ -252,7 +255,7 @@ std::vector<int64_t> ints_or(const fold::Attrs& attrs, const std::string& name) 
 }
 
 std::vector<Value> lower_scan(Importer& im, const onnx::NodeProto& node, const fold::Attrs& attrs) {
-  const onnx::GraphProto& body = graph_attr(im, node, "body");
+  const onnx::GraphProto& body = graph_attr(im, node, attrs, "body");
   auto it = attrs.ints.find("num_scan_inputs");
   if (it == attrs.ints.end())
     throw Error(ErrorKind::ModelFormat, im.where(node) + ": has no num_scan_inputs");

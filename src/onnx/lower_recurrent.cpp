@@ -48,6 +48,7 @@ std::vector<ops::RecurrentFunction> functions_of(const Importer& im, const onnx:
                                                  const fold::Attrs& a, size_t per_dir,
                                                  size_t dirs) {
   std::vector<std::string> names;
+  a.ignore("activations");  // a string list, read from the NodeProto: fold::Attrs has none
   for (const auto& attr : node.attribute())
     if (attr.name() == "activations")
       for (const auto& s : attr.strings()) names.push_back(s);

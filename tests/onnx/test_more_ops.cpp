@@ -56,6 +56,7 @@ TEST_F(MoreOps, AdamAndNesterovMomentumFirstAndLaterSteps) {
   const float alpha = 0.9f, beta = 0.99f, eps = 1e-6f, norm = 0.01f, post = 0.1f,
               momentum_beta = 0.5f;
   ModelBuilder m(14);
+  m.import_domain("ai.onnx.preview.training", 1);
   for (const char* name : {"R", "T"}) m.input(name, name[0] == 'T' ? kInt64 : kFloat, {});
   for (const char* name : {"X", "G", "V", "H"}) m.input(name, kFloat, {5});
   for (const char* name : {"X_adam", "V_adam", "H_adam", "X_mom", "V_mom"}) m.output(name, kFloat);
@@ -100,6 +101,7 @@ TEST_F(MoreOps, AdamAndNesterovMomentumFirstAndLaterSteps) {
 
 TEST_F(MoreOps, OptimizerShapeMismatchNamesTheNode) {
   ModelBuilder m(14);
+  m.import_domain("ai.onnx.preview.training", 1);
   m.input("R", kFloat, {});
   m.input("T", kInt64, {});
   m.input("X", kFloat, {3});
