@@ -434,8 +434,8 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     ctx.reset();
     return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000, go);
   }
-  if (check && args[0] != "gemm")
-    throw Error(ErrorKind::InvalidArgument, "bench-op: --check is for gemm only");
+  if (check && args[0] != "gemm" && args[0] != "nbits")
+    throw Error(ErrorKind::InvalidArgument, "bench-op: --check is for gemm and nbits only");
   go.profile = true;
   ComputeGraph g(ctx, go);
   uint32_t seed = 3;

@@ -211,7 +211,12 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
   n.set_name(root.name());
   n.set_op_type("Qdq" + root.op_type());
   n.set_domain(kDomain);
-  *n.mutable_attribute() = root.attribute();
+  // The root's attributes for the fused lowering, less Gemm's alpha, beta and transA: match()
+  // took only their defaults, so they have no effect (transB it applies to the weights).
+  for (const onnx::AttributeProto& a : root.attribute())
+    if (root.op_type() != "Gemm" ||
+        (a.name() != "alpha" && a.name() != "beta" && a.name() != "transA"))
+      *n.add_attribute() = a;
   auto input = [](const NodeProto* node, int i) {
     return node && i < node->input_size() ? node->input(i) : std::string();
   };

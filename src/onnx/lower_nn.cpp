@@ -454,6 +454,13 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   if (im.has_input(node, 2)) bias = im.tensor(node, 2);
   int64_t axis = a.get_int("axis", -1);
   float eps = float_attr(a, "epsilon", 1e-5f);
+  // The precision of the mean and variance: the kernel keeps them in float32, which serves
+  // float32 (the default) and the 16-bit types; double it does not give.
+  const int64_t stash = a.get_int("stash_type", onnx::TensorProto::FLOAT);
+  if (stash != onnx::TensorProto::FLOAT && stash != onnx::TensorProto::FLOAT16 &&
+      stash != onnx::TensorProto::BFLOAT16)
+    throw Error(ErrorKind::Unsupported, im.where(node) + ": stash_type " + std::to_string(stash) +
+                                            " (only float32 statistics are computed)");
   ComputeGraph& g = im.graph();
   TensorRef x = im.tensor(node, 0);
   std::vector<Value> outs{out(im, ops::layer_norm(g, x, im.tensor(node, 1), bias, axis, eps))};

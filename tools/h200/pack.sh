@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs HERE (Debian 12), before a device call: builds a release vkgraph into build-h200/ and
-# copies the two shared libraries the H200 image lacks (Debian's libonnx_proto and
+# copies the shared libraries the H200 image lacks (Debian's libonnx, libonnx_proto and
 # libprotobuf) into .devlibs/, so a device `run` can carry them. See tools/h200/run_all.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +18,7 @@ echo "commit: $commit"
 
 libdir=/usr/lib/x86_64-linux-gnu
 mkdir -p .devlibs
-for soname in libonnx_proto.so.1 libprotobuf.so.32; do
+for soname in libonnx.so.1 libonnx_proto.so.1 libprotobuf.so.32; do
   real=$(readlink -f "$libdir/$soname")
   [ -f "$real" ] || { echo "pack.sh: $libdir/$soname not found" >&2; exit 1; }
   # Copy the real file under its soname: the loader looks the soname up, and a carried
@@ -35,7 +35,7 @@ done
 # runtime would be missing on the device.
 echo "shared libraries of build-h200/vkgraph:"
 unexpected=$(ldd build-h200/vkgraph | awk '{print $1}' |
-  grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libz\.so|libvulkan\.so|libonnx_proto\.so|libprotobuf\.so)' || true)
+  grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libstdc\+\+|libgcc_s|libz\.so|libvulkan\.so|libonnx\.so|libonnx_proto\.so|libprotobuf\.so)' || true)
 ldd build-h200/vkgraph | sed 's/^/  /'
 if [ -n "$unexpected" ]; then
   echo "pack.sh: WARNING: not provided on the device: $unexpected" >&2
