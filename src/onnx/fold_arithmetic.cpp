@@ -359,8 +359,10 @@ HostTensor eval_reduce(const Node& n, Reduce op) {
   std::vector<int64_t> raw;
   n.ints_from_input_or_attr(1, "axes", "axes", &raw);
   const bool keepdims = n.attrs.get_int("keepdims", 1) != 0;  // read even where a no-op
+  // Read whether or not axes are given, so the attribute check sees it read.
+  const bool noop_if_empty = n.attrs.get_int("noop_with_empty_axes", 0) != 0;
   if (raw.empty()) {
-    if (n.attrs.get_int("noop_with_empty_axes", 0)) return x;
+    if (noop_if_empty) return x;
     for (int64_t d = 0; d < rank; ++d) raw.push_back(d);
   }
   const std::vector<int64_t> axes = n.axes(raw, rank);

@@ -571,8 +571,9 @@ Lowering reduce_lowering(ops::ReduceOp op) {
       axes = *v;
     }
     bool keep = a.get_int("keepdims", 1) != 0;  // read even where the node is a no-op
-    if (axes.empty() && a.get_int("noop_with_empty_axes", 0))
-      return std::vector<Value>{im.input(node, 0)};
+    // Read whether or not axes are given, so the attribute check sees it read.
+    const bool noop_if_empty = a.get_int("noop_with_empty_axes", 0) != 0;
+    if (axes.empty() && noop_if_empty) return std::vector<Value>{im.input(node, 0)};
     return std::vector<Value>{out(im, ops::reduce(im.graph(), op, im.tensor(node, 0), axes, keep))};
   };
 }

@@ -194,10 +194,14 @@ def export_all(cfg):
         with open(manifest_path) as f:
             manifest = json.load(f)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    peers.disable_tf32()
+    # TF32 off through the legacy flags only: torch.export (the dynamo exporter) reads them, and
+    # PyTorch >= 2.9 refuses that read once the new fp32_precision API has set any knob
+    # (peers.disable_tf32 uses the new one: "cuDNN conv and cuDNN RNN have different TF32 flags").
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
         torch.backends.mha.set_fastpath_enabled(False)  # decomposed attention, as issue 13 ran
-    print(f"torch {torch.__version__}, reference on {device} (TF32 {peers.tf32_state()}), "
+    print(f"torch {torch.__version__}, reference on {device} (TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, cudnn {torch.backends.cudnn.allow_tf32}), "
           f"out {cfg.dir}", flush=True)
 
     def save():
