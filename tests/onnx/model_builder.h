@@ -102,4 +102,19 @@ class ModelBuilder {
   onnx::ModelProto model_;
 };
 
+// Attributes for nodes made by ModelBuilder::node (or by hand).
+inline void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+inline void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
 }  // namespace vkgraph::testing

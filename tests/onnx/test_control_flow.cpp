@@ -55,20 +55,6 @@ void set_graph(onnx::NodeProto& node, const std::string& name, const onnx::Graph
   *a->mutable_g() = g;
 }
 
-void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 void float_init(onnx::GraphProto& g, const std::string& name, const Shape& shape,
                 std::vector<float> values) {
   onnx::TensorProto* t = g.add_initializer();

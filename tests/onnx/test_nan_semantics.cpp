@@ -26,19 +26,6 @@ constexpr float kInff = std::numeric_limits<float>::infinity();
 const std::vector<float> kSpecial = {kNaNf, kInff, -kInff, -2.5f, -1.f,   -0.3f,
                                      0.f,   0.4f,  1.f,    3.f,   -kNaNf, 0.7f};
 
-void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 std::string mode_name(bool fp16) {
   return fp16 ? "fp16" : "fp32";
 }

@@ -23,20 +23,6 @@ namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 // A Constant node holding a bool tensor: keep[i][j] = j <= i (a causal condition).
 void causal_condition(ModelBuilder& m, const std::string& name, int64_t s) {
   onnx::NodeProto& n = m.node("Constant", {}, {name});

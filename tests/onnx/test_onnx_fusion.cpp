@@ -13,13 +13,6 @@ namespace {
 
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
-void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
 struct Runs {
   std::vector<HostTensor> fused, plain;
   size_t fused_nodes, plain_nodes;

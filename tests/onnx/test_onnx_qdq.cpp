@@ -20,19 +20,6 @@ constexpr int kInt8 = onnx::TensorProto::INT8;
 constexpr int kUInt8 = onnx::TensorProto::UINT8;
 constexpr int kInt32 = onnx::TensorProto::INT32;
 
-void set_ints(onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 struct Runs {
   std::vector<HostTensor> fused, plain;
   size_t fused_nodes = 0, plain_nodes = 0;
