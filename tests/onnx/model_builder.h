@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,25 @@ inline void set_int(onnx::NodeProto& node, const std::string& name, int64_t valu
   a->set_name(name);
   a->set_type(onnx::AttributeProto::INT);
   a->set_i(value);
+}
+
+// A model run with the fusion pass and without it, on the same feeds: the outputs and the
+// dispatch counts of both, for tests that check a fusion fires and changes nothing.
+struct Runs {
+  std::vector<HostTensor> fused, plain;
+  size_t fused_nodes = 0, plain_nodes = 0;
+};
+
+inline Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
+                     bool fp16 = false) {
+  SessionOptions on, off;
+  on.fp16 = off.fp16 = fp16;
+  off.fuse = false;
+  Session fused = m.session(on), plain = m.session(off);
+  Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
+  r.fused_nodes = fused.graph()->stats().nodes;
+  r.plain_nodes = plain.graph()->stats().nodes;
+  return r;
 }
 
 }  // namespace vkgraph::testing

@@ -49,22 +49,6 @@ size_t casts(bool fp16, size_t float_io) {
   return fp16 ? float_io : 0;
 }
 
-struct Runs {
-  std::vector<HostTensor> fused, plain;
-  size_t fused_nodes, plain_nodes;
-};
-
-Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds, bool fp16) {
-  SessionOptions on, off;
-  on.fp16 = off.fp16 = fp16;
-  off.fuse = false;
-  Session fused = m.session(on), plain = m.session(off);
-  Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
-  r.fused_nodes = fused.graph()->stats().nodes;
-  r.plain_nodes = plain.graph()->stats().nodes;
-  return r;
-}
-
 constexpr int64_t kB = 2, kH = 2, kD = 64;
 
 // BERT's self-attention as the legacy exporter writes it: x [B, S, H*D] -> heads, scores / 8

@@ -13,23 +13,6 @@ namespace {
 
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
-struct Runs {
-  std::vector<HostTensor> fused, plain;
-  size_t fused_nodes, plain_nodes;
-};
-
-Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
-              bool fp16 = false) {
-  SessionOptions on, off;
-  on.fp16 = off.fp16 = fp16;
-  off.fuse = false;
-  Session fused = m.session(on), plain = m.session(off);
-  Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
-  r.fused_nodes = fused.graph()->stats().nodes;
-  r.plain_nodes = plain.graph()->stats().nodes;
-  return r;
-}
-
 // scores = (heads(q) @ heads(k)^T) * 0.5 or / 2, softmax; heads: [B, S, H*D] -> [B, H, S, D].
 ModelBuilder attention(bool divide) {
   ModelBuilder m(14);

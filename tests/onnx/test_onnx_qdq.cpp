@@ -20,22 +20,6 @@ constexpr int kInt8 = onnx::TensorProto::INT8;
 constexpr int kUInt8 = onnx::TensorProto::UINT8;
 constexpr int kInt32 = onnx::TensorProto::INT32;
 
-struct Runs {
-  std::vector<HostTensor> fused, plain;
-  size_t fused_nodes = 0, plain_nodes = 0;
-};
-
-Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds, bool fp16) {
-  SessionOptions on, off;
-  on.fp16 = off.fp16 = fp16;
-  off.fuse = false;
-  Session fused = m.session(on), plain = m.session(off);
-  Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
-  r.fused_nodes = fused.graph()->stats().nodes;
-  r.plain_nodes = plain.graph()->stats().nodes;
-  return r;
-}
-
 // Quantized outputs (widened to Int32 by the frontend) agree within one step; returns how
 // many are not equal.
 int64_t expect_within_one_step(const HostTensor& got, const HostTensor& want) {
