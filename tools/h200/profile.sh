@@ -36,8 +36,9 @@ done
 if [ "${PROFILE_QUANT:-0}" = 1 ]; then
   timeout -k 5 240 python3 tools/h200/quant_models.py make /tmp/q --models resnet50 --inputs 4 \
     >>"$OUT/export.txt" 2>&1
-  bench "$OUT/prof_quant.txt" /tmp/q/resnet50_int8.onnx
-  bench "$OUT/prof_quant.txt" /tmp/q/resnet50_float.onnx --fp16
+  bench "$OUT/prof_quant.txt" /tmp/q/resnet50_int8.onnx --shape input=1,3,224,224
+  bench "$OUT/prof_quant.txt" /tmp/q/resnet50_float.onnx --shape input=1,3,224,224 --fp16
+  bench "$OUT/prof_quant.txt" /tmp/q/resnet50_float.onnx --shape input=1,3,224,224
 fi
 
 if [ "${PROFILE_RNN:-0}" = 1 ]; then
