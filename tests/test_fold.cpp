@@ -163,6 +163,21 @@ TEST(Fold, IntegerDivisionTruncatesTowardZero) {
       ErrorKind::InvalidArgument, "Div: integer division by zero");
 }
 
+TEST(Fold, EveryComparisonOnFloatsAndIntegers) {
+  // A NaN compares false with everything, as in NumPy.
+  const HostTensor x = f32({4}, {1.f, 2.f, 3.f, NAN}), y = f32({4}, {2.f, 2.f, 2.f, 2.f});
+  const HostTensor i = i32({3}, {1, 2, 3}), j = i32({1}, {2});
+  const std::pair<const char*, std::vector<int64_t>> cases[] = {
+      {"Equal", {0, 1, 0, 0}},       {"Less", {1, 0, 0, 0}},           {"Greater", {0, 0, 1, 0}},
+      {"LessOrEqual", {1, 1, 0, 0}}, {"GreaterOrEqual", {0, 1, 1, 0}},
+  };
+  for (const auto& [op, want] : cases) {
+    SCOPED_TRACE(op);
+    EXPECT_EQ(ints(eval(op, {&x, &y})), want);
+    EXPECT_EQ(ints(eval(op, {&i, &j})), std::vector<int64_t>(want.begin(), want.begin() + 3));
+  }
+}
+
 TEST(Fold, BroadcastArithmeticAndComparisons) {
   const HostTensor a = i32({2, 1}, {1, 2}), b = i32({3}, {10, 20, 30});
   const HostTensor sum = eval("Add", {&a, &b});

@@ -52,6 +52,23 @@ bool is_comparison(Bin op) {
   return op == Bin::Equal || op == Bin::Less || op == Bin::Greater || op == Bin::LessOrEqual ||
          op == Bin::GreaterOrEqual;
 }
+// The comparisons, alike for float and integer operands (false with a NaN, as in NumPy).
+template <class T>
+bool compare(Bin op, T x, T y) {
+  switch (op) {
+    case Bin::Equal:
+      return x == y;
+    case Bin::Less:
+      return x < y;
+    case Bin::Greater:
+      return x > y;
+    case Bin::LessOrEqual:
+      return x <= y;
+    default:
+      return x >= y;  // GreaterOrEqual, the last one is_comparison admits
+  }
+}
+
 bool is_logical(Bin op) {
   return op == Bin::And || op == Bin::Or || op == Bin::Xor;
 }
@@ -73,6 +90,7 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
   if (is_float(a.dtype)) {
     walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
       const double x = a.as_double(off[0]), y = b.as_double(off[1]);
+      if (is_comparison(op)) return store_int(out, i, compare(op, x, y));
       switch (op) {
         case Bin::Add:
           return store_double(out, i, x + y);
@@ -91,16 +109,6 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
           return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y));
         case Bin::Max:
           return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y));
-        case Bin::Equal:
-          return store_int(out, i, x == y);
-        case Bin::Less:
-          return store_int(out, i, x < y);
-        case Bin::Greater:
-          return store_int(out, i, x > y);
-        case Bin::LessOrEqual:
-          return store_int(out, i, x <= y);
-        case Bin::GreaterOrEqual:
-          return store_int(out, i, x >= y);
         default:
           n.fail("unreachable");
       }
@@ -109,6 +117,7 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
   }
   walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
     const int64_t x = a.as_int(off[0]), y = b.as_int(off[1]);
+    if (is_comparison(op)) return store_int(out, i, compare(op, x, y));
     switch (op) {
       case Bin::Add:
         return store_int(out, i, wrap_add(x, y));
@@ -133,22 +142,14 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
         return store_int(out, i, std::min(x, y));
       case Bin::Max:
         return store_int(out, i, std::max(x, y));
-      case Bin::Equal:
-        return store_int(out, i, x == y);
-      case Bin::Less:
-        return store_int(out, i, x < y);
-      case Bin::Greater:
-        return store_int(out, i, x > y);
-      case Bin::LessOrEqual:
-        return store_int(out, i, x <= y);
-      case Bin::GreaterOrEqual:
-        return store_int(out, i, x >= y);
       case Bin::And:
         return store_int(out, i, x && y);
       case Bin::Or:
         return store_int(out, i, x || y);
       case Bin::Xor:
         return store_int(out, i, (x != 0) != (y != 0));
+      default:
+        n.fail("unreachable");
     }
   });
   return out;
