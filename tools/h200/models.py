@@ -16,7 +16,8 @@ Models (random weights, nothing is downloaded): torchvision swin_t and vit_b_16 
 both exporters (PyTorch >= 2.9 defaults to dynamo; legacy is dynamo=False), ViT with the MHA
 fast path off (else it exports fused attention) and its zero-initialised head re-initialised;
 ssdlite320_mobilenet_v3_large with post-processing (boxes, scores, labels), legacy only, BN
-statistics estimated on a random batch. When onnxruntime is installed, its CPU outputs are
+statistics estimated on a random batch. swin_mini and vit_mini are torchvision's Swin and ViT
+classes at test size (the exports checked in under tests/models/ for lavapipe). When onnxruntime is installed, its CPU outputs are
 compared with PyTorch's too (ort_* in the manifest), to tell exporter bugs from vkgraph's.
 
 compare runs vkgraph on every export in the manifest (the CLI's `run --output-dir`, as
@@ -103,6 +104,28 @@ def build(name, seed):
         shape = (1, 3, 224, 224)
         model = export_zoo.realistic_norms(model, shape, seed)
         return model, rng.standard_normal(shape, dtype=np.float32), "input", ["output"], EXPORTERS
+    if name in ("swin_mini", "vit_mini"):
+        # torchvision's own Swin and ViT classes at test size, for lavapipe
+        # (tests/onnx/test_architectures.cpp): the graphs both exporters write for swin_t and
+        # vit_b_16, with fewer and narrower blocks.
+        from torchvision.models.swin_transformer import SwinTransformer
+        from torchvision.models.vision_transformer import VisionTransformer
+
+        if name == "swin_mini":
+            # A 14x14 and then a 7x7 token grid under 4x4 windows: both stages pad (shape-derived
+            # Pad) and shift their windows, as swin_t's last stage pads at 224.
+            model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                                    num_heads=[2, 4], window_size=[4, 4],
+                                    stochastic_depth_prob=0.0, num_classes=10)
+            shape = (1, 3, 56, 56)
+        else:
+            model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                      hidden_dim=32, mlp_dim=64, num_classes=10)
+            torch.nn.init.normal_(model.heads.head.weight, std=0.2)  # zero-initialised
+            torch.nn.init.normal_(model.heads.head.bias, std=0.2)
+            shape = (1, 3, 32, 32)
+        model = export_zoo.realistic_norms(model, shape, seed)
+        return model, rng.standard_normal(shape, dtype=np.float32), "input", ["output"], EXPORTERS
     if name == "ssdlite":
         model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
             weights=None, weights_backbone=None)
@@ -110,7 +133,8 @@ def build(name, seed):
                                            calib_forward=_ssd_calibration)
         image = rng.random((3, 320, 320), dtype=np.float32)  # an image in [0, 1]
         return model, image, "images", ["boxes", "scores", "labels"], ["legacy"]
-    raise ValueError(f"unknown model {name!r}; known: {', '.join(DEFAULT_MODELS + ['stand_in'])}")
+    raise ValueError(f"unknown model {name!r}; known: "
+                     f"{', '.join(DEFAULT_MODELS + ['swin_mini', 'vit_mini', 'stand_in'])}")
 
 
 def example_args(name, x):
