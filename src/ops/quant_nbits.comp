@@ -2,10 +2,10 @@
 // MatMulNBits: y[m, n] = sum_k a[m, k] * w[n, k] (+ bias[n]), w dequantized in registers from
 // codes of `bits` bits packed low first along K (row n's bit k * bits), one scale (and zero) per
 // block of K. b is read as 32-bit words; a word holds 32 / bits codes of one block.
-//   GEMV   the lanes of one subgroup (SUBGROUP_REDUCE; else 32 invocations) per row n
-//          stride over the row's 32-bit words, 4 loads in flight each, so the packed weights
-//          are read once, coalesced; subgroupAdd (else a shared-memory tree) ends each row.
-//          ROWS rows per workgroup; workgroup y is the row m of a.
+//   GEMV   the lanes of one subgroup (SUBGROUP_REDUCE; else 32 invocations) per SG_ROWS rows
+//          n (else one) stride over the rows' 32-bit words, 4 word positions in flight each,
+//          so the packed weights are read once, coalesced; subgroupAdd (else a shared-memory
+//          tree) ends each row. ROWS rows per workgroup; workgroup y is the row m of a.
 //   TILED  64 n x 32 m tiles, K in slices of 32: each slice of w is dequantized once into
 //          shared memory and reused by all 32 rows of a.
 // DTYPE_*: a, scales, float zero points, bias and y; sums are float32.
@@ -102,16 +102,89 @@ void store_row(int m, int n, float v) {
 }
 
 #if SUBGROUP_REDUCE
-// One subgroup per row of b, its partial sums met by subgroupAdd. Subgroups take the
-// workgroup's ROWS rows in turn, so the result does not depend on the subgroup size the
-// driver picks; the host sizes ROWS for the size the device reports.
+// Rows of b one subgroup computes together. a's values for a word position are loaded once
+// and serve all of them: one row at a time, a is read per_word times for every 4 bytes of b,
+// and those (cached) loads, not b's, bound the kernel.
+layout(constant_id = 4) const int SG_ROWS = 4;
+layout(std430, binding = 0) readonly buffer A4 { ELEM4 a4[]; };
+
+// Adds to sum[r] row n0 + r's products with a[m, k0 ..] over word w of each row, one block
+// per word (no g_idx), so sum_a (shared by the rows) and one scale and zero per row suffice.
+void words_dot(int m, int n0, int w, uint word[SG_ROWS], inout float sum[SG_ROWS]) {
+  const int per_word = 32 / p.bits, k0 = w * per_word, count = min(per_word, p.K - k0);
+  const uint mask = (1u << uint(p.bits)) - 1u;
+  float dot_codes[SG_ROWS];
+  [[unroll]] for (int r = 0; r < SG_ROWS; ++r) dot_codes[r] = 0.0;
+  float sum_a = 0.0;
+  if ((p.K & 3) == 0 && (per_word & 3) == 0 && count == per_word) {
+    // Four values of a per load, through a second view of binding 0 (k0 and the row start
+    // are multiples of 4).
+    const int base = (m * p.K + k0) >> 2;
+    [[unroll]] for (int q = 0; q < 4; ++q) {
+      if (4 * q >= per_word) break;
+      const vec4 x = vec4(a4[base + q]);
+      sum_a += (x.x + x.y) + (x.z + x.w);
+      [[unroll]] for (int r = 0; r < SG_ROWS; ++r) {
+        const uint c = word[r] >> uint(4 * q * p.bits);
+        const vec4 codes = vec4(float(c & mask), float((c >> uint(p.bits)) & mask),
+                                float((c >> uint(2 * p.bits)) & mask),
+                                float((c >> uint(3 * p.bits)) & mask));
+        dot_codes[r] += dot(x, codes);
+      }
+    }
+  } else {
+    [[unroll]] for (int j = 0; j < 16; ++j) {
+      if (j >= count) break;
+      const float x = float(a[m * p.K + k0 + j]);
+      sum_a += x;
+      [[unroll]] for (int r = 0; r < SG_ROWS; ++r)
+        dot_codes[r] += x * float((word[r] >> uint(j * p.bits)) & mask);
+    }
+  }
+  const int block = k0 / p.block_size;
+  [[unroll]] for (int r = 0; r < SG_ROWS; ++r) {
+    const int n = min(n0 + r, p.N - 1);  // a row past N is computed and not stored
+    sum[r] += (dot_codes[r] - zero_of(n, block) * sum_a) * float(scales[n * p.blocks + block]);
+  }
+}
+
+// SG_ROWS rows of b per subgroup over their words lane, lane + lanes, ..., UNROLL word
+// positions of every row loaded before the first is used; subgroupAdd ends each row.
+// Subgroups take the workgroup's ROWS rows in turn, so the result does not depend on the
+// subgroup size the driver picks; the host sizes ROWS for the size the device reports.
 void main() {
   const int m = int(gl_WorkGroupID.y);
-  for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
-    const int n = int(gl_WorkGroupID.x * ROWS + r);
-    if (n >= p.N) return;
-    float sum = subgroupAdd(row_partial(m, n, int(gl_SubgroupInvocationID), int(gl_SubgroupSize)));
-    if (subgroupElect()) store_row(m, n, sum);
+  const int lane = int(gl_SubgroupInvocationID), lanes = int(gl_SubgroupSize);
+  for (uint first = gl_SubgroupID * SG_ROWS; first < ROWS; first += gl_NumSubgroups * SG_ROWS) {
+    const int n0 = int(gl_WorkGroupID.x * ROWS + first);
+    if (n0 >= p.N) return;
+    float sum[SG_ROWS];
+    [[unroll]] for (int r = 0; r < SG_ROWS; ++r) sum[r] = 0.0;
+    if (p.has_g_idx != 0) {
+      [[unroll]] for (int r = 0; r < SG_ROWS; ++r)
+        if (n0 + r < p.N) sum[r] = row_partial(m, n0 + r, lane, lanes);
+    } else {
+      const int per_word = 32 / p.bits;
+      const int words = min(p.row_words, (p.K + per_word - 1) / per_word);  // words with k < K
+      int row[SG_ROWS];
+      [[unroll]] for (int r = 0; r < SG_ROWS; ++r) row[r] = min(n0 + r, p.N - 1) * p.row_words;
+      int w = lane;
+      for (; w + (UNROLL - 1) * lanes < words; w += UNROLL * lanes) {
+        uint word[UNROLL][SG_ROWS];
+        [[unroll]] for (int u = 0; u < UNROLL; ++u)
+          [[unroll]] for (int r = 0; r < SG_ROWS; ++r) word[u][r] = b[row[r] + w + u * lanes];
+        [[unroll]] for (int u = 0; u < UNROLL; ++u) words_dot(m, n0, w + u * lanes, word[u], sum);
+      }
+      for (; w < words; w += lanes) {
+        uint word[SG_ROWS];
+        [[unroll]] for (int r = 0; r < SG_ROWS; ++r) word[r] = b[row[r] + w];
+        words_dot(m, n0, w, word, sum);
+      }
+    }
+    [[unroll]] for (int r = 0; r < SG_ROWS; ++r) {
+      const float total = subgroupAdd(sum[r]);
+      if (subgroupElect() && n0 + r < p.N) store_row(m, n0 + r, total);
+    }
   }
 }
 #else

@@ -90,7 +90,9 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
                         (f.subgroup_size & (f.subgroup_size - 1)) == 0 &&
                         kGemvThreads % f.subgroup_size == 0 &&
                         (!tuning || tuning->knob("nbits.subgroup", 1) != 0);
-  const uint32_t rows = subgroup ? kGemvThreads / f.subgroup_size : kGemvThreads / 32;
+  // Rows of b each subgroup computes together (knob "nbits.rows"), reusing a's loads.
+  const uint32_t sg_rows = std::max(1u, tuning ? tuning->knob("nbits.rows", 4) : 4u);
+  const uint32_t rows = subgroup ? kGemvThreads / f.subgroup_size * sg_rows : kGemvThreads / 32;
   d.shader = std::string(!gemv      ? "quant_nbits_tiled_"
                          : subgroup ? "quant_nbits_gemv_subgroup_"
                                     : "quant_nbits_gemv_") +
@@ -100,7 +102,7 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
                 {bs, Access::Read},        {y, Access::Write}};
   if (gemv) {
     d.groups = {static_cast<uint32_t>((n + rows - 1) / rows), 1, 1};
-    d.spec = {rows};
+    d.spec = subgroup ? std::vector<uint32_t>{rows, sg_rows} : std::vector<uint32_t>{rows};
   } else {
     d.groups = {static_cast<uint32_t>((n + 63) / 64), static_cast<uint32_t>((m + 31) / 32), 1};
   }

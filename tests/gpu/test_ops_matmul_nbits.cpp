@@ -123,16 +123,19 @@ TEST_F(MatMulNBitsTest, OtherBitsBlocksAndGIdx) {
 }
 
 // The GEMV's two reductions (subgroupAdd, where the device has it, and the shared-memory tree
-// that tuning knob nbits.subgroup = 0 forces), over rows long enough for its unrolled loads
-// (K = 1100: 35 blocks, the last partial) and short ones.
+// that tuning knob nbits.subgroup = 0 forces), the subgroup one with 1, 3 and 4 rows per
+// subgroup (nbits.rows; N = 19 and 7 leave a partial group of rows), over rows long enough for
+// its unrolled loads (K = 1100: 35 blocks, the last partial) and short ones.
 TEST_F(MatMulNBitsTest, GemvBothReductions) {
-  for (uint32_t subgroup : {1u, 0u}) {
+  for (auto [subgroup, rows] : {std::pair{1u, 4u}, {1u, 3u}, {1u, 1u}, {0u, 4u}}) {
     GraphOptions go;
     auto tuning = std::make_shared<ops::Tuning>();
     tuning->knobs["nbits.subgroup"] = subgroup;
+    tuning->knobs["nbits.rows"] = rows;
     go.tuning = tuning;
     for (int64_t k : {1100, 40}) {
-      SCOPED_TRACE("subgroup " + std::to_string(subgroup) + " k " + std::to_string(k));
+      SCOPED_TRACE("subgroup " + std::to_string(subgroup) + " rows " + std::to_string(rows) +
+                   " k " + std::to_string(k));
       NBitsWeight wt(rng, k, 19, 4, 32, Zeros::Packed, false, true);
       check(1, wt, false, Zeros::Packed, go);
       NBitsWeight wt2(rng, k, 7, 2, 16, Zeros::Default, k == 40, false);
