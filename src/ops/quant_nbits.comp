@@ -55,7 +55,8 @@ float dequantized(int n, int k, uint word, int j) {
 layout(constant_id = 3) const uint ROWS = 4;
 // Word loads in flight per lane, all issued before the first is used: one per loop trip would
 // leave a single 4-byte load in flight per lane, far too few bytes to cover memory latency.
-const int UNROLL = 4;
+// Knob "nbits.unroll".
+layout(constant_id = 5) const int UNROLL = 4;
 
 // a[m, k0 ..] against the codes of one word of row n. Blocks are whole words (block_size >= 16,
 // so a block is 32 / bits codes or more), so one word has one scale and zero: sum a * code
@@ -173,7 +174,8 @@ void main() {
         uint word[UNROLL][SG_ROWS];
         [[unroll]] for (int u = 0; u < UNROLL; ++u)
           [[unroll]] for (int r = 0; r < SG_ROWS; ++r) word[u][r] = b[row[r] + w + u * lanes];
-        [[unroll]] for (int u = 0; u < UNROLL; ++u) words_dot(m, n0, w + u * lanes, word[u], sum);
+        [[unroll]] for (int u = 0; u < UNROLL; ++u)
+          words_dot(m, n0, w + u * lanes, word[u], sum);
       }
       for (; w < words; w += lanes) {
         uint word[SG_ROWS];
