@@ -47,9 +47,11 @@ void fetch(int k0, int k_end) {
     pa[i] = (e < BM * BK && r < m_rows && k < k_end) ? T(w[w_base + r * K + k]) : 0.0;
   }
   // Consecutive threads read consecutive output pixels of one (channel, tap).
+  im2col_seek(k0 + tid / BN);
   [[unroll]] for (int i = 0; i < B_LOADS; ++i) {
     int k = k0 + tid / BN + i * (THREADS / BN);
-    pb[i] = n_valid && k < k_end ? im2col(k) : 0.0;
+    pb[i] = n_valid && k < k_end ? im2col_here() : 0.0;
+    im2col_next(THREADS / BN);
   }
 }
 

@@ -41,9 +41,11 @@ void fetch(int k0, int k_end) {
     int k = k0 + e - r * BK;
     ra[i] = r < m_rows && k < k_end ? w[w_base + r * K + k] : float16_t(0.0);
   }
+  im2col_seek(k0 + tid / BN);
   [[unroll]] for (int i = 0; i < B_LOADS; ++i) {
     int k = k0 + tid / BN + i * (THREADS / BN);
-    rb[i] = float16_t(n_valid && k < k_end ? im2col(k) : 0.0);
+    rb[i] = float16_t(n_valid && k < k_end ? im2col_here() : 0.0);
+    im2col_next(THREADS / BN);
   }
 }
 
