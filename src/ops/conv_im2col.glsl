@@ -45,7 +45,7 @@ void im2col_column(int n, int group) {
 // A walk down the thread's column, rows k, k + step, ...: im2col_seek(k) decodes row k's
 // channel and taps (the divisions), im2col_next(step) moves on with compares only, and
 // im2col_here() loads the current row (0 in the padding); the caller checks n_valid and k < K.
-// A K slice costs one seek, not a division pair per element.
+// A K slice costs one seek, not a division pair per element. im2col(k) is a seek and a load.
 #if POINTWISE
 int cur_k;
 void im2col_seek(int k) { cur_k = k; }
@@ -99,3 +99,8 @@ float im2col_here() {
   return 0.0;
 }
 #endif
+
+float im2col(int k) {
+  im2col_seek(k);
+  return im2col_here();
+}
