@@ -5,6 +5,12 @@
 // one GEMM before this (P below); here each step adds H_{t-1} Rᵀ, the biases and peepholes
 // and applies the gates. Invocation `lid` owns hidden units lid, lid + WG, ... of its row.
 //
+// STEPWISE instead runs one step per dispatch (p.step), spread over workgroups (unit chunk,
+// direction, batch chunk) that read h_{t-1} of their rows from a ping-pong state buffer: for
+// large H, one workgroup per row would do the whole H x G*H product of a step on one SM.
+// GRU without linear_before_reset takes two dispatches per step (p.phase 0: z, r and r ⊙ h;
+// phase 1: the h gate).
+//
 // CELL_RNN, CELL_GRU or CELL_LSTM picks the cell; G is its gate count.
 #include "common.glsl"
 #include "activation.glsl"
@@ -33,6 +39,10 @@ layout(std430, binding = 9) writeonly buffer Yc { ELEM y_c[]; };
 // Per (dir, b, unit), float32 whatever ELEM is: the LSTM cell state, the GRU update gate
 // between its two phases. Each element is touched by one invocation only.
 layout(std430, binding = 10) buffer Cell { float cell[]; };
+#if STEPWISE
+// Float32 [3, dirs, B, H]: h after even steps, h after odd steps, GRU's r ⊙ h_{t-1}.
+layout(std430, binding = 11) buffer State { float state[]; };
+#endif
 
 layout(push_constant) uniform Params {
   int steps;
@@ -47,6 +57,10 @@ layout(push_constant) uniform Params {
   int act[6];        // per direction 3 slots (f, g, h), codes as in recurrent.cpp
   float alpha[6];
   float beta[6];
+#if STEPWISE
+  int step;   // s: the step of every row (t = s forward, len - 1 - s backward)
+  int phase;  // GRU without linear_before_reset: 0 z, r and r ⊙ h; 1 the h gate
+#endif
 } p;
 
 shared float sh[SHARED_FLOATS];
@@ -105,6 +119,133 @@ float rb(int dir, int g, int j) {
   return float(bias[dir * 2 * G * p.hidden + (G + g) * p.hidden + j]);
 }
 
+#if STEPWISE
+int slot_index(int slot, int dir, int b, int j) {
+  return ((slot * p.dirs + dir) * p.batch + b) * p.hidden + j;
+}
+// h_{t-1} of (dir, b, j) at step s: the initial state first, then the previous step's slot.
+float h_prev(int s, int dir, int b, int j) {
+  return s == 0 ? float(h0[state_index(dir, b, j)]) : state[slot_index(s & 1, dir, b, j)];
+}
+
+void main() {
+  const int H = p.hidden;
+  const int GH = G * H;
+  const int s = p.step;
+  const int dir = int(gl_WorkGroupID.y);
+  const int rows = int(gl_WorkGroupSize.y);
+  const int b0 = int(gl_WorkGroupID.z) * rows;
+  const int n_rows = min(rows, p.batch - b0);
+  const int threads = int(gl_WorkGroupSize.x * gl_WorkGroupSize.y);
+  const int lid = int(gl_LocalInvocationIndex);
+#if defined(CELL_GRU)
+  const bool second = p.linear_before_reset == 0 && p.phase == 1;
+#else
+  const bool second = false;
+#endif
+  // The rows' h_{t-1} (GRU's second phase: r ⊙ h_{t-1}), which every unit's product reads.
+  for (int e = lid; e < n_rows * H; e += threads) {
+    const int r = e / H, k = e - r * H;
+    sh[e] = second ? state[slot_index(2, dir, b0 + r, k)] : h_prev(s, dir, b0 + r, k);
+  }
+  barrier();
+  const int j = int(gl_GlobalInvocationID.x);
+  const int row = int(gl_LocalInvocationID.y);
+  const int b = b0 + row;
+  if (j >= H || row >= n_rows) return;
+  const int len = clamp(seq_lens[b], 0, p.steps);
+  const bool backward = dir == 1 || p.reverse != 0;
+  const int t = backward ? len - 1 - s : s;
+  const int cell_at = (dir * p.batch + b) * H + j;
+  const int hs = row * H;  // the row's h_{t-1} in sh
+  const bool last = s == p.steps - 1;
+  const int next_slot = slot_index((s + 1) & 1, dir, b, j);
+#if defined(CELL_GRU)
+  const bool lbr = p.linear_before_reset != 0;
+  if (!lbr && p.phase == 0) {
+    // Update and reset gates; r ⊙ h_{t-1} for the second phase.
+    if (s >= len) return;
+    const int pb = proj_base(t, dir, b);
+    float az = float(proj[pb + j]) + wb(dir, 0, j) + rb(dir, 0, j);
+    float ar = float(proj[pb + H + j]) + wb(dir, 1, j) + rb(dir, 1, j);
+    for (int k = 0; k < H; ++k) {
+      const float hk = sh[hs + k];
+      const int r0 = (dir * H + k) * GH + j;
+      az += hk * float(rt[r0]);
+      ar += hk * float(rt[r0 + H]);
+    }
+    cell[cell_at] = gate(0, dir, az);
+    state[slot_index(2, dir, b, j)] = gate(0, dir, ar) * sh[hs + j];
+    return;
+  }
+#endif
+  const float hp = second ? h_prev(s, dir, b, j) : sh[hs + j];
+#if defined(CELL_LSTM)
+  const float c_prev = s == 0 ? float(c0[state_index(dir, b, j)]) : cell[cell_at];
+#endif
+  float h = hp;
+  if (s >= len) {
+    // Past this row's length: Y is zero at step s (the steps len .. T-1 in both directions)
+    // and the state carries on.
+    y[y_index(s, dir, b, j)] = ELEM(0.0);
+#if defined(CELL_LSTM)
+    cell[cell_at] = c_prev;
+#endif
+  } else {
+    const int pb = proj_base(t, dir, b);
+#if defined(CELL_GRU)
+    if (lbr) {
+      float az = float(proj[pb + j]) + wb(dir, 0, j) + rb(dir, 0, j);
+      float ar = float(proj[pb + H + j]) + wb(dir, 1, j) + rb(dir, 1, j);
+      float ah = 0.0;
+      for (int k = 0; k < H; ++k) {
+        const float hk = sh[hs + k];
+        const int r0 = (dir * H + k) * GH + j;
+        az += hk * float(rt[r0]);
+        ar += hk * float(rt[r0 + H]);
+        ah += hk * float(rt[r0 + 2 * H]);
+      }
+      const float z = gate(0, dir, az);
+      const float pre = float(proj[pb + 2 * H + j]) + wb(dir, 2, j) + gate(0, dir, ar) * (ah + rb(dir, 2, j));
+      h = (1.0 - z) * gate(1, dir, pre) + z * hp;
+    } else {
+      float pre = float(proj[pb + 2 * H + j]) + wb(dir, 2, j) + rb(dir, 2, j);
+      for (int k = 0; k < H; ++k) pre += sh[hs + k] * float(rt[(dir * H + k) * GH + 2 * H + j]);
+      const float z = cell[cell_at];
+      h = (1.0 - z) * gate(1, dir, pre) + z * hp;
+    }
+#else
+    float a[G];
+    for (int g = 0; g < G; ++g) a[g] = float(proj[pb + g * H + j]) + wb(dir, g, j) + rb(dir, g, j);
+    for (int k = 0; k < H; ++k) {
+      const float hk = sh[hs + k];
+      const int r0 = (dir * H + k) * GH + j;
+      for (int g = 0; g < G; ++g) a[g] += hk * float(rt[r0 + g * H]);
+    }
+#if defined(CELL_LSTM)
+    const int pp = dir * 3 * H + j;
+    const float i_gate = gate(0, dir, a[0] + float(peep[pp]) * c_prev);
+    const float f_gate = p.input_forget != 0 ? 1.0 - i_gate
+                                             : gate(0, dir, a[2] + float(peep[pp + 2 * H]) * c_prev);
+    const float c = f_gate * c_prev + i_gate * gate(1, dir, a[3]);
+    const float o_gate = gate(0, dir, a[1] + float(peep[pp + H]) * c);
+    h = o_gate * activation(dir * 3 + 2, c);
+    cell[cell_at] = c;
+#else
+    h = gate(0, dir, a[0]);
+#endif
+#endif
+    y[y_index(t, dir, b, j)] = ELEM(h);
+  }
+  state[next_slot] = h;
+  if (last) {
+    y_h[state_index(dir, b, j)] = ELEM(h);
+#if defined(CELL_LSTM)
+    y_c[state_index(dir, b, j)] = ELEM(cell[cell_at]);
+#endif
+  }
+}
+#else
 void main() {
   const int H = p.hidden;
   const int GH = G * H;
@@ -211,3 +352,4 @@ void main() {
 #endif
   }
 }
+#endif

@@ -2,7 +2,8 @@
 // over [steps * batch, input] with W read in place), R is transposed once so that the units
 // of a workgroup read consecutive weights, and one persistent dispatch runs the recurrence:
 // a workgroup per (batch row, direction) loops over the steps with its hidden state in shared
-// memory (recurrent.comp). Absent optional inputs become zero constants.
+// memory (recurrent.comp); for large H, one dispatch per step spread over the hidden units.
+// Absent optional inputs become zero constants.
 #include "vkgraph/ops/recurrent.h"
 
 #include <algorithm>
@@ -173,18 +174,53 @@ RecurrentOutputs recurrent(ComputeGraph& g, const RecurrentInputs& in, const Rec
   }
   pc.add_array(codes, codes.size()).add_array(alphas, alphas.size()).add_array(betas, betas.size());
 
-  DispatchDesc d;
-  d.shader = "recurrent_" + op + "_" + shader_suffix(dtype);
-  d.bindings = {{proj, Access::Read}, {rt, Access::Read},       {bias, Access::Read},
-                {lens, Access::Read}, {h0, Access::Read},       {c0, Access::Read},
-                {peep, Access::Read}, {out.y, Access::Write},   {out.y_h, Access::Write},
-                {y_c, Access::Write}, {cell, Access::ReadWrite}};
-  d.groups = {static_cast<uint32_t>(batch), static_cast<uint32_t>(dirs), 1};
-  const uint32_t local = static_cast<uint32_t>(std::min<int64_t>(256, (hidden + 31) / 32 * 32));
-  d.local = {tuned(g, "recurrent.local", local), 1, 1};
-  d.push = pc.take();
-  d.label = op;
-  g.add_dispatch(std::move(d));
+  std::vector<Binding> bindings = {
+      {proj, Access::Read}, {rt, Access::Read},       {bias, Access::Read},
+      {lens, Access::Read}, {h0, Access::Read},       {c0, Access::Read},
+      {peep, Access::Read}, {out.y, Access::Write},   {out.y_h, Access::Write},
+      {y_c, Access::Write}, {cell, Access::ReadWrite}};
+  // One workgroup per (row, direction) does a step's whole H x G*H product on one SM, which
+  // bounds large H (H200, H 512 batch 8: 35-68 us a step); there, one dispatch per step
+  // spread over the hidden units wins despite the dispatches. Knob "recurrent.stepwise".
+  const bool stepwise = tuned(g, "recurrent.stepwise", hidden >= 256 ? 1 : 0) != 0;
+  if (!stepwise) {
+    DispatchDesc d;
+    d.shader = "recurrent_" + op + "_" + shader_suffix(dtype);
+    d.bindings = std::move(bindings);
+    d.groups = {static_cast<uint32_t>(batch), static_cast<uint32_t>(dirs), 1};
+    const uint32_t local = static_cast<uint32_t>(std::min<int64_t>(256, (hidden + 31) / 32 * 32));
+    d.local = {tuned(g, "recurrent.local", local), 1, 1};
+    d.push = pc.take();
+    d.label = op;
+    g.add_dispatch(std::move(d));
+    return out;
+  }
+  // Stepwise: workgroups of `units` hidden units x `group_rows` batch rows (at most the 128
+  // invocations Vulkan guarantees), whose h_{t-1} fit the kernel's shared array.
+  const uint32_t units = std::clamp<uint32_t>(tuned(g, "recurrent.units", 16), 1, 128);
+  const int64_t group_rows =
+      std::clamp<int64_t>(std::min<int64_t>(128 / units, kSharedFloats / hidden), 1, batch);
+  bindings.push_back(
+      {g.add_tensor({3 * dirs * batch * hidden}, DType::Float32), Access::ReadWrite});
+  const std::vector<uint8_t> common = pc.take();
+  const bool two_phases = p.cell == RecurrentCell::Gru && !p.linear_before_reset;
+  for (int64_t step = 0; step < steps; ++step)
+    for (int32_t phase = 0; phase < (two_phases ? 2 : 1); ++phase) {
+      DispatchDesc d;
+      d.shader = "recurrent_step_" + op + "_" + shader_suffix(dtype);
+      d.bindings = bindings;
+      d.groups = {static_cast<uint32_t>(shapes::ceil_div(hidden, units)),
+                  static_cast<uint32_t>(dirs),
+                  static_cast<uint32_t>(shapes::ceil_div(batch, group_rows))};
+      d.local = {units, static_cast<uint32_t>(group_rows), 1};
+      PushConstants step_pc;
+      step_pc.add(int32_t(step)).add(phase);
+      d.push = common;
+      const std::vector<uint8_t> tail = step_pc.take();
+      d.push.insert(d.push.end(), tail.begin(), tail.end());
+      d.label = op + " step " + std::to_string(step);
+      g.add_dispatch(std::move(d));
+    }
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "model_builder.h"
 #include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
 #include "vkgraph/tensor_io.h"
 
 namespace vkgraph::testing {
@@ -321,6 +322,11 @@ class OnnxRecurrent : public GpuTest {
     ModelBuilder m = model_of(c, feeds);
     SessionOptions options;
     options.fp16 = fp16;
+    if (!knobs.empty()) {
+      auto tuning = std::make_shared<ops::Tuning>();
+      tuning->knobs = knobs;
+      options.graph.tuning = tuning;
+    }
     Session s = m.session(options);
     std::map<std::string, HostBinding> ins;
     for (auto& [name, t] : feeds.tensors)
@@ -346,6 +352,7 @@ class OnnxRecurrent : public GpuTest {
     command_buffers = s.graph()->stats().command_buffers;
   }
   size_t nodes = 0, command_buffers = 0;
+  std::map<std::string, uint32_t> knobs;  // tuning knobs for the next check()s
 };
 
 Case everything(Cell cell, int64_t layout) {
@@ -424,6 +431,38 @@ TEST_F(OnnxRecurrent, EveryActivation) {
     c.functions = {given, defaults};
     check(c);
   }
+}
+
+// The stepwise recurrence (a dispatch per step spread over units and batch rows, what large
+// hidden sizes get), forced on the small cases: every cell, both layouts, lengths 4, 2 and 0,
+// initial states, peepholes, clip, both GRU reset orders, reverse with input_forget, fp16;
+// with workgroups that split the 6 units (4 per workgroup) and ones that split the 3 rows
+// (64-unit workgroups hold 2).
+TEST_F(OnnxRecurrent, StepwiseMatchesTheReference) {
+  for (uint32_t units : {4u, 64u}) {
+    SCOPED_TRACE("units " + std::to_string(units));
+    knobs = {{"recurrent.stepwise", 1}, {"recurrent.units", units}};
+    for (Cell cell : {Cell::Lstm, Cell::Gru, Cell::Rnn})
+      for (int64_t layout : {0, 1}) {
+        SCOPED_TRACE("cell " + std::to_string(static_cast<int>(cell)) + " layout " +
+                     std::to_string(layout));
+        check(everything(cell, layout));
+      }
+    Case gru = everything(Cell::Gru, 0);
+    gru.linear_before_reset = true;
+    check(gru);
+    Case reverse;
+    reverse.direction = "reverse";
+    reverse.lens = reverse.initial = true;
+    reverse.seq_lens = {3, 4, 1};
+    reverse.input_forget = true;
+    check(reverse);
+  }
+  // One dispatch per step (two for GRU without linear_before_reset), after the projection
+  // and R's transpose.
+  check(everything(Cell::Gru, 0));
+  EXPECT_EQ(nodes, 2u + 2 * 4);
+  if (context()->features().storage_buffer_16bit) check(everything(Cell::Lstm, 1), 2e-2f, true);
 }
 
 TEST_F(OnnxRecurrent, HundredStepsAreOneRecurrentDispatch) {
