@@ -151,6 +151,60 @@ def test_bool_in_and_out():
     np.testing.assert_array_equal(out, a & b)
 
 
+def bfloat16_model():
+    """widened = Cast(bits -> float), narrowed = Cast(x -> bfloat16), relu = Relu(bits)."""
+    bf16, f32 = TensorProto.BFLOAT16, TensorProto.FLOAT
+    return model_bytes(
+        [helper.make_node("Cast", ["bits"], ["widened"], to=f32),
+         helper.make_node("Cast", ["x"], ["narrowed"], to=bf16),
+         helper.make_node("Relu", ["bits"], ["relu"])],
+        [helper.make_tensor_value_info("bits", bf16, [2, 3]),
+         helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("widened", f32, [2, 3]),
+         helper.make_tensor_value_info("narrowed", bf16, [2, 3]),
+         helper.make_tensor_value_info("relu", bf16, [2, 3])],
+    )
+
+
+def bfloat16_reference(values):
+    """The bit patterns of float32 values truncated to bfloat16 (vkgraph's and ONNX 1.12's Cast)."""
+    return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_bfloat16_as_uint16_bit_patterns():
+    session = vkgraph.InferenceSession(bfloat16_model())
+    assert [i.type for i in session.get_inputs()] == ["tensor(bfloat16)", "tensor(float)"]
+    assert [o.type for o in session.get_outputs()] == ["tensor(float)", "tensor(bfloat16)",
+                                                       "tensor(bfloat16)"]
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3)).astype(np.float32) * 100
+    bits = bfloat16_reference(rng.standard_normal((2, 3)).astype(np.float32))
+    as_float = (bits.astype(np.uint32) << 16).view(np.float32)
+    widened, narrowed, relu = session.run(None, {"bits": bits, "x": x})
+    assert widened.dtype == np.float32 and narrowed.dtype == relu.dtype == np.uint16
+    np.testing.assert_array_equal(widened, as_float)
+    np.testing.assert_array_equal(narrowed, bfloat16_reference(x))
+    np.testing.assert_array_equal(relu, bfloat16_reference(np.maximum(as_float, 0)))
+    # Any byte order or layout of the bit patterns is converted, as for other types.
+    swapped = np.asfortranarray(bits).astype(">u2")
+    np.testing.assert_array_equal(session.run(["widened"], {"bits": swapped, "x": x})[0], as_float)
+    # float32 values are refused, as onnxruntime refuses any type but the declared one.
+    with pytest.raises(vkgraph.InvalidArgument, match=r"got tensor\(float\), expected "
+                       r"tensor\(bfloat16\) \(as uint16 bit patterns"):
+        session.run(None, {"bits": as_float, "x": x})
+    with pytest.raises(vkgraph.InvalidArgument, match=r"got tensor\(int16\)"):
+        session.run(None, {"bits": bits.view(np.int16), "x": x})
+
+
+def test_bfloat16_from_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    session = vkgraph.InferenceSession(bfloat16_model())
+    values = np.array([[1.5, -2.0, 0.25], [3.0, -0.5, 8.0]], np.float32)
+    x = np.zeros((2, 3), np.float32)
+    (widened,) = session.run(["widened"], {"bits": values.astype(ml_dtypes.bfloat16), "x": x})
+    np.testing.assert_array_equal(widened, values)
+
+
 def test_comparison_gives_bool_from_float():
     session = vkgraph.InferenceSession(binary("Less", np.float32, out_dtype=np.bool_))
     a = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
