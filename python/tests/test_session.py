@@ -325,10 +325,21 @@ def test_device_by_name_and_index(digits_path, digits_data):
 
 
 def test_pipeline_cache_folder(tmp_path, digits_path, digits_data):
+    folder = tmp_path / "cache"
     options = vkgraph.SessionOptions()
-    options.pipeline_cache = str(tmp_path / "cache")
+    options.pipeline_cache = str(folder)
     session = vkgraph.InferenceSession(digits_path, options)
     assert session.run(None, {"input": digits_data[0]})[0].shape == (100, 10)
+    session.close()  # the last session on that device: the device goes, saving its cache
+    saved = [p for p in folder.iterdir() if p.is_file()]
+    assert len(saved) == 1 and saved[0].stat().st_size > 0, saved
+    # A session on the saved cache gives the same answer.
+    again = vkgraph.InferenceSession(digits_path, options)
+    np.testing.assert_allclose(again.run(None, {"input": digits_data[0]})[0], digits_data[2],
+                               rtol=1e-4, atol=1e-4)
+    off = vkgraph.SessionOptions()
+    off.pipeline_cache = "off"
+    vkgraph.InferenceSession(digits_path, off).run(None, {"input": digits_data[0]})
 
 
 def test_fixed_input_shapes(digits_path, digits_data):
@@ -445,3 +456,35 @@ def test_run_releases_the_gil():
     # This thread ran Python code in the middle of the run: only if run() let go of the GIL.
     inside = [s for s in stamps if start + quarter < s < end - quarter]
     assert len(inside) > 100, (len(inside), end - start)
+
+
+def test_close_while_another_thread_runs():
+    """close() waits for a run in progress, which finishes with the right answer; runs after
+    it raise InvalidState. Never a crash, whichever thread gets there first."""
+    model, w = matmul(512)
+    session = vkgraph.InferenceSession(model)
+    x = np.random.default_rng(9).standard_normal((512, 512)).astype(np.float32)
+    session.run(None, {"x": x})
+    started = threading.Event()
+    outcome = []
+
+    def runner():
+        started.set()
+        try:
+            outcome.append(session.run(None, {"x": x})[0])
+        except vkgraph.InvalidState as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=runner)
+    t.start()
+    started.wait()
+    time.sleep(0.01)
+    session.close()
+    t.join()
+    (result,) = outcome
+    if isinstance(result, np.ndarray):
+        np.testing.assert_allclose(result, x @ w, rtol=1e-4, atol=1e-3)
+    else:
+        assert "closed" in str(result)
+    with pytest.raises(vkgraph.InvalidState, match="closed"):
+        session.run(None, {"x": x})
