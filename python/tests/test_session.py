@@ -120,6 +120,8 @@ def test_output_names_select_and_order():
         session.run(["nope"], {"x": x})
     with pytest.raises(TypeError):
         session.run("abs", {"x": x})
+    with pytest.raises(TypeError, match="names are str"):
+        session.run([0], {"x": x})
     np.testing.assert_array_equal(session.run(("abs",), {"x": x})[0], np.abs(x))
 
 
@@ -289,6 +291,9 @@ def test_memory_budget_gives_out_of_memory():
     model, _ = matmul(1024)  # a 4 MiB weight in a 1 MiB budget
     with pytest.raises(vkgraph.OutOfMemory):
         vkgraph.InferenceSession(model, options)
+    options.memory_budget = -1
+    with pytest.raises(vkgraph.InvalidArgument, match="memory_budget"):
+        vkgraph.InferenceSession(model, options)
 
 
 def test_closed_session(digits_path, digits_data):
@@ -357,6 +362,11 @@ def test_fixed_input_shapes(digits_path, digits_data):
     with pytest.raises(vkgraph.InvalidArgument, match=r"expected \[2, 1, 8, 8\]"):
         session.run(None, {"input": images[:3]})
     assert session.run(None, {"input": images[:2]})[0].shape == (2, 10)
+    # A shape the model's declared [batch, 1, 8, 8] cannot take is refused at load.
+    options = vkgraph.SessionOptions()
+    options.input_shapes = {"input": (4, 64)}
+    with pytest.raises(vkgraph.InvalidArgument, match=r"\[4, 64\] does not fit"):
+        vkgraph.InferenceSession(digits_path, options)
 
 
 def test_fusions_off_gives_the_same_answer(digits_path, digits_data):
