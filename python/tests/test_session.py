@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import threading
 import time
 
@@ -15,7 +16,10 @@ from onnx import TensorProto, helper
 
 
 def test_version_and_devices():
-    assert vkgraph.__version__ == "0.1.0"
+    # The version is the CMake project's, the one the C++ package and pkg-config files carry.
+    cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    declared = re.search(r"project\(vkgraph VERSION ([0-9.]+)", cmake).group(1)
+    assert vkgraph.__version__ == declared
     devices = vkgraph.get_devices()
     assert devices and devices[0].index == 0
     assert any("llvmpipe" in d.name for d in devices)
