@@ -15,6 +15,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build
 # The Python package into /usr/bin/python3's site-packages (/usr/local/lib/python3.11/
-# dist-packages), so `import vkgraph` works in any shell. Uninstall:
-#   sudo xargs rm -v < build/install_manifest_python.txt
+# dist-packages), so `import vkgraph` works in any shell. Uninstall: remove that folder's
+# vkgraph/ (tools/test_install.sh checks that every installed file lies in it).
 $SUDO cmake --install build --component python >/dev/null

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "vkgraph/error.h"
+#include "vkgraph/onnx_tensor.h"
 
 namespace vkgraph::python {
 
@@ -23,6 +24,7 @@ enum OnnxType : int32_t {
   kDouble = 11,
   kUint32 = 12,
   kUint64 = 13,
+  kBfloat16 = 16,
 };
 
 struct TypeNames {
@@ -56,6 +58,10 @@ TypeNames names_of(int32_t onnx_type) {
       return {"uint32", "uint32"};
     case kUint64:
       return {"uint64", "uint64"};
+    case kBfloat16:
+      // NumPy has no bfloat16: its values cross as their bit patterns, as ONNX's test data and
+      // numpy_helper hold them (bfloat16_arrays below).
+      return {"bfloat16", "uint16"};
   }
   return {nullptr, nullptr};
 }
@@ -72,6 +78,10 @@ int32_t onnx_type_of(DType dtype) {
       return kInt64;
     case DType::Bool:
       return kBool;
+    case DType::Int8:
+      return kInt8;
+    case DType::UInt8:
+      return kUint8;
   }
   return 0;
 }
@@ -118,6 +128,16 @@ std::string onnx_type_string_of(const py::dtype& dt) {
   return "numpy dtype " + py::str(static_cast<const py::handle&>(dt)).cast<std::string>();
 }
 
+// uint16 bit patterns, or ml_dtypes.bfloat16 (a 2-byte dtype NumPy knows by that name).
+bool is_bfloat16_array(const py::dtype& dt) {
+  if (itemsize_of(dt) != 2) return false;
+  return dt.kind() == 'u' || dt.attr("name").cast<std::string>() == "bfloat16";
+}
+
+bool is_bfloat16(const ValueInfo& info) {
+  return effective_onnx_type(info) == kBfloat16;
+}
+
 }  // namespace
 
 bool same_element_type(const py::dtype& a, const py::dtype& b) {
@@ -133,6 +153,42 @@ py::dtype declared_dtype(const ValueInfo& info) {
   return numpy_dtype(effective_onnx_type(info));
 }
 
+py::array bfloat16_bits_to_float32(const py::handle& value) {
+  py::array bits = py::array::ensure(value);
+  if (!bits || !is_bfloat16_array(bits.dtype()))
+    throw Error(ErrorKind::InvalidArgument,
+                "bfloat16 values are uint16 bit patterns (or ml_dtypes.bfloat16), got " +
+                    onnx_type_string_of(bits.dtype()));
+  const py::dtype u16("uint16");
+  if (bits.dtype().kind() != 'u')  // ml_dtypes.bfloat16: the same bits under another name
+    bits = py::module_::import("numpy").attr("ascontiguousarray")(bits).attr("view")(u16);
+  bits = bits.attr("astype")(u16, py::arg("order") = "C", py::arg("copy") = false);
+  std::vector<py::ssize_t> shape(bits.shape(), bits.shape() + bits.ndim());
+  const py::dtype f32("float32");
+  py::array values(f32, shape, c_strides(shape, f32));
+  const auto* in = static_cast<const uint16_t*>(bits.data());
+  auto* out = static_cast<float*>(values.mutable_data());
+  const size_t n = nbytes_of(bits) / sizeof(uint16_t);
+  for (size_t i = 0; i < n; ++i) out[i] = onnx_io::bfloat16_to_float(in[i]);
+  return values;
+}
+
+py::array float32_to_bfloat16_bits(const py::handle& value) {
+  py::array values = py::array::ensure(value);
+  const py::dtype f32("float32");
+  if (!values || !same_element_type(values.dtype(), f32))
+    throw Error(ErrorKind::InvalidArgument, "float32_to_bfloat16_bits takes a float32 array");
+  values = values.attr("astype")(f32, py::arg("order") = "C", py::arg("copy") = false);
+  std::vector<py::ssize_t> shape(values.shape(), values.shape() + values.ndim());
+  const py::dtype u16("uint16");
+  py::array bits(u16, shape, c_strides(shape, u16));
+  const auto* in = static_cast<const float*>(values.data());
+  auto* out = static_cast<uint16_t*>(bits.mutable_data());
+  const size_t n = nbytes_of(values) / sizeof(float);
+  for (size_t i = 0; i < n; ++i) out[i] = onnx_io::float_to_bfloat16(in[i]);
+  return bits;
+}
+
 HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
   py::array array = py::array::ensure(value);
   if (!array)
@@ -140,14 +196,17 @@ HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
                 "input '" + info.name + "' must be a numpy.ndarray (or convertible to one), got " +
                     py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>());
   const py::dtype want = declared_dtype(info);
-  if (!same_element_type(array.dtype(), want))
-    throw Error(ErrorKind::InvalidArgument, "unexpected input data type for '" + info.name +
-                                                "': got " + onnx_type_string_of(array.dtype()) +
-                                                ", expected " + type_string(info));
+  const bool bfloat16 = is_bfloat16(info);
+  if (bfloat16 ? !is_bfloat16_array(array.dtype()) : !same_element_type(array.dtype(), want))
+    throw Error(ErrorKind::InvalidArgument,
+                "unexpected input data type for '" + info.name + "': got " +
+                    onnx_type_string_of(array.dtype()) + ", expected " + type_string(info) +
+                    (bfloat16 ? " (as uint16 bit patterns or ml_dtypes.bfloat16)" : ""));
+  if (bfloat16) array = bfloat16_bits_to_float32(array);
   const py::dtype computed = numpy_dtype(onnx_type_of(info.dtype));
   // astype copies into a C-contiguous, native-order array of the computed type; arrays that
   // are already that are used as they are.
-  if (!same_element_type(want, computed) || !array.dtype().attr("isnative").cast<bool>() ||
+  if (!same_element_type(array.dtype(), computed) || !array.dtype().attr("isnative").cast<bool>() ||
       !(array.flags() & py::array::c_style))
     array = array.attr("astype")(computed, py::arg("order") = "C");
   Shape shape(array.shape(), array.shape() + array.ndim());
@@ -172,6 +231,7 @@ py::array to_numpy(HostTensor&& tensor, const ValueInfo& info) {
     owner.release();
     array = py::array(computed, shape, c_strides(shape, computed), data, base);
   }
+  if (is_bfloat16(info)) return float32_to_bfloat16_bits(array);
   const py::dtype want = declared_dtype(info);
   if (!same_element_type(want, computed)) return array.attr("astype")(want);
   return array;

@@ -37,6 +37,13 @@ py::array to_numpy(HostTensor&& tensor, const ValueInfo& info);
 HostBinding to_binding(const std::string& name, const py::handle& item, DType dtype,
                        bool writeable);
 
+// bfloat16 at the boundary (NumPy has none): a model value declared BFLOAT16 is fed and
+// returned as its uint16 bit patterns (ml_dtypes.bfloat16 arrays are taken too), and vkgraph
+// computes it in float32. These convert with onnx_io's rules (to bfloat16 truncates, NaN stays
+// NaN); each returns a new C-contiguous array. Need the GIL.
+py::array bfloat16_bits_to_float32(const py::handle& bits);
+py::array float32_to_bfloat16_bits(const py::handle& values);
+
 // NumPy's name for the dtype vkgraph computes in ("float32", ...).
 const char* numpy_name(DType dtype);
 

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "arrays.h"
 #include "py_session.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/context.h"
@@ -102,6 +103,11 @@ PYBIND11_MODULE(_vkgraph, m) {
     }
     return devices;
   });
+
+  m.def("bfloat16_bits_to_float32", &vkgraph::python::bfloat16_bits_to_float32, py::arg("bits"),
+        "float32 values of bfloat16 bit patterns (uint16 or ml_dtypes.bfloat16).");
+  m.def("float32_to_bfloat16_bits", &vkgraph::python::float32_to_bfloat16_bits, py::arg("values"),
+        "bfloat16 bit patterns (uint16) of float32 values, truncated.");
 
   m.def("take_validation_messages", &vkgraph::python::take_validation_messages,
         "Validation messages of every device in use since the last call (tests check these).");

@@ -149,3 +149,52 @@ def test_binding_errors():
     session.close()
     with pytest.raises(vkgraph.InvalidState):
         session.run_with_iobinding(binding)
+
+
+def test_declared_type_output_arrays_are_filled():
+    """A bound output array of the declared type, where vkgraph computes wider (uint8 in
+    int32), is written after the run, as onnxruntime fills a bound output buffer."""
+    session = vkgraph.InferenceSession(binary("Add", np.uint8))
+    a = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    b = (np.arange(6, dtype=np.uint8) * 5).reshape(2, 3)
+    out = np.zeros((2, 3), np.uint8)
+    binding = session.io_binding()
+    binding.bind_cpu_input("a", a)
+    binding.bind_cpu_input("b", b)
+    binding.bind_cpu_output("out", out)
+    session.run_with_iobinding(binding)
+    assert binding.get_outputs()[0] is out and binding.last_paths["out"] == "copied"
+    np.testing.assert_array_equal(out, a + b)
+    binding.bind_cpu_output("out", np.zeros((2, 3), np.int16))
+    with pytest.raises(vkgraph.InvalidArgument, match=r"must be tensor\(uint8\)"):
+        session.run_with_iobinding(binding)
+    binding.bind_cpu_output("out", np.zeros((3, 2), np.uint8))
+    with pytest.raises(vkgraph.InvalidArgument, match="shape"):
+        session.run_with_iobinding(binding)
+
+
+def test_bfloat16_bit_patterns():
+    bf16 = TensorProto.BFLOAT16
+    session = vkgraph.InferenceSession(model_bytes(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", bf16, [4, 8])],
+        [helper.make_tensor_value_info("y", bf16, [4, 8])],
+    ))
+    values = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)
+    want = (np.maximum((bits.astype(np.uint32) << 16).view(np.float32), 0).view(np.uint32)
+            >> 16).astype(np.uint16)
+    binding = session.io_binding()
+    binding.bind_cpu_input("x", bits)
+    binding.bind_output("y")
+    session.run_with_iobinding(binding)
+    (y,) = binding.get_outputs()
+    assert y.dtype == np.uint16
+    np.testing.assert_array_equal(y, want)
+    into = np.zeros((4, 8), np.uint16)
+    binding.bind_cpu_output("y", into)
+    session.run_with_iobinding(binding)
+    np.testing.assert_array_equal(into, want)
+    binding.bind_cpu_input("x", values)
+    with pytest.raises(vkgraph.InvalidArgument, match="input 'x'.*uint16 bit patterns"):
+        session.run_with_iobinding(binding)

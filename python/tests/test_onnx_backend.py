@@ -60,10 +60,6 @@ backend_test.xfail(r"test_operator_add(_broadcast|_size1_right_broadcast|_size1_
 # the data holds [1] (docs/notes/more-ops.md).
 backend_test.xfail(r"test_adam_multiple_cpu$")
 backend_test.xfail(r"test_castlike_(BFLOAT16_to_FLOAT|FLOAT_to_BFLOAT16)(_expanded)?_cpu$")
-# ONNX 1.12's runner feeds and expects bfloat16 as uint16 bit patterns; vkgraph's Python API
-# passes bfloat16 values as float32 (NumPy has no bfloat16), so these two fail on the dtype.
-# The C++ runner, reading the same data as bfloat16, passes them.
-backend_test.xfail(r"test_cast_(BFLOAT16_to_FLOAT|FLOAT_to_BFLOAT16)_cpu$")
 
 
 def _cases():

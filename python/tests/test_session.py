@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import threading
 import time
 
@@ -15,7 +16,10 @@ from onnx import TensorProto, helper
 
 
 def test_version_and_devices():
-    assert vkgraph.__version__ == "0.1.0"
+    # The version is the CMake project's, the one the C++ package and pkg-config files carry.
+    cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    declared = re.search(r"project\(vkgraph VERSION ([0-9.]+)", cmake).group(1)
+    assert vkgraph.__version__ == declared
     devices = vkgraph.get_devices()
     assert devices and devices[0].index == 0
     assert any("llvmpipe" in d.name for d in devices)
@@ -120,6 +124,8 @@ def test_output_names_select_and_order():
         session.run(["nope"], {"x": x})
     with pytest.raises(TypeError):
         session.run("abs", {"x": x})
+    with pytest.raises(TypeError, match="names are str"):
+        session.run([0], {"x": x})
     np.testing.assert_array_equal(session.run(("abs",), {"x": x})[0], np.abs(x))
 
 
@@ -149,6 +155,60 @@ def test_bool_in_and_out():
     (out,) = session.run(None, {"a": a, "b": b})
     assert out.dtype == np.bool_
     np.testing.assert_array_equal(out, a & b)
+
+
+def bfloat16_model():
+    """widened = Cast(bits -> float), narrowed = Cast(x -> bfloat16), relu = Relu(bits)."""
+    bf16, f32 = TensorProto.BFLOAT16, TensorProto.FLOAT
+    return model_bytes(
+        [helper.make_node("Cast", ["bits"], ["widened"], to=f32),
+         helper.make_node("Cast", ["x"], ["narrowed"], to=bf16),
+         helper.make_node("Relu", ["bits"], ["relu"])],
+        [helper.make_tensor_value_info("bits", bf16, [2, 3]),
+         helper.make_tensor_value_info("x", f32, [2, 3])],
+        [helper.make_tensor_value_info("widened", f32, [2, 3]),
+         helper.make_tensor_value_info("narrowed", bf16, [2, 3]),
+         helper.make_tensor_value_info("relu", bf16, [2, 3])],
+    )
+
+
+def bfloat16_reference(values):
+    """The bit patterns of float32 values truncated to bfloat16 (vkgraph's and ONNX 1.12's Cast)."""
+    return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_bfloat16_as_uint16_bit_patterns():
+    session = vkgraph.InferenceSession(bfloat16_model())
+    assert [i.type for i in session.get_inputs()] == ["tensor(bfloat16)", "tensor(float)"]
+    assert [o.type for o in session.get_outputs()] == ["tensor(float)", "tensor(bfloat16)",
+                                                       "tensor(bfloat16)"]
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3)).astype(np.float32) * 100
+    bits = bfloat16_reference(rng.standard_normal((2, 3)).astype(np.float32))
+    as_float = (bits.astype(np.uint32) << 16).view(np.float32)
+    widened, narrowed, relu = session.run(None, {"bits": bits, "x": x})
+    assert widened.dtype == np.float32 and narrowed.dtype == relu.dtype == np.uint16
+    np.testing.assert_array_equal(widened, as_float)
+    np.testing.assert_array_equal(narrowed, bfloat16_reference(x))
+    np.testing.assert_array_equal(relu, bfloat16_reference(np.maximum(as_float, 0)))
+    # Any byte order or layout of the bit patterns is converted, as for other types.
+    swapped = np.asfortranarray(bits).astype(">u2")
+    np.testing.assert_array_equal(session.run(["widened"], {"bits": swapped, "x": x})[0], as_float)
+    # float32 values are refused, as onnxruntime refuses any type but the declared one.
+    with pytest.raises(vkgraph.InvalidArgument, match=r"got tensor\(float\), expected "
+                       r"tensor\(bfloat16\) \(as uint16 bit patterns"):
+        session.run(None, {"bits": as_float, "x": x})
+    with pytest.raises(vkgraph.InvalidArgument, match=r"got tensor\(int16\)"):
+        session.run(None, {"bits": bits.view(np.int16), "x": x})
+
+
+def test_bfloat16_from_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    session = vkgraph.InferenceSession(bfloat16_model())
+    values = np.array([[1.5, -2.0, 0.25], [3.0, -0.5, 8.0]], np.float32)
+    x = np.zeros((2, 3), np.float32)
+    (widened,) = session.run(["widened"], {"bits": values.astype(ml_dtypes.bfloat16), "x": x})
+    np.testing.assert_array_equal(widened, values)
 
 
 def test_comparison_gives_bool_from_float():
@@ -235,6 +295,9 @@ def test_memory_budget_gives_out_of_memory():
     model, _ = matmul(1024)  # a 4 MiB weight in a 1 MiB budget
     with pytest.raises(vkgraph.OutOfMemory):
         vkgraph.InferenceSession(model, options)
+    options.memory_budget = -1
+    with pytest.raises(vkgraph.InvalidArgument, match="memory_budget"):
+        vkgraph.InferenceSession(model, options)
 
 
 def test_closed_session(digits_path, digits_data):
@@ -271,10 +334,21 @@ def test_device_by_name_and_index(digits_path, digits_data):
 
 
 def test_pipeline_cache_folder(tmp_path, digits_path, digits_data):
+    folder = tmp_path / "cache"
     options = vkgraph.SessionOptions()
-    options.pipeline_cache = str(tmp_path / "cache")
+    options.pipeline_cache = str(folder)
     session = vkgraph.InferenceSession(digits_path, options)
     assert session.run(None, {"input": digits_data[0]})[0].shape == (100, 10)
+    session.close()  # the last session on that device: the device goes, saving its cache
+    saved = [p for p in folder.iterdir() if p.is_file()]
+    assert len(saved) == 1 and saved[0].stat().st_size > 0, saved
+    # A session on the saved cache gives the same answer.
+    again = vkgraph.InferenceSession(digits_path, options)
+    np.testing.assert_allclose(again.run(None, {"input": digits_data[0]})[0], digits_data[2],
+                               rtol=1e-4, atol=1e-4)
+    off = vkgraph.SessionOptions()
+    off.pipeline_cache = "off"
+    vkgraph.InferenceSession(digits_path, off).run(None, {"input": digits_data[0]})
 
 
 def test_fixed_input_shapes(digits_path, digits_data):
@@ -292,6 +366,11 @@ def test_fixed_input_shapes(digits_path, digits_data):
     with pytest.raises(vkgraph.InvalidArgument, match=r"expected \[2, 1, 8, 8\]"):
         session.run(None, {"input": images[:3]})
     assert session.run(None, {"input": images[:2]})[0].shape == (2, 10)
+    # A shape the model's declared [batch, 1, 8, 8] cannot take is refused at load.
+    options = vkgraph.SessionOptions()
+    options.input_shapes = {"input": (4, 64)}
+    with pytest.raises(vkgraph.InvalidArgument, match=r"\[4, 64\] does not fit"):
+        vkgraph.InferenceSession(digits_path, options)
 
 
 def test_fusions_off_gives_the_same_answer(digits_path, digits_data):
@@ -391,3 +470,35 @@ def test_run_releases_the_gil():
     # This thread ran Python code in the middle of the run: only if run() let go of the GIL.
     inside = [s for s in stamps if start + quarter < s < end - quarter]
     assert len(inside) > 100, (len(inside), end - start)
+
+
+def test_close_while_another_thread_runs():
+    """close() waits for a run in progress, which finishes with the right answer; runs after
+    it raise InvalidState. Never a crash, whichever thread gets there first."""
+    model, w = matmul(512)
+    session = vkgraph.InferenceSession(model)
+    x = np.random.default_rng(9).standard_normal((512, 512)).astype(np.float32)
+    session.run(None, {"x": x})
+    started = threading.Event()
+    outcome = []
+
+    def runner():
+        started.set()
+        try:
+            outcome.append(session.run(None, {"x": x})[0])
+        except vkgraph.InvalidState as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=runner)
+    t.start()
+    started.wait()
+    time.sleep(0.01)
+    session.close()
+    t.join()
+    (result,) = outcome
+    if isinstance(result, np.ndarray):
+        np.testing.assert_allclose(result, x @ w, rtol=1e-4, atol=1e-3)
+    else:
+        assert "closed" in str(result)
+    with pytest.raises(vkgraph.InvalidState, match="closed"):
+        session.run(None, {"x": x})

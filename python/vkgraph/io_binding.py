@@ -10,8 +10,9 @@
 The device reads inputs from, and writes outputs into, the arrays themselves through
 VK_EXT_external_memory_host when an array starts on a page boundary
 (minImportedHostPointerAlignment, 4096 on lavapipe) and its allocation is a whole number of
-pages: arrays from vkgraph.empty() are. Other arrays are copied once each way, and inputs of
-types vkgraph widens (uint8 -> int32, ...) are converted first. Binding the same arrays run
+pages: arrays from vkgraph.empty() are. Other arrays are copied once each way, and arrays of
+types vkgraph computes wider (uint8 -> int32, bfloat16 bit patterns -> float32, ...) are
+converted on the way in and out. Binding the same arrays run
 after run replays the recorded command buffers; new arrays re-record them (cheap, but not
 free), so bind once and write into the bound inputs.
 """
@@ -139,8 +140,15 @@ class IOBinding:
         plan = native.prepare_bound(inputs)
         outputs: Dict[str, Tuple[np.ndarray, int]] = {}
         declared_out = {o.name: o for o in self._session.get_outputs()}
+        # Bound arrays of a declared type that vkgraph computes wider (uint8, bfloat16, ...):
+        # the device writes an array of the computed type, converted into them after the run.
+        converted: Dict[str, np.ndarray] = {}
         for name, shape, dtype in plan:
             arr = self._outputs.get(name)
+            if arr is not None and arr.dtype != np.dtype(dtype):
+                self._check_declared_output(name, arr, tuple(shape), declared_out[name].type)
+                converted[name] = arr
+                arr = None
             if arr is None:
                 arr = self._allocated.get(name)
                 if arr is None or arr.shape != tuple(shape) or arr.dtype != np.dtype(dtype):
@@ -153,15 +161,38 @@ class IOBinding:
         self.last_paths = native.run_bound(inputs, outputs)
         self._results = []
         for name in self._outputs:
-            arr = outputs[name][0]
-            want = _numpy_type(declared_out[name].type)
-            self._results.append(arr if want is None or arr.dtype == want else arr.astype(want))
+            result = _as_declared(outputs[name][0], declared_out[name].type)
+            if name in converted:
+                np.copyto(converted[name], result)
+                result = converted[name]
+                self.last_paths[name] = "copied"
+            self._results.append(result)
+
+    @staticmethod
+    def _check_declared_output(name: str, arr: np.ndarray, shape: Tuple[int, ...],
+                               type_string: str) -> None:
+        want = _numpy_type(type_string)
+        if arr.dtype != want:
+            raise _vkgraph.InvalidArgument(
+                f"output binding '{name}' must be {type_string} ({want}), got {arr.dtype}")
+        if arr.shape != shape:
+            raise _vkgraph.InvalidArgument(
+                f"output binding '{name}' has shape {list(arr.shape)}, the output is {list(shape)}")
+        if not arr.flags.writeable:
+            raise _vkgraph.InvalidArgument(f"output binding '{name}' is read-only")
 
     def _input_binding(self, name: str, arr: Any, declared: Dict[str, Any]) -> Tuple[np.ndarray, int]:
         if name not in declared:
             names = ", ".join(declared)
             raise _vkgraph.InvalidArgument(f"unknown input '{name}'; the model's inputs are: {names}")
         arr = np.asarray(arr)
+        if declared[name].type == _BFLOAT16:
+            # Bit patterns in, float32 (what vkgraph computes bfloat16 in) to the device.
+            try:
+                arr = _vkgraph.bfloat16_bits_to_float32(arr)
+            except _vkgraph.InvalidArgument as e:
+                raise _vkgraph.InvalidArgument(f"input '{name}': {e}") from None
+            return arr, _capacity(arr)
         want = _numpy_type(declared[name].type)
         if want is not None and arr.dtype != want:
             raise _vkgraph.InvalidArgument(
@@ -172,6 +203,10 @@ class IOBinding:
             arr = np.ascontiguousarray(arr, dtype=computed)  # a copy: not zero-copy
         return arr, _capacity(arr)
 
+
+# Declared bfloat16 values cross as uint16 bit patterns (NumPy has no bfloat16) and are
+# computed in float32; _vkgraph converts them both ways.
+_BFLOAT16 = "tensor(bfloat16)"
 
 # Types vkgraph computes wider than the model declares them (onnx_tensor.h).
 _COMPUTED = {
@@ -188,7 +223,16 @@ _TYPES = {
     "float": np.float32, "float16": np.float16, "double": np.float64, "int64": np.int64,
     "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8,
     "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_,
+    "bfloat16": np.uint16,
 }
+
+
+def _as_declared(arr: np.ndarray, type_string: str) -> np.ndarray:
+    """A computed-type output as the model declares it (the array itself when they agree)."""
+    if type_string == _BFLOAT16:
+        return _vkgraph.float32_to_bfloat16_bits(arr)
+    want = _numpy_type(type_string)
+    return arr if want is None or arr.dtype == want else arr.astype(want)
 
 
 def _numpy_type(type_string: str) -> Optional[np.dtype]:

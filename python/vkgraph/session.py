@@ -189,6 +189,9 @@ def _native_options(options: SessionOptions, device: Optional[str]) -> "_vkgraph
     native.device = None if chosen is None else str(chosen)
     native.validation = None if options.validation is None else bool(options.validation)
     native.pipeline_cache = None if options.pipeline_cache is None else str(options.pipeline_cache)
+    if int(options.memory_budget) < 0:
+        raise _vkgraph.InvalidArgument(
+            f"SessionOptions.memory_budget is {options.memory_budget}: bytes, >= 0 (0 = no limit)")
     native.memory_budget = int(options.memory_budget)
     if options.external_data_dir is not None:
         native.external_data_dir = os.fspath(options.external_data_dir)
@@ -283,6 +286,11 @@ class InferenceSession:
         ``output_names`` (all, in model order, when None or empty) as numpy arrays."""
         if isinstance(output_names, str):
             raise TypeError("output_names must be a list of names (or None), not a str")
+        if output_names is not None:
+            output_names = list(output_names)
+            for name in output_names:
+                if not isinstance(name, str):
+                    raise TypeError(f"output_names holds {name!r}; names are str")
         if not isinstance(input_feed, dict):
             if not isinstance(input_feed, Mapping):
                 raise TypeError("input_feed must be a dict of input name -> numpy array")

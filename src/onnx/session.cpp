@@ -84,16 +84,32 @@ struct Session::Impl {
   // ignored and the model run with other shapes than asked.
   void check_input_shapes() const {
     for (auto& [name, shape] : options.input_shapes) {
-      bool known = false;
-      for (auto& in : model.inputs) known |= in.name == name;
-      if (!known)
+      const ValueInfo* declared = nullptr;
+      for (auto& in : model.inputs)
+        if (in.name == name) declared = &in;
+      if (!declared)
         throw Error(ErrorKind::InvalidArgument, "input_shapes names unknown input '" + name +
                                                     "'; the model's inputs are: " + input_names());
       for (int64_t d : shape)
         if (d < -1)
           throw Error(ErrorKind::InvalidArgument, "input_shapes['" + name + "'] = " +
                                                       shape_str(shape) + ": dims are >= 0 or -1");
+      // The model's declared rank and fixed dims bind the override (an empty declared shape is
+      // a scalar or an unknown rank: nothing to hold it to); otherwise the mismatch surfaces
+      // deep in some node, naming that node instead of the option.
+      if (!declared->shape.empty() && !fits_declared(shape, declared->shape))
+        throw Error(ErrorKind::InvalidArgument, "input_shapes['" + name +
+                                                    "'] = " + shape_str(shape) +
+                                                    " does not fit the model's input " +
+                                                    shape_str(declared->shape) + " (-1 = any)");
     }
+  }
+
+  static bool fits_declared(const Shape& shape, const Shape& declared) {
+    if (shape.size() != declared.size()) return false;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (declared[d] >= 0 && shape[d] >= 0 && shape[d] != declared[d]) return false;
+    return true;
   }
 
   std::string input_names() const {

@@ -77,6 +77,18 @@ TEST_F(ApiEntryPoints, InputShapesNameUnknownInput) {
   bad_dim.input_shapes["x"] = {-2, 4};
   expect_error([&] { relu_model().session(bad_dim); }, ErrorKind::InvalidArgument,
                {"input_shapes['x']", "-2"});
+  // The override fits the declared [-1, 4]: its rank, and its fixed dims.
+  for (const Shape& wrong : {Shape{2}, Shape{2, 4, 1}, Shape{2, 5}}) {
+    SessionOptions o2;
+    o2.input_shapes["x"] = wrong;
+    expect_error([&] { relu_model().session(o2); }, ErrorKind::InvalidArgument,
+                 {"input_shapes['x'] = " + shape_str(wrong), "does not fit", "[-1, 4]"});
+  }
+  SessionOptions fits;
+  fits.input_shapes["x"] = {3, 4};
+  Session s = relu_model().session(fits);
+  HostTensor x = HostTensor::from(DType::Float32, {3, 4}, std::vector<float>(12, -1.f));
+  EXPECT_EQ(s.run({{"x", x}})[0].as_double(11), 0.0);
 }
 
 TEST_F(ApiEntryPoints, HostTensorSizes) {
