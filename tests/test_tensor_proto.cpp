@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -97,16 +99,6 @@ TEST(TensorProto, ConvertedTypes) {
   EXPECT_EQ(t.as_int(0), 65535);
 
   p.Clear();
-  p.set_data_type(TP::DOUBLE);
-  p.add_dims(2);
-  const double d[] = {0.1, 1e300};
-  p.set_raw_data(d, sizeof(d));
-  t = onnx_io::tensor_from_proto(p);
-  EXPECT_EQ(t.dtype, DType::Float32);
-  EXPECT_EQ(t.data<float>()[0], 0.1f);
-  EXPECT_TRUE(std::isinf(t.data<float>()[1]));
-
-  p.Clear();
   p.set_data_type(TP::UINT32);
   p.add_uint64_data(4294967295u);
   t = onnx_io::tensor_from_proto(p);
@@ -117,6 +109,49 @@ TEST(TensorProto, ConvertedTypes) {
   p.set_data_type(TP::UINT64);
   p.add_uint64_data(uint64_t{1} << 63);
   expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::Unsupported, "int64");
+}
+
+// float64 narrows to float32 rounding, NaN and +-inf kept; a finite value beyond float32's
+// range would become inf, a silent wrong answer, so it is refused naming the tensor and the
+// value: Unsupported in a model constant, InvalidArgument in a .pb file of data to run on.
+TEST(TensorProto, Float64NarrowsOrIsRefusedBeyondFloat32Range) {
+  using TP = onnx::TensorProto;
+  TP p;
+  p.set_name("w");
+  p.set_data_type(TP::DOUBLE);
+  p.add_dims(5);
+  const double fine[] = {0.1, -3.4e38, 1e-310, std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN()};
+  p.set_raw_data(fine, sizeof(fine));
+  HostTensor t = onnx_io::tensor_from_proto(p);
+  EXPECT_EQ(t.dtype, DType::Float32);
+  EXPECT_EQ(t.data<float>()[0], 0.1f);
+  EXPECT_EQ(t.data<float>()[1], -3.4e38f);
+  EXPECT_EQ(t.data<float>()[2], 0.f);
+  EXPECT_EQ(t.data<float>()[3], std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(t.data<float>()[4]));
+
+  for (double beyond : {2.4e198, -3.5e38}) {
+    p.clear_raw_data();
+    p.clear_dims();
+    p.add_dims(2);
+    p.add_double_data(1.0);
+    p.add_double_data(beyond);
+    const std::string value = beyond > 0 ? "2.4e+198" : "-3.5e+38";
+    expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::Unsupported, "'w'");
+    expect_error([&] { onnx_io::tensor_from_proto(p); }, ErrorKind::Unsupported,
+                 "float64 value " + value + " is beyond float32's range");
+    p.clear_double_data();
+  }
+
+  TempDir dir;
+  const double huge[] = {1.0, 5.9e199};
+  p.clear_dims();
+  p.add_dims(2);
+  p.set_raw_data(huge, sizeof(huge));
+  write_file_bytes(dir.file("input_0.pb"), to_bytes(p.SerializeAsString()));
+  expect_error([&] { onnx_io::read_tensor_pb(dir.file("input_0.pb")); }, ErrorKind::InvalidArgument,
+               "5.9e+199 is beyond float32's range");
 }
 
 // bfloat16 is a float32's top half: it reads exactly into Float32, from raw_data or from the

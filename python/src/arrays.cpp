@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
@@ -140,6 +141,19 @@ bool is_bfloat16(const ValueInfo& info) {
 
 }  // namespace
 
+HostTensor narrowed_from_float64(py::array array, const std::string& name) {
+  const py::dtype float64 = numpy_dtype(kDouble);
+  if (!array.dtype().attr("isnative").cast<bool>() || !(array.flags() & py::array::c_style) ||
+      !same_element_type(array.dtype(), float64))
+    array = array.attr("astype")(float64, py::arg("order") = "C");
+  HostTensor t(DType::Float32, Shape(array.shape(), array.shape() + array.ndim()));
+  const auto count = static_cast<size_t>(t.numel());
+  onnx_io::narrow_float64(std::span(static_cast<const double*>(array.data()), count),
+                          std::span(t.data<float>(), count), "input '" + name + "'",
+                          ErrorKind::InvalidArgument);
+  return t;
+}
+
 bool same_element_type(const py::dtype& a, const py::dtype& b) {
   return a.kind() == b.kind() && itemsize_of(a) == itemsize_of(b);
 }
@@ -204,6 +218,8 @@ HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
                     (bfloat16 ? " (as uint16 bit patterns or ml_dtypes.bfloat16)" : ""));
   if (bfloat16) array = bfloat16_bits_to_float32(array);
   const py::dtype computed = numpy_dtype(onnx_type_of(info.dtype));
+  if (same_element_type(want, numpy_dtype(kDouble)) && info.dtype == DType::Float32)
+    return narrowed_from_float64(array, info.name);
   // astype copies into a C-contiguous, native-order array of the computed type; arrays that
   // are already that are used as they are.
   if (!same_element_type(array.dtype(), computed) || !array.dtype().attr("isnative").cast<bool>() ||

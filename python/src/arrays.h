@@ -26,6 +26,10 @@ py::dtype declared_dtype(const ValueInfo& info);
 // converts non-contiguous and non-native-byte-order arrays. Needs the GIL.
 HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info);
 
+// A Float32 HostTensor of a float64 array (any layout), through onnx_io::narrow_float64: a
+// finite value beyond float32's range is InvalidArgument naming input `name`. Needs the GIL.
+HostTensor narrowed_from_float64(py::array array, const std::string& name);
+
 // A NumPy array of the declared type; zero-copy when that is the computed type (the array
 // owns the tensor's bytes). Needs the GIL.
 py::array to_numpy(HostTensor&& tensor, const ValueInfo& info);

@@ -108,6 +108,18 @@ PYBIND11_MODULE(_vkgraph, m) {
         "float32 values of bfloat16 bit patterns (uint16 or ml_dtypes.bfloat16).");
   m.def("float32_to_bfloat16_bits", &vkgraph::python::float32_to_bfloat16_bits, py::arg("values"),
         "bfloat16 bit patterns (uint16) of float32 values, truncated.");
+  // For IO binding, which converts its inputs in Python: float64 narrows by the same rule as
+  // run()'s inputs.
+  m.def(
+      "narrow_float64",
+      [](const py::array& array, const std::string& name) {
+        ValueInfo info;
+        info.name = name;
+        info.dtype = DType::Float32;
+        info.onnx_type = 1;  // FLOAT
+        return vkgraph::python::to_numpy(vkgraph::python::narrowed_from_float64(array, name), info);
+      },
+      py::arg("array"), py::arg("name"));
 
   m.def("take_validation_messages", &vkgraph::python::take_validation_messages,
         "Validation messages of every device in use since the last call (tests check these).");

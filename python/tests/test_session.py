@@ -147,6 +147,30 @@ def test_dtypes_in_and_out(dtype):
     np.testing.assert_allclose(out.astype(np.float64), a.astype(np.float64) + b, rtol=tol)
 
 
+def test_float64_beyond_float32_range_is_refused():
+    # vkgraph computes float64 in float32; a finite value beyond its range would become inf.
+    session = vkgraph.InferenceSession(binary("Add", np.float64))
+    rng = np.random.default_rng(5)
+    a = rng.random((2, 3)) + 0.5
+    b = a.copy()
+    b[1, 2] = -2.4e198
+    for feed in ({"a": a, "b": b}, {"a": a, "b": b[:, ::-1]}):  # contiguous or not
+        with pytest.raises(vkgraph.InvalidArgument) as e:
+            session.run(None, feed)
+        assert "input 'b': float64 value -2.4e+198 is beyond float32's range" in str(e.value)
+    binding = session.io_binding()
+    binding.bind_cpu_input("a", a)
+    binding.bind_cpu_input("b", b)
+    binding.bind_output("out")
+    with pytest.raises(vkgraph.InvalidArgument, match="input 'b': float64 value -2.4e"):
+        session.run_with_iobinding(binding)
+    # Precision loss, underflow, NaN and inf are kept as float32 has them.
+    b = np.array([[1e-310, np.nan, np.inf], [-np.inf, 3e38, 0.1]])
+    (out,) = session.run(None, {"a": a, "b": b})
+    want = (a.astype(np.float32) + b.astype(np.float32)).astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
 def test_bool_in_and_out():
     session = vkgraph.InferenceSession(binary("And", np.bool_))
     assert session.get_inputs()[0].type == "tensor(bool)"

@@ -198,6 +198,8 @@ class IOBinding:
             raise _vkgraph.InvalidArgument(
                 f"unexpected input data type for '{name}': got {_type_name(arr.dtype)}, "
                 f"expected {declared[name].type}")
+        if arr.dtype == np.float64:  # refuses values beyond float32's range (onnx_tensor.h)
+            arr = _vkgraph.narrow_float64(arr, name)
         computed = _COMPUTED.get(arr.dtype, arr.dtype)
         if arr.dtype != computed or not arr.flags.c_contiguous or not arr.dtype.isnative:
             arr = np.ascontiguousarray(arr, dtype=computed)  # a copy: not zero-copy
@@ -216,7 +218,6 @@ _COMPUTED = {
     np.dtype(np.int16): np.dtype(np.int32),
     np.dtype(np.uint32): np.dtype(np.int64),
     np.dtype(np.uint64): np.dtype(np.int64),
-    np.dtype(np.float64): np.dtype(np.float32),
 }
 
 _TYPES = {

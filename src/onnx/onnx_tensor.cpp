@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -81,6 +82,26 @@ uint16_t float_to_bfloat16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+void narrow_float64(std::span<const double> from, std::span<float> to, const std::string& what,
+                    ErrorKind kind) {
+  check(from.size() == to.size(), ErrorKind::InvalidArgument,
+        what + ": narrow_float64 given spans of different lengths");
+  constexpr double kMax = std::numeric_limits<float>::max();
+  for (size_t i = 0; i < from.size(); ++i) {
+    const double v = from[i];
+    // Also keeps the cast defined: a finite double beyond the float range is undefined
+    // behaviour to convert.
+    if (std::isfinite(v) && std::fabs(v) > kMax) {
+      char value[32];
+      std::snprintf(value, sizeof(value), "%.6g", v);
+      throw Error(kind, what + ": float64 value " + value +
+                            " is beyond float32's range (vkgraph computes float64 tensors in "
+                            "float32)");
+    }
+    to[i] = static_cast<float>(v);
+  }
+}
+
 std::string onnx_type_name(int32_t onnx_type) {
   // Newer than the onnx.proto vkgraph builds against (ONNX 1.12).
   if (onnx_type == kOnnxUInt4) return "UINT4";
@@ -116,15 +137,6 @@ size_t onnx_elem_size(int32_t onnx_type) {
     default:
       return 0;
   }
-}
-
-// Rounds to float; values beyond the float range become +-infinity explicitly (a plain cast
-// of an out-of-range double is undefined behaviour).
-float narrow_to_float(double v) {
-  constexpr double kMax = std::numeric_limits<float>::max();
-  if (v > kMax) return std::numeric_limits<float>::infinity();
-  if (v < -kMax) return -std::numeric_limits<float>::infinity();
-  return static_cast<float>(v);
 }
 
 template <typename T>
@@ -209,8 +221,10 @@ HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw
   return out;
 }
 
-// `where` prefixes every message (a file path, or empty).
-HostTensor from_proto(const TP& proto, const std::string& where) {
+// `where` prefixes every message (a file path, or empty); `narrow_error` is the kind a float64
+// value beyond float32's range throws: Unsupported for a model constant, InvalidArgument for
+// data to run on.
+HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narrow_error) {
   const std::string label =
       where + "tensor '" + proto.name() + "' (" + onnx_type_name(proto.data_type()) + ")";
   if (proto.data_location() == TP::EXTERNAL || proto.external_data_size() > 0) {
@@ -270,10 +284,11 @@ HostTensor from_proto(const TP& proto, const std::string& where) {
       case TP::FLOAT:
         out.data<float>()[i] = proto.float_data(idx);
         break;
-      case TP::DOUBLE:
-        out.data<float>()[i] =
-            narrow_to_float(raw ? raw_at<double>(proto.raw_data(), i) : proto.double_data(idx));
+      case TP::DOUBLE: {
+        const double v = raw ? raw_at<double>(proto.raw_data(), i) : proto.double_data(idx);
+        narrow_float64(std::span(&v, 1), std::span(out.data<float>() + i, 1), label, narrow_error);
         break;
+      }
       case TP::FLOAT16:
         // Typed form stores each 16-bit pattern in the low bits of an int32.
         out.data<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(idx));
@@ -301,7 +316,7 @@ HostTensor from_proto(const TP& proto, const std::string& where) {
 }  // namespace
 
 HostTensor tensor_from_proto(const TP& proto) {
-  return from_proto(proto, "");
+  return from_proto(proto, "", ErrorKind::Unsupported);
 }
 
 TP tensor_to_proto(const HostTensor& tensor, const std::string& name) {
@@ -328,7 +343,7 @@ HostTensor read_tensor_pb(const std::string& path, std::string* name) {
   check(proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), ErrorKind::ModelFormat,
         path + ": not a valid serialized onnx.TensorProto");
   if (name) *name = proto.name();
-  return from_proto(proto, path + ": ");
+  return from_proto(proto, path + ": ", ErrorKind::InvalidArgument);
 }
 
 void write_tensor_pb(const std::string& path, const HostTensor& tensor, const std::string& name) {
