@@ -173,7 +173,7 @@ std::vector<Value> lower_fused_conv(Importer& im, const onnx::NodeProto& node,
   return emit_conv(im, node, a, c);
 }
 
-// ConvTranspose in 1-D (lifted to 2-D with a unit height) and 2-D. output_shape and auto_pad
+// ConvTranspose in 1-D (lifted to 2-D with a unit height), 2-D and 3-D. output_shape and auto_pad
 // SAME_* decide the pads as ONNX defines: total = stride * (in - 1) + output_padding +
 // (k - 1) * dilation + 1 - out, floor(total / 2) at the start for SAME_UPPER and at the end
 // otherwise. A negative end pad (output_shape beyond the natural size) becomes extra
@@ -183,7 +183,8 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   im.require_inputs(node, 2, 3);
   Shape x = im.input(node, 0).shape, w = im.input(node, 1).shape;
   const bool one_d = x.size() == 3;
-  if (x.size() != 4 && !one_d) im.fail(node, "only 1-D and 2-D ConvTranspose are supported");
+  if (x.size() < 3 || x.size() > 5)
+    im.fail(node, "only 1-D, 2-D and 3-D ConvTranspose are supported");
   if (w.size() != x.size()) im.fail(node, "weight rank differs from the input's");
   const size_t dims = x.size() - 2;
   std::vector<int64_t> s = ints_or(a, "strides", std::vector<int64_t>(dims, 1));
@@ -227,16 +228,25 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
     op.insert(op.begin(), 0);
     pads = {0, pads[0], 0, pads[1]};
   }
+  std::optional<TensorRef> bias;
+  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
+  ComputeGraph& g = im.graph();
+  TensorRef xt = im.tensor(node, 0), wt = im.tensor(node, 1);
+  if (dims == 3) {
+    ops::ConvTranspose3dParams p;
+    p.strides = {s[0], s[1], s[2]};
+    p.dilations = {d[0], d[1], d[2]};
+    p.output_padding = {op[0], op[1], op[2]};
+    p.pads = {pads[0], pads[1], pads[2], pads[3], pads[4], pads[5]};
+    p.groups = a.get_int("group", 1);
+    return {out(im, ops::conv_transpose3d(g, xt, wt, bias, p))};
+  }
   ops::ConvTranspose2dParams p;
   p.strides = {s[0], s[1]};
   p.dilations = {d[0], d[1]};
   p.output_padding = {op[0], op[1]};
   p.pads = {pads[0], pads[1], pads[2], pads[3]};
   p.groups = a.get_int("group", 1);
-  std::optional<TensorRef> bias;
-  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  ComputeGraph& g = im.graph();
-  TensorRef xt = im.tensor(node, 0), wt = im.tensor(node, 1);
   if (one_d) {
     xt = g.add_view(xt, {x[0], x[1], 1, x[2]});
     wt = g.add_view(wt, {w[0], w[1], 1, w[2]});

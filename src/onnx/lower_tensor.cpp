@@ -313,7 +313,8 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
       {"asymmetric", ops::ResizeCoordinates::Asymmetric},
       {"align_corners", ops::ResizeCoordinates::AlignCorners},
       {"pytorch_half_pixel", ops::ResizeCoordinates::PytorchHalfPixel},
-      {"tf_half_pixel_for_nn", ops::ResizeCoordinates::TfHalfPixelForNn}};
+      {"tf_half_pixel_for_nn", ops::ResizeCoordinates::TfHalfPixelForNn},
+      {"tf_crop_and_resize", ops::ResizeCoordinates::TfCropAndResize}};
   if (!ctms.count(ctm)) im.fail(node, "unsupported coordinate_transformation_mode '" + ctm + "'");
   o.coordinates = ctms.at(ctm);
   std::string nm = im.opset() < 11 ? "floor" : "round_prefer_floor";
@@ -329,9 +330,41 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
   o.exclude_outside = a.get_int("exclude_outside", 0) != 0;
   if (a.find_ints("axes")) im.fail(node, "attribute axes is not supported");
   // Inputs: opset 10 (X, scales); 11+ (X, roi, scales, sizes); Upsample-7 has an attribute.
-  size_t scales_at = im.opset() < 11 ? 1 : 2, sizes_at = 3;
+  size_t scales_at = im.opset() < 11 ? 1 : 2, sizes_at = 3, roi_at = 1;
   Shape out_shape = x;
-  im.require_host_values(node, {scales_at, sizes_at});
+  const bool crop = o.coordinates == ops::ResizeCoordinates::TfCropAndResize;
+  if (crop)
+    im.require_host_values(node, {roi_at, scales_at, sizes_at});
+  else
+    im.require_host_values(node, {scales_at, sizes_at});
+  // tf_crop_and_resize: roi is [starts..., ends...] over every axis, of which vkgraph resizes H
+  // and W; N and C must keep their whole extent.
+  std::vector<double> roi_start(x.size(), 0.0), roi_end(x.size(), 1.0);
+  if (crop) {
+    if (!im.has_input(node, roi_at)) im.fail(node, "tf_crop_and_resize needs roi");
+    const HostTensor& roi = im.host_value(node, roi_at, "roi");
+    if (roi.numel() != 2 * static_cast<int64_t>(x.size()))
+      im.fail(node, "roi has " + std::to_string(roi.numel()) + " values for a rank-" +
+                        std::to_string(x.size()) + " input; it needs " +
+                        std::to_string(2 * x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      roi_start[i] = roi.as_double(i);
+      roi_end[i] = roi.as_double(x.size() + i);
+    }
+    for (size_t i = 0; i < std::min<size_t>(2, x.size()); ++i)
+      if (roi_start[i] != 0.0 || roi_end[i] != 1.0)
+        im.fail(node, "tf_crop_and_resize with a roi on axis " + std::to_string(i) +
+                          " (only H and W are resized)");
+    if (x.size() == 4) {
+      o.roi = {static_cast<float>(roi_start[2]), static_cast<float>(roi_start[3]),
+               static_cast<float>(roi_end[2]), static_cast<float>(roi_end[3])};
+      for (float r : o.roi)
+        if (!std::isfinite(r)) im.fail(node, "roi holds a value that is not finite");
+    }
+  }
+  // Used by tf_crop_and_resize only; ONNX allows it with any mode.
+  if (auto it = a.floats.find("extrapolation_value"); it != a.floats.end())
+    o.extrapolation_value = it->second;
   const HostTensor* sizes =
       im.has_input(node, sizes_at) ? &im.host_value(node, sizes_at, "sizes") : nullptr;
   const HostTensor* scales =
@@ -351,7 +384,9 @@ std::vector<Value> lower_resize(Importer& im, const onnx::NodeProto& node, const
       im.fail(node, "scales rank differs from input");
     for (size_t i = 0; i < x.size(); ++i) {
       const double scale = scales->as_double(i);
-      const double dim = std::floor(static_cast<double>(x[i]) * scale);
+      // tf_crop_and_resize scales the region: floor(in * (end - start) * scale).
+      const double dim =
+          std::floor(static_cast<double>(x[i]) * (roi_end[i] - roi_start[i]) * scale);
       // Written to reject NaN too: converting an out-of-range double to an int64 dim or a
       // float scale is undefined behaviour.
       if (!(scale > 0 && scale <= std::numeric_limits<float>::max() &&

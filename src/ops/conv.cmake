@@ -11,7 +11,7 @@ set(OPS ${CMAKE_CURRENT_LIST_DIR})
 vkgraph_shader_family(conv
   AXIS kind ENUM conv2d_gemm conv2d_pointwise conv3d_gemm conv2d_gemm_tc conv2d_pointwise_tc
                  conv3d_gemm_tc conv2d_splitk_reduce conv2d_depthwise conv3d_depthwise
-                 conv_transpose2d
+                 conv_transpose
   AXIS tile UINT
   AXIS residual BOOL
   AXIS split_k BOOL
@@ -52,8 +52,8 @@ foreach(dtype f32 f16)
                   DEFINES BM=32 BN=32 ${GEMM} POINTWISE=1 SPLIT_K=1)
   vkgraph_variant(conv conv3d_gemm32_splitk_${dtype} ${OPS}/conv.comp
                   KEY conv3d_gemm 32 0 1 ${dtype} DEFINES BM=32 BN=32 ${GEMM} SPLIT_K=1 CONV3D=1)
-  vkgraph_variant(conv conv_transpose2d_${dtype} ${OPS}/conv_transpose.comp
-                  KEY conv_transpose2d 0 0 0 ${dtype} DEFINES DTYPE_${DT}=1)
+  vkgraph_variant(conv conv_transpose_${dtype} ${OPS}/conv_transpose.comp
+                  KEY conv_transpose 0 0 0 ${dtype} DEFINES DTYPE_${DT}=1)
 endforeach()
 set(TC SG_M=2 SG_N=2 FM=2 FN=2 DTYPE_F16=1)
 foreach(kind conv2d_gemm conv2d_pointwise conv3d_gemm)

@@ -1,7 +1,7 @@
 // Convolutions: conv1d, conv2d and conv3d are one 3-D convolution (unit leading spatial dims)
 // that picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM), each in a 2-D
 // variant for trivial depth windows and a 3-D one, all sharing conv_common.glsl's push
-// constants and bias + activation epilogue; conv_transpose2d gathers.
+// constants and bias + activation epilogue; conv_transpose2d and conv_transpose3d gather.
 #include "vkgraph/shaders/conv.h"
 
 #include <cstddef>
@@ -375,14 +375,19 @@ TensorRef conv1d(ComputeGraph& g, TensorRef x, TensorRef weight, const Conv1dPar
                  lift<1>({params.stride}, params.pads, {params.dilation}, params.groups), epilogue);
 }
 
-TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
-                           std::optional<TensorRef> bias, const ConvTranspose2dParams& params) {
-  const std::string op = "conv_transpose2d";
-  const Conv3dParams window = lift(params.strides, params.pads, params.dilations, params.groups);
-  check_rank(g, x, 4, op, "input", "[N, C, H, W]");
-  check_weight(g, weight, 4, op, "[Cin, Cout/groups, kH, kW]");
+namespace {
+
+// Every transposed convolution, with its window lifted to 3-D (unit leading spatial dims);
+// `spatial` is the caller's spatial rank, `x_layout` and `w_layout` its layouts, for messages.
+TensorRef conv_transpose_nd(ComputeGraph& g, const std::string& op, size_t spatial,
+                            const char* x_layout, const char* w_layout, TensorRef x,
+                            TensorRef weight, std::optional<TensorRef> bias,
+                            const ConvTranspose3dParams& params) {
+  const Conv3dParams window{params.strides, params.pads, params.dilations, params.groups};
+  check_rank(g, x, spatial + 2, op, "input", x_layout);
+  check_weight(g, weight, spatial + 2, op, w_layout);
   const DType dtype = float_dtype(g, x, {weight, bias.value_or(weight)}, op);
-  check_window(op, window, 2);
+  check_window(op, window, spatial);
   const Shape xs = g.info(x).shape, ws = g.info(weight).shape;
   const int64_t groups = params.groups, in_c = xs[1], out_c = ws[1] * groups;
   check(ws[0] == in_c, ErrorKind::InvalidArgument,
@@ -391,37 +396,57 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
   check(in_c % groups == 0, ErrorKind::InvalidArgument,
         op + ": groups " + std::to_string(groups) + " must divide input channels " +
             std::to_string(in_c));
-  check(params.output_padding[0] >= 0 && params.output_padding[1] >= 0, ErrorKind::InvalidArgument,
-        op + ": output_padding " + dims_str(params.output_padding.data() + 2, 2) +
-            " must be non-negative");
+  const auto& out_pad = params.output_padding;
+  check(out_pad[0] >= 0 && out_pad[1] >= 0 && out_pad[2] >= 0, ErrorKind::InvalidArgument,
+        op + ": output_padding " + dims_str(out_pad.data() + 3, spatial) + " must be non-negative");
   check_bias(g, bias, out_c, op);
 
-  const auto& s = params.strides;
-  const auto& pads = params.pads;
-  const auto& dil = params.dilations;
   ConvGeometry c = geometry(lift_shape(xs), lift_shape(ws), out_c, window);
-  c.out_d = 1;
-  // In 128 bits: strides, pads and dilations come from the model and may be huge.
-  const __int128 out_h = __int128{c.in_h - 1} * s[0] - pads[0] - pads[2] +
-                         __int128{dil[0]} * (c.k_h - 1) + params.output_padding[0] + 1;
-  const __int128 out_w = __int128{c.in_w - 1} * s[1] - pads[1] - pads[3] +
-                         __int128{dil[1]} * (c.k_w - 1) + params.output_padding[1] + 1;
-  constexpr auto kMin = std::numeric_limits<int64_t>::min();
-  constexpr auto kMax = std::numeric_limits<int64_t>::max();
-  check(out_h >= kMin && out_h <= kMax && out_w >= kMin && out_w <= kMax,
+  const std::array<int64_t, 3> in{c.in_d, c.in_h, c.in_w}, k{c.k_d, c.k_h, c.k_w};
+  std::array<int64_t, 3> out{};
+  for (size_t i = 0; i < 3; ++i) {
+    // In 128 bits: strides, pads and dilations come from the model and may be huge.
+    const __int128 size = __int128{in[i] - 1} * params.strides[i] - params.pads[i] -
+                          params.pads[3 + i] + __int128{params.dilations[i]} * (k[i] - 1) +
+                          out_pad[i] + 1;
+    check(
+        size >= std::numeric_limits<int64_t>::min() && size <= std::numeric_limits<int64_t>::max(),
         ErrorKind::InvalidArgument, op + ": strides, pads or dilations overflow the output size");
-  c.out_h = static_cast<int64_t>(out_h);
-  c.out_w = static_cast<int64_t>(out_w);
-  check(c.out_h > 0 && c.out_w > 0, ErrorKind::InvalidArgument,
-        op + ": pads leave an empty output (" + std::to_string(c.out_h) + " x " +
-            std::to_string(c.out_w) + ")");
-  Shape ys{c.batch, out_c, c.out_h, c.out_w};
+    out[i] = static_cast<int64_t>(size);
+  }
+  check(out[0] > 0 && out[1] > 0 && out[2] > 0, ErrorKind::InvalidArgument,
+        op + ": pads leave an empty output " + dims_str(out.data() + 3, spatial));
+  c.out_d = out[0];
+  c.out_h = out[1];
+  c.out_w = out[2];
+  Shape ys{c.batch, out_c};
+  ys.insert(ys.end(), out.end() - spatial, out.end());
   for (const Shape& shape : {xs, ws, ys}) check_index_range(shape, op);
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
   const KernelEpilogue e{bias, std::nullopt, *activation_code(UnaryOp::Identity), {}, dtype};
-  finish_dispatch(g, elementwise_dispatch(e.variant(shaders::conv::Kind::ConvTranspose2d), c), x,
+  finish_dispatch(g, elementwise_dispatch(e.variant(shaders::conv::Kind::ConvTranspose), c), x,
                   weight, y, c, e, op, false);
   return y;
+}
+
+}  // namespace
+
+TensorRef conv_transpose3d(ComputeGraph& g, TensorRef x, TensorRef weight,
+                           std::optional<TensorRef> bias, const ConvTranspose3dParams& params) {
+  return conv_transpose_nd(g, "conv_transpose3d", 3, "[N, C, D, H, W]",
+                           "[Cin, Cout/groups, kD, kH, kW]", x, weight, bias, params);
+}
+
+TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
+                           std::optional<TensorRef> bias, const ConvTranspose2dParams& params) {
+  const Conv3dParams window = lift(params.strides, params.pads, params.dilations, params.groups);
+  ConvTranspose3dParams lifted{window.strides,
+                               window.pads,
+                               window.dilations,
+                               {0, params.output_padding[0], params.output_padding[1]},
+                               params.groups};
+  return conv_transpose_nd(g, "conv_transpose2d", 2, "[N, C, H, W]", "[Cin, Cout/groups, kH, kW]",
+                           x, weight, bias, lifted);
 }
 
 }  // namespace vkgraph::ops

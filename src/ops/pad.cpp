@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 
 #include "shape_ops.h"
 #include "vkgraph/ops.h"
@@ -27,28 +26,6 @@ const char* mode_name(PadMode mode) {
   return "?";
 }
 
-// The fill value's bits in x's dtype, low word first.
-std::array<uint32_t, 2> value_words(DType dtype, double value) {
-  double lo = dtype == DType::Int32 ? -2147483648.0 : -9223372036854775808.0;
-  if ((dtype == DType::Int32 || dtype == DType::Int64) && !(value >= lo && value < -lo))
-    throw Error(ErrorKind::InvalidArgument,
-                "pad: value " + std::to_string(value) + " does not fit " + dtype_name(dtype));
-  uint64_t bits = 0;
-  if (dtype == DType::Float32) {
-    float f = static_cast<float>(value);
-    uint32_t w;
-    std::memcpy(&w, &f, 4);
-    bits = w;
-  } else if (dtype == DType::Float16) {
-    bits = float_to_half(static_cast<float>(value));
-  } else if (dtype == DType::Bool) {
-    bits = value != 0.0;
-  } else {
-    bits = static_cast<uint64_t>(static_cast<int64_t>(value));
-  }
-  return {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
-}
-
 TensorRef add_pad(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& begin, const Shape& out,
                   PadMode mode, double value, const std::string& op) {
   const TensorInfo xi = g.info(x);
@@ -56,7 +33,7 @@ TensorRef add_pad(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& begi
   if (xi.shape.size() > static_cast<size_t>(kMaxRank))
     throw Error(ErrorKind::Unsupported, op + ": rank " + std::to_string(xi.shape.size()) +
                                             " above " + std::to_string(kMaxRank));
-  auto words = value_words(xi.dtype, value);
+  auto words = value_words(xi.dtype, value, op);
   if (out == xi.shape && std::all_of(begin.begin(), begin.end(), [](int64_t b) { return b == 0; }))
     return g.add_view(x, out);
   TensorRef y = g.add_tensor(out, xi.dtype);

@@ -4,13 +4,16 @@
 // transformation mode; nearest then rounds by nearest_mode, linear blends the two neighbours
 // (clamped to the edge, which equals ONNX's edge padding), cubic the four on each axis with
 // Keys' kernel of parameter A, taps beyond the edge reading the edge (or, with
-// exclude_outside, dropped and the remaining weights renormalised).
+// exclude_outside, dropped and the remaining weights renormalised). tf_crop_and_resize maps
+// the output onto a region of interest and writes the extrapolation value where it falls
+// outside the image.
 #include "common.glsl"
 #ifdef MODE_NEAREST
 #include "shape_ops.glsl"
 #endif
 
-// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn
+// 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nn,
+// 5 tf_crop_and_resize
 layout(constant_id = 3) const int COORD = 0;
 // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
 layout(constant_id = 4) const int NEAREST = 0;
@@ -27,10 +30,18 @@ layout(push_constant) uniform Params {
   int exact;  // bit 0 (H), bit 1 (W): the scale is exactly out / in, nearest rounds exactly
   float cubic_a;
   int exclude_outside;
+  float roi_start_h, roi_start_w, roi_end_h, roi_end_w;  // tf_crop_and_resize
+  float extrapolation;                                   // float modes
+  uint extrapolation_lo, extrapolation_hi;               // nearest: the value's bits
 } p;
 
-float source_coord(int o, int in_len, int out_len, float scale) {
+float source_coord(int o, int in_len, int out_len, float scale, float roi_start, float roi_end) {
   float c = float(o);
+  if (COORD == 5) {
+    float last = float(in_len - 1);
+    return out_len > 1 ? roi_start * last + c * (roi_end - roi_start) * last / float(out_len - 1)
+                       : 0.5 * (roi_start + roi_end) * last;
+  }
   if (COORD == 1) return c / scale;
   if (COORD == 4) return (c + 0.5) / scale;
   // ONNX takes the resized length as in * scale, which a given scale makes fractional.
@@ -103,8 +114,16 @@ void main() {
   int ox = i % p.out_w;
   int oy = (i / p.out_w) % p.out_h;
   int plane = (i / (p.out_w * p.out_h)) * p.in_h * p.in_w;
-  float cy = source_coord(oy, p.in_h, p.out_h, p.scale_h);
-  float cx = source_coord(ox, p.in_w, p.out_w, p.scale_w);
+  float cy = source_coord(oy, p.in_h, p.out_h, p.scale_h, p.roi_start_h, p.roi_end_h);
+  float cx = source_coord(ox, p.in_w, p.out_w, p.scale_w, p.roi_start_w, p.roi_end_w);
+  if (COORD == 5 && (cy < 0.0 || cy > float(p.in_h - 1) || cx < 0.0 || cx > float(p.in_w - 1))) {
+#ifdef MODE_NEAREST
+    y[i] = TO_ELEM(value_from_words(p.extrapolation_lo, p.extrapolation_hi));
+#else
+    y[i] = ELEM(p.extrapolation);
+#endif
+    return;
+  }
 #ifdef MODE_NEAREST
   int sy = (p.exact & 1) != 0 ? nearest_exact(oy, p.in_h, p.out_h) : nearest(cy, p.in_h);
   int sx = (p.exact & 2) != 0 ? nearest_exact(ox, p.in_w, p.out_w) : nearest(cx, p.in_w);

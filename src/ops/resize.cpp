@@ -44,11 +44,17 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
   // is out (exact in double); then the shader rounds nearest in integers, as long as its
   // largest intermediate, about 4 in out, fits an int.
   auto exact = [&](float given, int64_t out, int64_t in) {
+    if (options.coordinates == ResizeCoordinates::TfCropAndResize) return false;
     bool ratio = given == 0.f || static_cast<double>(given) * in == static_cast<double>(out);
     return ratio && 4 * out * in + 4 * out + 4 * in < std::numeric_limits<int32_t>::max();
   };
   const int32_t exact_bits = (exact(options.scale_h, out_shape[2], xi.shape[2]) ? 1 : 0) |
                              (exact(options.scale_w, out_shape[3], xi.shape[3]) ? 2 : 0);
+  // Nearest moves raw elements, so its extrapolation value goes as the dtype's bits.
+  const std::array<uint32_t, 2> extrapolation =
+      options.mode == ResizeMode::Nearest
+          ? value_words(xi.dtype, options.extrapolation_value, "resize")
+          : std::array<uint32_t, 2>{0, 0};
   TensorRef y = g.add_tensor(out_shape, xi.dtype);
   PushConstants pc;
   pc.add(checked_i32(n, "resize", "element count"))
@@ -60,7 +66,14 @@ TensorRef resize(ComputeGraph& g, TensorRef x, const Shape& out_shape,
       .add(scale(options.scale_w, out_shape[3], xi.shape[3]))
       .add(exact_bits)
       .add(options.cubic_coeff_a)
-      .add(static_cast<int32_t>(options.exclude_outside));
+      .add(static_cast<int32_t>(options.exclude_outside))
+      .add(options.roi[0])
+      .add(options.roi[1])
+      .add(options.roi[2])
+      .add(options.roi[3])
+      .add(static_cast<float>(options.extrapolation_value))
+      .add(extrapolation[0])
+      .add(extrapolation[1]);
   add_elementwise(
       g, shader, {{x, Access::Read}, {y, Access::Write}}, n, pc.take(), "resize",
       {static_cast<uint32_t>(options.coordinates), static_cast<uint32_t>(options.nearest)});

@@ -2,12 +2,34 @@
 // view), copy contiguous runs (buffer copies), or run the one strided-copy shader.
 #include "shape_ops.h"
 
+#include <cstring>
 #include <limits>
 
 #include "vkgraph/ops.h"
 #include "vkgraph/shaders/strided_copy.h"
 
 namespace vkgraph::ops {
+
+std::array<uint32_t, 2> value_words(DType dtype, double value, const std::string& op) {
+  double lo = dtype == DType::Int32 ? -2147483648.0 : -9223372036854775808.0;
+  if ((dtype == DType::Int32 || dtype == DType::Int64) && !(value >= lo && value < -lo))
+    throw Error(ErrorKind::InvalidArgument,
+                op + ": value " + std::to_string(value) + " does not fit " + dtype_name(dtype));
+  uint64_t bits = 0;
+  if (dtype == DType::Float32) {
+    float f = static_cast<float>(value);
+    uint32_t w;
+    std::memcpy(&w, &f, 4);
+    bits = w;
+  } else if (dtype == DType::Float16) {
+    bits = float_to_half(static_cast<float>(value));
+  } else if (dtype == DType::Bool) {
+    bits = value != 0.0;
+  } else {
+    bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+  }
+  return {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32)};
+}
 
 uint32_t elem_bits(ComputeGraph& g, DType dtype, const std::string& op) {
   switch (dtype) {

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the data-movement op families (shape_ops, pad, gather, where, compare,
 // cast, cumsum, topk, resize).
+#include <array>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ DType typed_dtype(ComputeGraph& g, DType dtype, const std::string& op, bool allo
 void require_bool(ComputeGraph& g, TensorRef t, const std::string& op, const std::string& what);
 // Throws naming `op` unless `t` is int32 or int64.
 void require_index_dtype(ComputeGraph& g, TensorRef t, const std::string& op);
+
+// A fill value's bits in `dtype` (Bool: 1 unless 0), low word first, for shaders that move
+// raw elements (shape_ops.glsl's value_from_words). Throws naming `op` when an integer dtype
+// cannot hold it.
+std::array<uint32_t, 2> value_words(DType dtype, double value, const std::string& op);
 
 int32_t checked_i32(int64_t v, const std::string& op, const char* what);
 // A dispatch of one invocation per element of a range of `n` (nothing when n is zero).

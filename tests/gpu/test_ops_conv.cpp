@@ -1,9 +1,11 @@
-// conv1d / conv2d / conv3d / conv_transpose2d against double-precision CPU references, covering
-// each kernel (implicit GEMM in both tile shapes and 2-D/3-D variants, pointwise, depthwise,
-// transposed gather) and each fused activation.
+// conv1d / conv2d / conv3d / conv_transpose2d / conv_transpose3d against double-precision CPU
+// references, covering each kernel (implicit GEMM in both tile shapes and 2-D/3-D variants,
+// pointwise, depthwise, transposed gather) and each fused activation.
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <optional>
+#include <type_traits>
 
 #include "gpu_test.h"
 #include "ops/matmul_config.h"
@@ -512,54 +514,81 @@ TEST_F(OpsConvSplitK, Conv3dDeepChannels) {
   check(c);
 }
 
-// Scatter form, independent of the gather the shader uses.
+// Scatter form, independent of the gather the shader uses; 5-D shapes (2-D cases have D = 1).
 std::vector<double> conv_transpose_ref(const Shape& xs, const std::vector<float>& x,
                                        const Shape& ws, const std::vector<float>& w,
                                        const std::vector<float>& b,
-                                       const ops::ConvTranspose2dParams& p, Shape& ys) {
-  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  int64_t Mg = ws[1], KH = ws[2], KW = ws[3], M = Mg * p.groups, Cg = C / p.groups;
-  int64_t OH = (H - 1) * p.strides[0] - p.pads[0] - p.pads[2] + p.dilations[0] * (KH - 1) +
-               p.output_padding[0] + 1;
-  int64_t OW = (W - 1) * p.strides[1] - p.pads[1] - p.pads[3] + p.dilations[1] * (KW - 1) +
-               p.output_padding[1] + 1;
-  ys = {N, M, OH, OW};
-  std::vector<double> y(N * M * OH * OW);
+                                       const ops::ConvTranspose3dParams& p, Shape& ys) {
+  const int64_t N = xs[0], C = xs[1], Mg = ws[1], M = Mg * p.groups, Cg = C / p.groups;
+  std::array<int64_t, 3> in{xs[2], xs[3], xs[4]}, k{ws[2], ws[3], ws[4]}, out{};
+  for (int i = 0; i < 3; ++i)
+    out[i] = (in[i] - 1) * p.strides[i] - p.pads[i] - p.pads[3 + i] + p.dilations[i] * (k[i] - 1) +
+             p.output_padding[i] + 1;
+  ys = {N, M, out[0], out[1], out[2]};
+  const int64_t in_vol = in[0] * in[1] * in[2], out_vol = out[0] * out[1] * out[2];
+  const int64_t taps = k[0] * k[1] * k[2];
+  std::vector<double> y(N * M * out_vol);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t i = 0; i < OH * OW; ++i) y[(n * M + m) * OH * OW + i] = b[m];
+      for (int64_t i = 0; i < out_vol; ++i) y[(n * M + m) * out_vol + i] = b[m];
   for (int64_t n = 0; n < N; ++n)
     for (int64_t ci = 0; ci < C; ++ci)
-      for (int64_t ih = 0; ih < H; ++ih)
-        for (int64_t iw = 0; iw < W; ++iw)
-          for (int64_t mg = 0; mg < Mg; ++mg)
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t oh = ih * p.strides[0] - p.pads[0] + kh * p.dilations[0];
-                int64_t ow = iw * p.strides[1] - p.pads[1] + kw * p.dilations[1];
-                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
-                int64_t m = ci / Cg * Mg + mg;
-                y[((n * M + m) * OH + oh) * OW + ow] +=
-                    double(x[((n * C + ci) * H + ih) * W + iw]) *
-                    w[((ci * Mg + mg) * KH + kh) * KW + kw];
-              }
+      for (int64_t at = 0; at < in_vol; ++at)
+        for (int64_t mg = 0; mg < Mg; ++mg)
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const int64_t id = at / (in[1] * in[2]), ih = at / in[2] % in[1], iw = at % in[2];
+            const int64_t kd = tap / (k[1] * k[2]), kh = tap / k[2] % k[1], kw = tap % k[2];
+            const int64_t od = id * p.strides[0] - p.pads[0] + kd * p.dilations[0];
+            const int64_t oh = ih * p.strides[1] - p.pads[1] + kh * p.dilations[1];
+            const int64_t ow = iw * p.strides[2] - p.pads[2] + kw * p.dilations[2];
+            if (od < 0 || od >= out[0] || oh < 0 || oh >= out[1] || ow < 0 || ow >= out[2])
+              continue;
+            const int64_t m = ci / Cg * Mg + mg;
+            y[(n * M + m) * out_vol + (od * out[1] + oh) * out[2] + ow] +=
+                double(x[(n * C + ci) * in_vol + at]) * w[(ci * Mg + mg) * taps + tap];
+          }
   return y;
+}
+
+// A 2-D case as the 3-D one it is: unit depth.
+ops::ConvTranspose3dParams lifted(const ops::ConvTranspose2dParams& p) {
+  ops::ConvTranspose3dParams q;
+  q.strides = {1, p.strides[0], p.strides[1]};
+  q.pads = {0, p.pads[0], p.pads[1], 0, p.pads[2], p.pads[3]};
+  q.dilations = {1, p.dilations[0], p.dilations[1]};
+  q.output_padding = {0, p.output_padding[0], p.output_padding[1]};
+  q.groups = p.groups;
+  return q;
+}
+
+Shape with_unit_depth(const Shape& s) {
+  return {s[0], s[1], 1, s[2], s[3]};
 }
 
 class OpsConvTranspose : public GpuTest {
  protected:
-  void check(const Shape& xs, const Shape& ws, const ops::ConvTranspose2dParams& p,
-             const Shape& expect_shape) {
+  // `xs`, `ws` and `expect_shape` are 4-D for conv_transpose2d, 5-D for conv_transpose3d.
+  template <typename Params>
+  void check(const Shape& xs, const Shape& ws, const Params& p, const Shape& expect_shape) {
     auto xv = random_floats(numel(xs)), wv = random_floats(numel(ws));
     auto bv = random_floats(ws[1] * p.groups);
     ComputeGraph g(context());
     TensorRef x = g.add_input(xs, DType::Float32, "x");
     TensorRef w = g.add_constant(HostTensor::from(DType::Float32, ws, wv));
     TensorRef b = g.add_constant(HostTensor::from(DType::Float32, {ws[1] * p.groups}, bv));
-    TensorRef y = ops::conv_transpose2d(g, x, w, b, p);
-    g.add_output(y, "y");
     Shape ys;
-    auto want = conv_transpose_ref(xs, xv, ws, wv, bv, p, ys);
+    std::vector<double> want;
+    TensorRef y;
+    if constexpr (std::is_same_v<Params, ops::ConvTranspose2dParams>) {
+      y = ops::conv_transpose2d(g, x, w, b, p);
+      want =
+          conv_transpose_ref(with_unit_depth(xs), xv, with_unit_depth(ws), wv, bv, lifted(p), ys);
+      ys.erase(ys.begin() + 2);
+    } else {
+      y = ops::conv_transpose3d(g, x, w, b, p);
+      want = conv_transpose_ref(xs, xv, ws, wv, bv, p, ys);
+    }
+    g.add_output(y, "y");
     ASSERT_EQ(ys, expect_shape);
     ASSERT_EQ(g.info(y).shape, ys);
     expect_close(run_graph(g, {xv}), want, 1e-4);
@@ -582,6 +611,18 @@ TEST_F(OpsConvTranspose, GroupsDilationAsymmetric) {
   p.output_padding = {1, 0};
   p.groups = 2;
   check({2, 4, 4, 5}, {4, 2, 3, 2}, p, {2, 4, 10, 5});
+}
+
+// Every window attribute differs per axis, so that a swapped depth/height/width shows.
+TEST_F(OpsConvTranspose, ThreeD) {
+  ops::ConvTranspose3dParams p;
+  p.strides = {2, 1, 3};
+  p.pads = {1, 0, 2, 0, 1, 1};
+  p.dilations = {1, 2, 1};
+  p.output_padding = {1, 0, 2};
+  p.groups = 2;
+  // D: 2*2 - 1 + 2 + 1 + 1 = 7; H: 3 - 1 + 4 + 1 = 7; W: 9 - 3 + 1 + 2 + 1 = 10.
+  check({2, 4, 3, 4, 4}, {4, 3, 3, 3, 2}, p, {2, 6, 7, 7, 10});
 }
 
 class OpsConvErrors : public OpErrorTest {};
@@ -665,6 +706,16 @@ TEST_F(OpsConvErrors, Conv1dAndTranspose) {
   expect_error(ErrorKind::InvalidArgument, "conv_transpose2d", "output_padding", [&] {
     ops::conv_transpose2d(g, input({1, 4, 5, 5}), input({4, 2, 3, 3}), std::nullopt, p);
   });
+  expect_error(ErrorKind::InvalidArgument, "conv_transpose3d", "input must be [N, C, D, H, W]",
+               [&] {
+                 ops::conv_transpose3d(g, input({1, 4, 5, 5}), input({4, 2, 3, 3}));
+               });
+  ops::ConvTranspose3dParams q;
+  q.pads = {3, 0, 0, 3, 0, 0};
+  expect_error(
+      ErrorKind::InvalidArgument, "conv_transpose3d", "pads leave an empty output [-3, 3, 3]", [&] {
+        ops::conv_transpose3d(g, input({1, 4, 2, 1, 1}), input({4, 2, 2, 3, 3}), std::nullopt, q);
+      });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Resize (NCHW) against a CPU reference that follows ONNX's formulas: in exact fractions for
 // nearest when the scale is out / in (exact .5 ties such as align_corners 4 -> 7, and near-ties
 // such as 513 -> 512, check the rounding modes), else in the same float arithmetic.
+#include <array>
 #include <cmath>
 
 #include "shape_test_util.h"
@@ -13,9 +14,17 @@ class OpsResize : public GpuTest {};
 using Coord = ops::ResizeCoordinates;
 using Nearest = ops::ResizeNearest;
 
-float ref_coord(int64_t o, int64_t in, int64_t out, float scale, Coord mode) {
+// roi_start, roi_end: tf_crop_and_resize's region on this axis.
+float ref_coord(int64_t o, int64_t in, int64_t out, float scale, Coord mode, float roi_start = 0,
+                float roi_end = 1) {
   float c = static_cast<float>(o);
+  const float last = static_cast<float>(in - 1);
   switch (mode) {
+    case Coord::TfCropAndResize:
+      return out > 1 ? roi_start * last + c * (roi_end - roi_start) * last / float(out - 1)
+                     : 0.5f * (roi_start + roi_end) * last;
+    case Coord::TfHalfPixelForNn:
+      return (c + 0.5f) / scale;
     case Coord::Asymmetric:
       return c / scale;
     case Coord::AlignCorners:
@@ -88,7 +97,44 @@ int64_t ref_nearest_exact(int64_t o, int64_t in, int64_t out, Coord coord, Neare
   return std::clamp<int64_t>(r, 0, in - 1);
 }
 
+// tf_crop_and_resize, nearest (float32, int64) or linear (float32): the region mapped onto the
+// output, the extrapolation value where a coordinate falls outside the image.
+HostTensor ref_crop_and_resize(const HostTensor& x, const Shape& out, const ops::ResizeOptions& o) {
+  const int64_t ih = x.shape[2], iw = x.shape[3];
+  HostTensor y(x.dtype, out);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    auto c = unravel(i, out);
+    float cy = ref_coord(c[2], ih, out[2], 0, Coord::TfCropAndResize, o.roi[0], o.roi[2]);
+    float cx = ref_coord(c[3], iw, out[3], 0, Coord::TfCropAndResize, o.roi[1], o.roi[3]);
+    auto at = [&](int64_t yy, int64_t xx) { return ravel({c[0], c[1], yy, xx}, x.shape); };
+    const bool outside = cy < 0 || cy > float(ih - 1) || cx < 0 || cx > float(iw - 1);
+    if (o.mode == ops::ResizeMode::Nearest) {
+      const int64_t from = at(ref_nearest(cy, ih, o.nearest), ref_nearest(cx, iw, o.nearest));
+      if (x.dtype == DType::Int64)
+        y.data<int64_t>()[i] =
+            outside ? static_cast<int64_t>(o.extrapolation_value) : x.data<int64_t>()[from];
+      else
+        y.data<float>()[i] =
+            outside ? static_cast<float>(o.extrapolation_value) : x.data<float>()[from];
+      continue;
+    }
+    if (outside) {  // linear
+      y.data<float>()[i] = static_cast<float>(o.extrapolation_value);
+      continue;
+    }
+    int64_t y0 = static_cast<int64_t>(cy), x0 = static_cast<int64_t>(cx);
+    int64_t y1 = std::min(y0 + 1, ih - 1), x1 = std::min(x0 + 1, iw - 1);
+    float ty = cy - y0, tx = cx - x0;
+    const float* v = x.data<float>();
+    float top = v[at(y0, x0)] * (1 - tx) + v[at(y0, x1)] * tx;
+    float bottom = v[at(y1, x0)] * (1 - tx) + v[at(y1, x1)] * tx;
+    y.data<float>()[i] = top * (1 - ty) + bottom * ty;
+  }
+  return y;
+}
+
 HostTensor ref_resize(const HostTensor& x, const Shape& out, const ops::ResizeOptions& o) {
+  if (o.coordinates == Coord::TfCropAndResize) return ref_crop_and_resize(x, out, o);
   int64_t ih = x.shape[2], iw = x.shape[3], oh = out[2], ow = out[3];
   float sh = o.scale_h > 0 ? o.scale_h : static_cast<float>(static_cast<double>(oh) / ih);
   float sw = o.scale_w > 0 ? o.scale_w : static_cast<float>(static_cast<double>(ow) / iw);
@@ -181,6 +227,61 @@ TEST_F(OpsResize, ExplicitScalesDriveTheCoordinates) {
     return ops::resize(g, in[0], {1, 1, 4, 4}, o);
   });
   expect_near(y, ref_resize(x, {1, 1, 4, 4}, o));
+}
+
+// A region reaching past the image on three sides (and a single output row, which takes the
+// region's centre): outputs outside read the extrapolation value, in float and int64.
+TEST_F(OpsResize, TfCropAndResize) {
+  struct Case {
+    ops::ResizeMode mode;
+    DType dtype;
+    Shape in, out;
+    std::array<float, 4> roi;
+    double extrapolation;
+  };
+  const Case cases[] = {
+      {ops::ResizeMode::Linear,
+       DType::Float32,
+       {2, 3, 5, 6},
+       {2, 3, 7, 9},
+       {-0.2f, 0.3f, 0.9f, 1.4f},
+       10},
+      {ops::ResizeMode::Linear,
+       DType::Float32,
+       {1, 2, 4, 4},
+       {1, 2, 1, 5},
+       {0.1f, -0.5f, 0.6f, 1.5f},
+       -2.5},
+      {ops::ResizeMode::Nearest,
+       DType::Int64,
+       {1, 2, 6, 5},
+       {1, 2, 8, 4},
+       {0.2f, -0.1f, 1.3f, 0.8f},
+       -7},
+      {ops::ResizeMode::Nearest,
+       DType::Float32,
+       {1, 1, 4, 7},
+       {1, 1, 5, 5},
+       {-0.4f, 0.1f, 0.7f, 1.2f},
+       3},
+  };
+  int k = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("case " + std::to_string(k++));
+    ops::ResizeOptions o;
+    o.mode = c.mode;
+    o.coordinates = Coord::TfCropAndResize;
+    o.roi = c.roi;
+    o.extrapolation_value = c.extrapolation;
+    auto x = random_tensor(rng, c.dtype, c.in);
+    auto y =
+        run_one({x}, [&](ComputeGraph& g, auto in) { return ops::resize(g, in[0], c.out, o); });
+    HostTensor want = ref_resize(x, c.out, o);
+    if (c.dtype == DType::Int64)
+      expect_same(y, want);
+    else
+      expect_near(y, want);
+  }
 }
 
 TEST_F(OpsResize, Errors) {

@@ -75,6 +75,20 @@ TensorRef conv_transpose2d(ComputeGraph& g, TensorRef x, TensorRef weight,
                            std::optional<TensorRef> bias = std::nullopt,
                            const ConvTranspose2dParams& params = {});
 
+struct ConvTranspose3dParams {
+  std::array<int64_t, 3> strides{1, 1, 1};
+  std::array<int64_t, 6> pads{0, 0, 0, 0, 0, 0};  // front, top, left, back, bottom, right
+  std::array<int64_t, 3> dilations{1, 1, 1};
+  std::array<int64_t, 3> output_padding{0, 0, 0};
+  int64_t groups = 1;
+};
+
+// x: [N, Cin, D, H, W]; weight: [Cin, Cout/groups, kD, kH, kW]; bias: [Cout]. Each output size
+// as conv_transpose2d's; conv_transpose2d is this with unit depth.
+TensorRef conv_transpose3d(ComputeGraph& g, TensorRef x, TensorRef weight,
+                           std::optional<TensorRef> bias = std::nullopt,
+                           const ConvTranspose3dParams& params = {});
+
 struct Pool2dParams {
   std::array<int64_t, 2> kernel{1, 1};
   std::array<int64_t, 2> strides{1, 1};

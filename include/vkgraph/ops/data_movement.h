@@ -3,6 +3,7 @@
 // and selection ops. Unless noted they take f32, f16, i32, i64 and Bool (one byte per element;
 // needs 8-bit storage on the device), count negative axes from the end, and handle rank up to
 // 6. Errors name the op and the offending shape, axis or dtype.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,7 +20,8 @@ enum class ResizeCoordinates {
   Asymmetric,
   AlignCorners,
   PytorchHalfPixel,
-  TfHalfPixelForNn
+  TfHalfPixelForNn,
+  TfCropAndResize  // ResizeOptions::roi picks the region; outside it, extrapolation_value
 };
 enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
@@ -33,6 +35,11 @@ struct ResizeOptions {
   float cubic_coeff_a = -0.75f;  // Cubic: Keys' A (-0.75 as PyTorch, -0.5 as TensorFlow)
   // Cubic: taps outside the image get weight 0, the rest renormalised.
   bool exclude_outside = false;
+  // TfCropAndResize: the region of H and W resized, normalised (0 and 1 are the image's first
+  // and last pixel centres, and it may reach beyond them): {start_h, start_w, end_h, end_w},
+  // and the value of outputs that map outside the image.
+  std::array<float, 4> roi{0.f, 0.f, 1.f, 1.f};
+  double extrapolation_value = 0.0;
 };
 
 // ONNX Reshape: 0 copies the input's dim (unless allowzero), one -1 is inferred. A view, no copy.
