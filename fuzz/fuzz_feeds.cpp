@@ -8,7 +8,8 @@
 // y float32 [m] (m must broadcast: 1 or 4) and shape int64 [2], whose values the Session
 // specialises the graph to. Most inputs fail in the Session's feed checks before any GPU
 // work; the ones that pass run on whatever Vulkan device is there (lavapipe in CI), on graphs
-// of at most a few thousand elements. See fuzz/README.md.
+// of at most a few thousand elements. With VKGRAPH_VALIDATION=1 a validation message is a
+// finding too. See fuzz/README.md.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <onnx/onnx_pb.h>
 
@@ -340,5 +341,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error& e) {
     if (e.message().empty()) std::abort();
   }
+  // With VKGRAPH_VALIDATION=1, a run or a refusal that misused Vulkan is a finding too.
+  const std::vector<std::string> messages = s.context().validation_messages();
+  if (!messages.empty()) finding("validation: " + messages.front());
   return 0;
 }
