@@ -33,7 +33,7 @@ for target in $targets; do
     tail -n 60 "$build/findings/$target.log"
     failed="$failed $target"
   else
-    grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::average_exec_per_sec)" \
+    grep -E "^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::average_exec_per_sec)" \
       "$build/findings/$target.log" || true
   fi
 done
