@@ -20,7 +20,13 @@
 #   vkgraph_shader(NAME SOURCE [DEFINES...])  e.g. vkgraph_shader(binary_add binary.comp OP=ADD)
 # gets an enumerator vk::ShaderId::NAME (generated vkgraph/vk/shader_id.h);
 # vkgraph_embed_shaders(TARGET) then generates the registry (vk::shader_info, vk::find_shader).
-find_program(GLSLC glslc REQUIRED)
+# VKGRAPH_SPIRV_FROM=<another build>/shaders embeds that build's compiled shaders instead of
+# compiling them again (the fuzz build in CI reuses the main build's; fuzz/README.md). That
+# build must be up to date: its files are taken as they are.
+set(VKGRAPH_SPIRV_FROM "" CACHE PATH "Take compiled shaders (*.spv.inc) from this folder")
+if(NOT VKGRAPH_SPIRV_FROM)
+  find_program(GLSLC glslc REQUIRED)
+endif()
 set(VKGRAPH_SHADER_DIR ${CMAKE_BINARY_DIR}/shaders)
 set(VKGRAPH_GENERATED_DIR ${CMAKE_BINARY_DIR}/generated)
 file(MAKE_DIRECTORY ${VKGRAPH_SHADER_DIR} ${VKGRAPH_GENERATED_DIR}/vkgraph/shaders
@@ -34,6 +40,17 @@ function(vkgraph_shader name source)
     list(APPEND defines "-D${d}")
   endforeach()
   set(out ${VKGRAPH_SHADER_DIR}/${name}.spv.inc)
+  if(VKGRAPH_SPIRV_FROM)
+    # Copied into this build's shader folder, where the registry includes it from.
+    set(from ${VKGRAPH_SPIRV_FROM}/${name}.spv.inc)
+    if(NOT EXISTS ${from})
+      message(FATAL_ERROR "VKGRAPH_SPIRV_FROM: ${from} is missing; build the shaders there first")
+    endif()
+    configure_file(${from} ${out} COPYONLY)
+    set_property(GLOBAL APPEND PROPERTY VKGRAPH_SHADER_NAMES ${name})
+    set_property(GLOBAL APPEND PROPERTY VKGRAPH_SHADER_FILES ${out})
+    return()
+  endif()
   file(GLOB headers CONFIGURE_DEPENDS ${dir}/*.glsl)
   add_custom_command(
     OUTPUT ${out}

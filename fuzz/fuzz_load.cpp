@@ -10,6 +10,7 @@
 #include "onnx/importer.h"
 #include "onnx/load.h"
 #include "vkgraph/error.h"
+#include "vkgraph/vk/context.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace vkgraph;

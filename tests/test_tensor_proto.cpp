@@ -263,6 +263,18 @@ TEST(TensorProto, FileErrors) {
                "junk.pb");
 }
 
+TEST(TensorProto, DecodesBytesAsTheFileReaderDoes) {
+  for (const HostTensor& t : sample_tensors()) {
+    SCOPED_TRACE(dtype_name(t.dtype));
+    const std::string bytes = onnx_io::tensor_to_proto(t, "z").SerializeAsString();
+    std::string name;
+    expect_same(onnx_io::decode_tensor_pb(to_bytes(bytes), "mem", &name), t);
+    EXPECT_EQ(name, "z");
+  }
+  expect_error([] { onnx_io::decode_tensor_pb(to_bytes("\xff\xff\xff\xff junk"), "label"); },
+               ErrorKind::ModelFormat, "label: not a valid serialized onnx.TensorProto");
+}
+
 TEST(TensorProto, ReadsOnnxTestData) {
   const std::string dir = kTestData + "/node/test_add/test_data_set_0/";
   if (!fs::exists(dir)) GTEST_SKIP() << "no ONNX test data at " << kTestData;

@@ -12,3 +12,5 @@ VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json LP_NUM_THREADS=2 VK_
   /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
 # The installed C++ package: find_package(vkgraph) and pkg-config consumers.
 bash tools/test_install.sh build
+# Short libFuzzer runs of every fuzz target (fuzz/README.md); a finding fails the run.
+bash tools/fuzz_ci.sh

@@ -61,6 +61,10 @@ onnx::TensorProto tensor_to_proto(const HostTensor& tensor, const std::string& n
 // receives the proto's name field. Errors name the path. The file is data to run on, so a
 // float64 value beyond float32's range is InvalidArgument here.
 HostTensor read_tensor_pb(const std::string& path, std::string* name = nullptr);
+// Same, from the file's bytes in memory; `label` prefixes error messages (read_tensor_pb
+// passes the path).
+HostTensor decode_tensor_pb(std::span<const uint8_t> bytes, const std::string& label,
+                            std::string* name = nullptr);
 void write_tensor_pb(const std::string& path, const HostTensor& tensor,
                      const std::string& name = "");
 

@@ -336,14 +336,18 @@ TP tensor_to_proto(const HostTensor& tensor, const std::string& name) {
 }
 
 HostTensor read_tensor_pb(const std::string& path, std::string* name) {
-  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  return decode_tensor_pb(read_file_bytes(path), path, name);
+}
+
+HostTensor decode_tensor_pb(std::span<const uint8_t> bytes, const std::string& label,
+                            std::string* name) {
   check(bytes.size() <= static_cast<size_t>(std::numeric_limits<int>::max()),
-        ErrorKind::Unsupported, path + ": TensorProto files over 2 GiB are not supported");
+        ErrorKind::Unsupported, label + ": TensorProto files over 2 GiB are not supported");
   TP proto;
   check(proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), ErrorKind::ModelFormat,
-        path + ": not a valid serialized onnx.TensorProto");
+        label + ": not a valid serialized onnx.TensorProto");
   if (name) *name = proto.name();
-  return from_proto(proto, path + ": ", ErrorKind::InvalidArgument);
+  return from_proto(proto, label + ": ", ErrorKind::InvalidArgument);
 }
 
 void write_tensor_pb(const std::string& path, const HostTensor& tensor, const std::string& name) {

@@ -288,10 +288,14 @@ std::map<std::string, Shape> Session::Impl::check_feeds(const Feeds& feeds) cons
       throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' must be " +
                                                   dtype_name(in.dtype) + ", got " +
                                                   dtype_name(t.dtype));
-    if (t.bytes < tensor_bytes(t.dtype, *t.shape))
+    const size_t need = tensor_bytes(t.dtype, *t.shape);
+    if (t.bytes < need)
       throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' holds " +
                                                   std::to_string(t.bytes) + " bytes for shape " +
                                                   shape_str(*t.shape));
+    // Before the values of needs_value inputs are read while planning.
+    if (!t.data && need > 0)
+      throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "': null host pointer");
     auto fixed = options.input_shapes.find(in.name);
     const Shape& expected = fixed != options.input_shapes.end() ? fixed->second : in.shape;
     bool fits = t.shape->size() == expected.size();

@@ -154,6 +154,44 @@ TEST_F(SessionBound, RefusesBadBindings) {
       ErrorKind::InvalidArgument, "shape");
 }
 
+// fuzz_feeds: a null pointer for an input whose values shape the graph was read while planning.
+TEST_F(SessionBound, RefusesNullInputPointers) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {8});
+  m.input("shape", onnx::TensorProto::INT64, {2});
+  m.output("y", kFloat);
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  Session s = m.session();
+  PageBuffer x(32), y(32);
+  std::unique_ptr<int64_t, decltype(&std::free)> shape(
+      static_cast<int64_t*>(std::aligned_alloc(kPage, kPage)), std::free);
+  shape.get()[0] = 2;
+  shape.get()[1] = 4;
+  const HostBinding good_shape{shape.get(), kPage, DType::Int64, {2}};
+  const HostBinding null_shape{nullptr, 16, DType::Int64, {2}};
+  expect_error(
+      [&] {
+        s.prepare_bound({{"x", x.binding({8})}, {"shape", null_shape}});
+      },
+      ErrorKind::InvalidArgument, "input 'shape': null host pointer");
+  expect_error(
+      [&] {
+        s.run_bound({{"x", x.binding({8})}, {"shape", null_shape}}, {{"y", y.binding({2, 4})}});
+      },
+      ErrorKind::InvalidArgument, "input 'shape': null host pointer");
+  expect_error(
+      [&] {
+        s.run_bound({{"x", {nullptr, 32, DType::Float32, {8}}}, {"shape", good_shape}},
+                    {{"y", y.binding({2, 4})}});
+      },
+      ErrorKind::InvalidArgument, "input 'x': null host pointer");
+  // And the Session still runs.
+  for (int i = 0; i < 8; ++i) x.data.get()[i] = static_cast<float>(i) - 3.5f;
+  poison(y.data.get(), 8);
+  s.run_bound({{"x", x.binding({8})}, {"shape", good_shape}}, {{"y", y.binding({2, 4})}});
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y.data.get()[i], static_cast<float>(i) - 3.5f);
+}
+
 TEST_F(SessionBound, ValueInfoKeepsDeclaredTypesAndDimNames) {
   ModelBuilder m(13);
   m.input("a", onnx::TensorProto::UINT8, {-1, 3});
