@@ -273,18 +273,19 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
 }
 
 // MatMul, and FusedMatMul: operands read through permutations (elided Transposes), a [N] bias,
-// a scale and an activation in the epilogue.
+// a scale, a residual and an activation in the epilogue.
 std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
-  im.require_inputs(node, 2, fuse::is_fused(node) ? 3 : 2);
-  std::optional<TensorRef> bias;
-  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  std::optional<UnaryOp> act_op;
-  ops::UnaryParams act_params;
-  if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
+  im.require_inputs(node, 2, fuse::is_fused(node) ? fuse::kMatMulInputs : 2);
+  ops::MatmulEpilogue epilogue;
+  if (im.has_input(node, fuse::kMatMulBias)) epilogue.bias = im.tensor(node, fuse::kMatMulBias);
+  if (im.has_input(node, fuse::kMatMulResidual))
+    epilogue.residual = im.tensor(node, fuse::kMatMulResidual);
+  if (auto act = fuse::activation(node, a))
+    epilogue.activation = act->op, epilogue.activation_params = act->params;
   return {out(im, ops::matmul_permuted(
                       im.graph(), ops::PermutedView{im.tensor(node, 0), fuse::perm(node, a, 0)},
-                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)},
-                      {bias, act_op, act_params}, fuse::alpha(node, a)))};
+                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)}, epilogue,
+                      fuse::alpha(node, a)))};
 }
 
 // MaxPool's flat row-major Indices into `x` with the spatial part renumbered column-major
