@@ -4,6 +4,7 @@
 
 #include "onnx/fuse_activation.h"
 #include "onnx/fuse_attention.h"
+#include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
 #include "onnx/importer.h"
 
@@ -307,6 +308,9 @@ constexpr Pattern kPatterns[] = {
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
     // => FusedMatMul
     {"MatMul", matmul_epilogue},
+    // Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> ... -> Mul(weight) => FusedRmsNorm
+    {"Pow", rms_norm},
+    {"Mul", rms_norm},
     // GELU written out as arithmetic (fuse_activation.h), rooted at its first node => Gelu
     {"Div", activation_chain},
     {"Mul", activation_chain},
@@ -320,7 +324,7 @@ const std::map<std::string, std::string>& model_op_types() {
   static const std::map<std::string, std::string> types = {
       {"FusedConv", "Conv"},        {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
       {"FusedAttention", "MatMul"}, {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
-      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"}};
+      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"},     {"FusedRmsNorm", "RMSNormalization"}};
   return types;
 }
 

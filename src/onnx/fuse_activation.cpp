@@ -140,6 +140,13 @@ class ChainMatcher {
     return pow->input(0) == x_ && e && *e == 3.f;
   }
 
+  // x * Sigmoid(x), ending at `end`.
+  bool silu(const NodeProto& end) {
+    auto s = product_with(end, 1, 1.0);
+    const NodeProto* sigmoid = s ? unary(*s, "Sigmoid") : nullptr;
+    return sigmoid && sigmoid->input(0) == x_;
+  }
+
   // 0.5 * x * (1 + Tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), ending at `end`.
   bool gelu_tanh(const NodeProto& end) {
     auto bracket = product_with(end, 1, 0.5);
@@ -186,9 +193,11 @@ std::optional<DecomposedActivation> decomposed_activation(const Pass& pass, cons
     }
   }
   for (const NodeProto* end : ends) {
-    for (ops::UnaryOp op : {ops::UnaryOp::Gelu, ops::UnaryOp::GeluTanh}) {
+    for (ops::UnaryOp op : {ops::UnaryOp::Gelu, ops::UnaryOp::GeluTanh, ops::UnaryOp::Silu}) {
       ChainMatcher m(pass, x, rank);
-      const bool found = op == ops::UnaryOp::Gelu ? m.gelu_erf(*end) : m.gelu_tanh(*end);
+      const bool found = op == ops::UnaryOp::Gelu       ? m.gelu_erf(*end)
+                         : op == ops::UnaryOp::GeluTanh ? m.gelu_tanh(*end)
+                                                        : m.silu(*end);
       if (!found) continue;
       // The end first in `nodes`: put it last, where a Fusion keeps its output node.
       std::rotate(m.nodes.begin(), m.nodes.begin() + 1, m.nodes.end());
@@ -212,7 +221,8 @@ std::optional<Fusion> activation_chain(const NodeProto& root, Pass& p) {
     const Value& x = im.input(root, i);
     if (x.dtype != DType::Float32) continue;
     auto chain = decomposed_activation(p, root.input(i), x.shape.size());
-    if (!chain) continue;
+    // SiLU has no ONNX op to become; alone it stays Sigmoid and Mul.
+    if (!chain || chain->op == ops::UnaryOp::Silu) continue;
     // Only from the chain's first node in model order: the first of x's readers in it.
     const NodeProto* first = nullptr;
     for (const NodeProto* r : im.consumers(root.input(i)))

@@ -5,6 +5,7 @@
 //
 //   GELU (erf):  0.5 * x * (1 + Erf(x / sqrt(2)))                         => Gelu
 //   GELU (tanh): 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  => GeluTanh
+//   SiLU:        x * Sigmoid(x)                                           => Silu (epilogues only)
 //
 // in the forms PyTorch's legacy and dynamo exporters emit: the scale of Erf's argument as a Div
 // by sqrt(2) or a Mul by 1/sqrt(2), the products of x, 0.5 and the bracket associated either way
@@ -34,8 +35,8 @@ std::optional<DecomposedActivation> decomposed_activation(const Pass& pass, cons
 // Whether the chain's nodes are every reader of `x`.
 bool reads_all_of(const DecomposedActivation& chain, const Pass& pass, const std::string& x);
 
-// Rooted at the first node of a decomposed activation of a computed tensor: one unary node
-// (Gelu, approximate="tanh" for GeluTanh) replaces the chain.
+// Rooted at the first node of a decomposed GELU of a computed tensor: one unary node (Gelu,
+// approximate="tanh" for GeluTanh) replaces the chain.
 std::optional<Fusion> activation_chain(const onnx::NodeProto& root, Pass& pass);
 
 }  // namespace vkgraph::onnx_import::fuse

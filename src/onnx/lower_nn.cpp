@@ -488,6 +488,23 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   return outs;
 }
 
+// FusedRmsNorm (fuse_norm.h): RMSNorm over the last axis, its weight or ones.
+std::vector<Value> lower_fused_rms_norm(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs& a) {
+  im.require_inputs(node, 1, 2);
+  TensorRef weight;
+  if (im.has_input(node, 1)) {
+    weight = im.tensor(node, 1);
+  } else {
+    const Shape& xs = im.input(node, 0).shape;
+    HostTensor ones(DType::Float32, {xs.back()});
+    std::fill(ones.data<float>(), ones.data<float>() + ones.numel(), 1.f);
+    weight = im.constant_tensor(std::move(ones));
+  }
+  return {out(im, ops::rms_norm(im.graph(), im.tensor(node, 0), weight, -1,
+                                float_attr(a, "epsilon", 1e-6f)))};
+}
+
 // DepthToSpace / SpaceToDepth: a reshape, a transpose, a reshape.
 std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node,
                                      const fold::Attrs& a) {
@@ -611,6 +628,7 @@ void register_nn(LoweringTable& t) {
   t["GlobalMaxPool"] = {lower_global_pool, shaders::pool::float16};
   t["BatchNormalization"] = {lower_batch_norm, shaders::norm::float16};
   t["LayerNormalization"] = {lower_layer_norm, shaders::norm::float16};
+  t[fuse::fused_key("FusedRmsNorm")] = {lower_fused_rms_norm, shaders::norm::float16};
   t["InstanceNormalization"] = {lower_instance_norm, shaders::norm::float16};
   t["GroupNormalization"] = {lower_group_norm, shaders::norm::float16};
   t["Softmax"] = {lower_softmax, shaders::softmax::float16};

@@ -89,6 +89,7 @@ enum class EpilogueActivation : int32_t {
   Clip,
   HardSigmoid,
   HardSwish,
+  Silu,
 };
 // nullopt for activations no epilogue implements (not in the `epilogue` list).
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op);

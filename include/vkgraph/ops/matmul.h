@@ -10,7 +10,7 @@
 namespace vkgraph::ops {
 
 // Activations the epilogue fuses (the `epilogue` list in src/ops/unary.cmake): Relu,
-// LeakyRelu, Sigmoid, Tanh, Gelu (exact erf), GeluTanh, Clip, HardSigmoid, HardSwish and
+// LeakyRelu, Sigmoid, Tanh, Gelu (exact erf), GeluTanh, Clip, HardSigmoid, HardSwish, Silu and
 // Identity; others throw Unsupported.
 bool matmul_can_fuse(UnaryOp activation);
 
@@ -19,9 +19,9 @@ bool matmul_can_fuse(UnaryOp activation);
 // `activation_params` as in unary().
 struct MatmulEpilogue {
   std::optional<TensorRef> bias;
-  std::optional<TensorRef> residual;
   std::optional<UnaryOp> activation;
   UnaryParams activation_params;
+  std::optional<TensorRef> residual;  // last, so {bias, activation, params} still reads so
 };
 
 // numpy.matmul: a: [..., M, K], b: [..., K, N], batch dims broadcast; a 1-D operand is promoted
