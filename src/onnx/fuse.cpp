@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "onnx/fuse_activation.h"
 #include "onnx/fuse_attention.h"
+#include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
 #include "onnx/importer.h"
 
@@ -45,24 +47,38 @@ int other_input(const NodeProto& consumer, const std::string& value) {
   return consumer.input(0) == value ? 1 : 0;
 }
 
-// An activation that alone reads `tail`'s output, which the kernel's epilogue can apply:
-// absorbed into `f` and recorded on `n`.
-void take_activation(Pass& p, const NodeProto& tail, bool (*can_fuse)(ops::UnaryOp), Fusion& f,
-                     NodeProto& n) {
-  const NodeProto* next = p.sole_consumer(tail.output(0));
-  if (!next || next->input_size() < 1 || next->input(0) != tail.output(0)) return;
-  auto act = activation_of(*next, p.attrs(*next), p.importer());
-  if (!act || !can_fuse(act->first)) return;
+void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& params) {
   onnx::AttributeProto* a = n.add_attribute();
   a->set_name("activation");
   a->set_type(onnx::AttributeProto::INT);
-  a->set_i(static_cast<int64_t>(act->first));
+  a->set_i(static_cast<int64_t>(op));
   a = n.add_attribute();
   a->set_name("activation_params");
   a->set_type(onnx::AttributeProto::FLOATS);
-  a->add_floats(act->second.alpha);
-  a->add_floats(act->second.beta);
-  f.absorbed.push_back(next);
+  a->add_floats(params.alpha);
+  a->add_floats(params.beta);
+}
+
+// An activation that alone reads `tail`'s output (of rank `rank`), which the kernel's epilogue
+// can apply: absorbed into `f` and recorded on `n`. Either one activation node or the
+// arithmetic an exporter wrote it out as (fuse_activation.h), whose nodes are then all of the
+// output's readers.
+void take_activation(Pass& p, const NodeProto& tail, size_t rank, bool (*can_fuse)(ops::UnaryOp),
+                     Fusion& f, NodeProto& n) {
+  const std::string& y = tail.output(0);
+  const NodeProto* next = p.sole_consumer(y);
+  if (next && next->input_size() >= 1 && next->input(0) == y) {
+    auto act = activation_of(*next, p.attrs(*next), p.importer());
+    if (act && can_fuse(act->first)) {
+      set_activation(n, act->first, act->second);
+      f.absorbed.push_back(next);
+      return;
+    }
+  }
+  auto chain = decomposed_activation(p, y, rank);
+  if (!chain || !reads_all_of(*chain, p, y) || !can_fuse(chain->op)) return;
+  set_activation(n, chain->op, {});
+  f.absorbed.insert(f.absorbed.end(), chain->nodes.begin(), chain->nodes.end());
 }
 
 // ---- the patterns ----
@@ -120,7 +136,7 @@ std::optional<Fusion> conv_epilogue(const NodeProto& conv, Pass& p) {
       f.absorbed.push_back(tail = add);
     }
   }
-  take_activation(p, *tail, ops::conv_can_fuse, f, n);
+  take_activation(p, *tail, im.input(conv, 0).shape.size(), ops::conv_can_fuse, f, n);
   if (f.absorbed.empty()) return std::nullopt;
   set_output(n, f, conv);
   f.node = std::move(n);
@@ -133,16 +149,41 @@ std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
   NodeProto n = fused_node(gemm, "FusedGemm");
   *n.mutable_attribute() = gemm.attribute();
   *n.mutable_input() = gemm.input();
-  take_activation(p, gemm, ops::matmul_can_fuse, f, n);
+  take_activation(p, gemm, 2, ops::matmul_can_fuse, f, n);
   if (f.absorbed.empty()) return std::nullopt;
   set_output(n, f, gemm);
   f.node = std::move(n);
   return f;
 }
 
+// numpy.matmul's result shape (empty when the operands do not multiply: nothing then fuses
+// that needs it, and the lowering reports the problem).
+Shape matmul_shape(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return {};
+  Shape x = a, y = b;
+  if (x.size() == 1) x.insert(x.begin(), 1);
+  if (y.size() == 1) y.push_back(1);
+  if (x.back() != y.end()[-2]) return {};
+  Shape batch;
+  const size_t rank = std::max(x.size(), y.size()) - 2;
+  for (size_t i = 0; i < rank; ++i) {
+    auto dim = [&](const Shape& s) {
+      const size_t lead = s.size() - 2;
+      return i + lead >= rank ? s[i + lead - rank] : int64_t{1};
+    };
+    const int64_t dx = dim(x), dy = dim(y);
+    if (dx != dy && dx != 1 && dy != 1) return {};
+    batch.push_back(dx == 1 ? dy : dx);
+  }
+  if (a.size() > 1) batch.push_back(x.end()[-2]);
+  if (b.size() > 1) batch.push_back(y.back());
+  return batch;
+}
+
 // MatMul of elided Transposes' views [-> Add(constant [N] bias)] [-> Mul/Div by a scalar
-// constant] [-> activation] => FusedMatMul. Linear layers export as MatMul + Add; attention's
-// 1/sqrt(d) as the Mul or Div.
+// constant] [-> Add(residual)] [-> activation] => FusedMatMul. Linear layers export as
+// MatMul + Add; attention's 1/sqrt(d) as the Mul or Div; a transformer's skip connection as
+// the Add of a tensor computed before, of the product's shape.
 std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   const Importer& im = p.importer();
   if (mm.input_size() != 2 || mm.input(0).empty() || mm.input(1).empty()) return std::nullopt;
@@ -152,6 +193,7 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   n.add_input(a.source);
   n.add_input(b.source);
   n.add_input("");
+  n.add_input("");
   if (!a.perm.empty()) set_ints(n, "perm_a", a.perm);
   if (!b.perm.empty()) set_ints(n, "perm_b", b.perm);
   const NodeProto* tail = &mm;
@@ -160,7 +202,7 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
     int other = other_input(*add, mm.output(0));
     const HostTensor* c = im.constant(*add, other);
     if (c && c->dtype == DType::Float32 && c->shape.size() == 1 && c->shape[0] == b.shape.back()) {
-      n.set_input(2, add->input(other));
+      n.set_input(kMatMulBias, add->input(other));
       f.absorbed.push_back(tail = add);
     }
   }
@@ -170,10 +212,9 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
     int other = other_input(*scale, tail->output(0));
     const HostTensor* c = im.constant(*scale, other);
     const bool divides_by_c = scale->op_type() == "Div" && other == 1;
-    // numpy.matmul's result rank; a constant of higher rank would broadcast it up.
-    size_t ra = a.shape.size(), rb = b.shape.size();
-    size_t out_rank = std::max(ra, rb) - (ra == 1) - (rb == 1) + (ra == 1 && rb == 1);
-    if (c && c->dtype == DType::Float32 && c->numel() == 1 && c->shape.size() <= out_rank &&
+    // A constant of higher rank than the product would broadcast it up.
+    if (c && c->dtype == DType::Float32 && c->numel() == 1 &&
+        c->shape.size() <= matmul_shape(a.shape, b.shape).size() &&
         (scale->op_type() == "Mul" || divides_by_c)) {
       float v = c->data<float>()[0];
       float alpha = divides_by_c ? 1.f / v : v;
@@ -184,7 +225,17 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
       }
     }
   }
-  take_activation(p, *tail, ops::matmul_can_fuse, f, n);
+  const NodeProto* residual = p.sole_consumer(tail->output(0));
+  if (residual && residual->op_type() == "Add" && residual->input_size() == 2) {
+    int other = other_input(*residual, tail->output(0));
+    if (residual->input(other) != tail->output(0) && im.available(*residual, other) &&
+        !im.constant(*residual, other) && im.input(*residual, other).dtype == DType::Float32 &&
+        im.input(*residual, other).shape == matmul_shape(a.shape, b.shape)) {
+      n.set_input(kMatMulResidual, residual->input(other));
+      f.absorbed.push_back(tail = residual);
+    }
+  }
+  take_activation(p, *tail, matmul_shape(a.shape, b.shape).size(), ops::matmul_can_fuse, f, n);
   if (f.absorbed.empty() && a.perm.empty() && b.perm.empty()) return std::nullopt;
   set_output(n, f, mm);
   f.node = std::move(n);
@@ -254,8 +305,17 @@ constexpr Pattern kPatterns[] = {
     {"Mul", attention_prescaled},
     // MatMul(q, kᵀ) [-> scale] [-> mask] -> Softmax [-> Dropout] -> MatMul(·, v) => FusedAttention
     {"MatMul", attention},
-    // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> activation] => FusedMatMul
+    // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
+    // => FusedMatMul
     {"MatMul", matmul_epilogue},
+    // Pow(x, 2) -> ReduceMean -> Add(eps) -> Sqrt -> ... -> Mul(weight) => FusedRmsNorm
+    {"Pow", rms_norm},
+    {"Mul", rms_norm},
+    // GELU written out as arithmetic (fuse_activation.h), rooted at its first node => Gelu
+    {"Div", activation_chain},
+    {"Mul", activation_chain},
+    {"Pow", activation_chain},
+    {"Add", activation_chain},
     // Transpose read only by MatMul/Transpose => elided, read as a strided view
     {"Transpose", transpose_view},
 };
@@ -264,7 +324,7 @@ const std::map<std::string, std::string>& model_op_types() {
   static const std::map<std::string, std::string> types = {
       {"FusedConv", "Conv"},        {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
       {"FusedAttention", "MatMul"}, {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
-      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"}};
+      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"},     {"FusedRmsNorm", "RMSNormalization"}};
   return types;
 }
 

@@ -130,4 +130,8 @@ enum ConvInput : int {
   kConvInputs
 };
 
+// Input positions of FusedMatMul: the operands (the sources of elided views), the [N] bias and
+// the residual added after the scale, before the activation; absent ones are empty names.
+enum MatMulInput : int { kMatMulA, kMatMulB, kMatMulBias, kMatMulResidual, kMatMulInputs };
+
 }  // namespace vkgraph::onnx_import::fuse

@@ -1,5 +1,6 @@
 #include "onnx/fuse_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -197,6 +198,19 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
     if (v.shape[i] != ks[i]) return std::nullopt;
   if (!is_float32(im, v.source)) return std::nullopt;
   next(pv);
+  // The heads merged back (Transpose [B, H, S, D] -> [B, S, H, D] before the Reshape to
+  // [B, S, H * D]): the kernel stores that layout itself instead of a copy after it.
+  std::vector<int64_t> perm_out;
+  if (const NodeProto* t = p.sole_consumer(pv->output(0));
+      rank == 4 && t && t->op_type() == "Transpose" && t->input_size() == 1) {
+    const std::vector<int64_t>* given = p.attrs(*t).find_ints("perm");
+    std::vector<int64_t> sorted = given ? *given : std::vector<int64_t>{};
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted == std::vector<int64_t>{0, 1, 2, 3}) {
+      perm_out = *given;
+      next(t);
+    }
+  }
 
   NodeProto n;
   n.set_name(mm.name());
@@ -209,9 +223,10 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (!s.q.perm.empty()) set_ints(n, "perm_q", s.q.perm);
   if (!s.kt.perm.empty()) set_ints(n, "perm_k", s.kt.perm);
   if (!v.perm.empty()) set_ints(n, "perm_v", v.perm);
+  if (!perm_out.empty()) set_ints(n, "perm_out", perm_out);
   set_attr(n, "scale", s.scale);
   set_attr(n, "mask_kind", static_cast<int64_t>(mask_kind));
-  n.add_output(pv->output(0));
+  n.add_output(tail->output(0));
   f.node = std::move(n);
   return f;
 }

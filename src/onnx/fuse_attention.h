@@ -3,7 +3,7 @@
 // scaled-dot-product attention becomes one FusedAttention node, lowered to ops::attention.
 //
 //   MatMul(Q, Kᵀ) [-> Mul/Div by a scalar constant] [-> Add(mask) | Where(bool, -inf, ·)]
-//     -> Softmax(last axis) [-> Dropout (inference)] -> MatMul(·, V)
+//     -> Softmax(last axis) [-> Dropout (inference)] -> MatMul(·, V) [-> Transpose]
 //
 // Q, Kᵀ and V are read as the pass's views (elided Transposes) or as computed tensors; a K
 // given transposed is just a Kᵀ with no permutation. The dynamo/onnxscript decomposition of
@@ -25,6 +25,7 @@ std::optional<Fusion> attention_prescaled(const onnx::NodeProto& mul, Pass& pass
 
 // FusedAttention's inputs (absent mask: an empty name) and attributes: "perm_q", "perm_k",
 // "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored),
+// "perm_out" (the permutation of [B, H, S, D] the output is stored in; absent: none),
 // "scale" (float), "mask_kind" (kMaskAdd: added to the scores; kMaskWhereTrue/False: a bool
 // tensor, whose true/false entries mask the score out with -inf).
 enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnInputs };

@@ -65,6 +65,7 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
   ops::AttentionParams params;
   auto scale = a.floats.find("scale");
   if (scale != a.floats.end()) params.scale = scale->second;
+  if (const std::vector<int64_t>* perm = a.find_ints("perm_out")) params.out_perm = *perm;
   const int64_t kind = a.get_int("mask_kind", fuse::kMaskAdd);
   // The scores' rows and columns: q's second-last dim, v's.
   auto dim = [&](int input, const char* perm, size_t from_end) {

@@ -283,18 +283,19 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
 }
 
 // MatMul, and FusedMatMul: operands read through permutations (elided Transposes), a [N] bias,
-// a scale and an activation in the epilogue.
+// a scale, a residual and an activation in the epilogue.
 std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
-  im.require_inputs(node, 2, fuse::is_fused(node) ? 3 : 2);
-  std::optional<TensorRef> bias;
-  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  std::optional<UnaryOp> act_op;
-  ops::UnaryParams act_params;
-  if (auto act = fuse::activation(node, a)) act_op = act->op, act_params = act->params;
+  im.require_inputs(node, 2, fuse::is_fused(node) ? fuse::kMatMulInputs : 2);
+  ops::MatmulEpilogue epilogue;
+  if (im.has_input(node, fuse::kMatMulBias)) epilogue.bias = im.tensor(node, fuse::kMatMulBias);
+  if (im.has_input(node, fuse::kMatMulResidual))
+    epilogue.residual = im.tensor(node, fuse::kMatMulResidual);
+  if (auto act = fuse::activation(node, a))
+    epilogue.activation = act->op, epilogue.activation_params = act->params;
   return {out(im, ops::matmul_permuted(
                       im.graph(), ops::PermutedView{im.tensor(node, 0), fuse::perm(node, a, 0)},
-                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)},
-                      {bias, act_op, act_params}, fuse::alpha(node, a)))};
+                      ops::PermutedView{im.tensor(node, 1), fuse::perm(node, a, 1)}, epilogue,
+                      fuse::alpha(node, a)))};
 }
 
 // MaxPool's flat row-major Indices into `x` with the spatial part renumbered column-major
@@ -497,6 +498,23 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   return outs;
 }
 
+// FusedRmsNorm (fuse_norm.h): RMSNorm over the last axis, its weight or ones.
+std::vector<Value> lower_fused_rms_norm(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs& a) {
+  im.require_inputs(node, 1, 2);
+  TensorRef weight;
+  if (im.has_input(node, 1)) {
+    weight = im.tensor(node, 1);
+  } else {
+    const Shape& xs = im.input(node, 0).shape;
+    HostTensor ones(DType::Float32, {xs.back()});
+    std::fill(ones.data<float>(), ones.data<float>() + ones.numel(), 1.f);
+    weight = im.constant_tensor(std::move(ones));
+  }
+  return {out(im, ops::rms_norm(im.graph(), im.tensor(node, 0), weight, -1,
+                                float_attr(a, "epsilon", 1e-6f)))};
+}
+
 // DepthToSpace / SpaceToDepth: a reshape, a transpose, a reshape.
 std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node,
                                      const fold::Attrs& a) {
@@ -620,6 +638,7 @@ void register_nn(LoweringTable& t) {
   t["GlobalMaxPool"] = {lower_global_pool, shaders::pool::float16};
   t["BatchNormalization"] = {lower_batch_norm, shaders::norm::float16};
   t["LayerNormalization"] = {lower_layer_norm, shaders::norm::float16};
+  t[fuse::fused_key("FusedRmsNorm")] = {lower_fused_rms_norm, shaders::norm::float16};
   t["InstanceNormalization"] = {lower_instance_norm, shaders::norm::float16};
   t["GroupNormalization"] = {lower_group_norm, shaders::norm::float16};
   t["Softmax"] = {lower_softmax, shaders::softmax::float16};

@@ -13,6 +13,7 @@
 #define ACT_CLIP 7
 #define ACT_HARD_SIGMOID 8
 #define ACT_HARD_SWISH 9
+#define ACT_SILU 10
 
 // erfc with relative error below 1.2e-7 over the whole line (Numerical Recipes' Chebyshev
 // fit). GELU uses erfc rather than 1 + erf so that its tiny values for negative inputs keep
@@ -51,6 +52,7 @@ float activate(int code, float x, float alpha, float beta) {
   if (code == ACT_CLIP) return clamp_nan(x, alpha, beta);
   if (code == ACT_HARD_SIGMOID) return clamp_nan(alpha * x + beta, 0.0, 1.0);
   if (code == ACT_HARD_SWISH) return x * clamp_nan(x / 6.0 + 0.5, 0.0, 1.0);
+  if (code == ACT_SILU) return x * (1.0 / (1.0 + exp(-x)));  // exp overflow: x * 0 = -0
   return x;
 }
 #endif  // ACTIVATION_GLSL

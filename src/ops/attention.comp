@@ -35,6 +35,7 @@ layout(push_constant) uniform Params {
   uint m_b, m_h, m_r, m_c;
   float scale;
   uint causal;  // key j > query i is masked out (top-left aligned, as torch's is_causal)
+  uint o_b, o_h, o_s, o_d;  // the output's strides of batch, head, query row, element
 } p;
 layout(constant_id = 3) const uint BR = 8;
 layout(constant_id = 4) const uint BC = 32;
@@ -135,10 +136,11 @@ void main() {
   float row_sum = 0.0;
   for (uint j = 0; j < TPR; ++j) row_sum += partial[r * TPR + j];
   if (i >= p.s) return;
-  const uint o_base = (bh * p.s + i) * D;
+  const uint o_base = b * p.o_b + h * p.o_h + i * p.o_s;
   for (uint a = 0; a < ACC; ++a) {
     uint col = lane + a * TPR;
     // A row whose scores are all -inf: unfused Softmax computes exp(-inf - -inf) = NaN.
-    if (col < D) o[o_base + col] = ELEM(row_max == kNegInf ? nan_value() : acc[a] / row_sum);
+    if (col < D)
+      o[o_base + col * p.o_d] = ELEM(row_max == kNegInf ? nan_value() : acc[a] / row_sum);
   }
 }

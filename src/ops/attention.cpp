@@ -91,6 +91,31 @@ bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d) {
          (d == 64 || d == 128) && tuned(g, "attention.coopmat", 0) != 0;
 }
 
+// The result's shape and, for each dim of [B, H, S, D], its element stride there.
+struct OutputLayout {
+  Shape shape;
+  std::array<int64_t, 4> strides{};
+};
+
+OutputLayout output_layout(size_t q_rank, const Shape& bhsd, const std::vector<int64_t>& perm) {
+  OutputLayout l;
+  if (perm.empty()) {
+    l.shape = q_rank == 3 ? Shape(bhsd.begin() + 1, bhsd.end()) : bhsd;
+    l.strides = {bhsd[1] * bhsd[2] * bhsd[3], bhsd[2] * bhsd[3], bhsd[3], 1};
+    return l;
+  }
+  check(q_rank == 4, ErrorKind::InvalidArgument,
+        std::string(kOp) + ": an output permutation needs rank-4 q");
+  const std::vector<int64_t> p = resolve_perm(bhsd, perm, kOp);
+  for (int64_t d : p) l.shape.push_back(bhsd[d]);
+  int64_t stride = 1;
+  for (size_t i = 4; i-- > 0;) {
+    l.strides[p[i]] = stride;
+    stride *= l.shape[i];
+  }
+  return l;
+}
+
 }  // namespace
 
 TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& kt,
@@ -135,6 +160,10 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
     for (int i = 0; i < 4; ++i) pc.add(uint32_t{0});
   }
   pc.add(params.scale).add(params.causal ? uint32_t{1} : uint32_t{0});
+  // Where element (b, h, i, c) of [B, H, S, D] goes: the output's strides of those dims.
+  const OutputLayout out_layout =
+      output_layout(g.info(q.tensor).shape.size(), {B, H, S, D}, params.out_perm);
+  for (int64_t st : out_layout.strides) pc.add(u32(st, "output stride"));
 
   const bool coopmat = coopmat_fits(g, dtype, D);
   const Tiling tile = coopmat ? Tiling{16, 32, 2} : tiling(g, D, S, B * H);
@@ -144,8 +173,7 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
         op + ": " + std::to_string(row_blocks) + " row blocks x " + std::to_string(B * H) +
             " heads exceed 65535 workgroups per dimension");
   u32(B * H * S * D, "output elements");
-  const Shape out_shape = g.info(q.tensor).shape.size() == 3 ? Shape{H, S, D} : Shape{B, H, S, D};
-  TensorRef out = g.add_tensor(out_shape, g.info(q.tensor).dtype);
+  TensorRef out = g.add_tensor(out_layout.shape, g.info(q.tensor).dtype);
   DispatchDesc d;
   const std::string masked = mask ? "mask_" : "";
   d.shader = coopmat ? "attention_coopmat_" + masked + "d" + std::to_string(D) + "_f16"

@@ -29,6 +29,7 @@ layout(push_constant) uniform Params {
   uint m_b, m_h, m_r, m_c;
   float scale;
   uint causal;
+  uint o_b, o_h, o_s, o_d;
 } p;
 
 const uint BR = 16;
@@ -128,11 +129,11 @@ void main() {
     for (uint e = t; e < BR * DH; e += wg) Os[e] = Os[e] * row_rescale[e / DH] + Ot[e];
   }
   barrier();
-  const uint o_base = bh * p.s * DH;
+  const uint o_base = b * p.o_b + h * p.o_h;
   for (uint e = t; e < BR * DH; e += wg) {
     uint r = e / DH, c = e % DH;
     if (row0 + r >= p.s) continue;
     float val = row_max[r] == kNegInf ? uintBitsToFloat(0x7fc00000u) : Os[e] / row_sum[r];
-    o[o_base + (row0 + r) * DH + c] = float16_t(val);
+    o[o_base + (row0 + r) * p.o_s + c * p.o_d] = float16_t(val);
   }
 }

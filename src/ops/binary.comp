@@ -7,6 +7,8 @@
 // Same-shape operands, n divisible by 4: no index arithmetic, 16-byte loads and stores.
 #if defined(DTYPE_I32)
 #define T4 ivec4
+#elif defined(MATH_F16)
+#define T4 f16vec4
 #else
 #define T4 vec4
 #endif

@@ -33,7 +33,11 @@ TensorRef binary(ComputeGraph& g, BinaryOp op, TensorRef a, TensorRef b) {
   DispatchDesc d;
   bool is_float = ia.dtype == DType::Float32 || ia.dtype == DType::Float16;
   DType dtype = is_float ? float_dtype(g, ia.dtype, name) : typed_dtype(g, ia.dtype, name);
-  d.shader = declared(shaders::binary::find(op, dtype, vec4), name);
+  // float16 arithmetic where the op has such a variant and the device allows it.
+  std::optional<vk::ShaderId> half;
+  if (dtype == DType::Float16 && half_arithmetic(g))
+    half = shaders::binary::find(op, dtype, vec4, true);
+  d.shader = half ? *half : declared(shaders::binary::find(op, dtype, vec4, false), name);
   d.bindings = {{a, Access::Read}, {b, Access::Read}, {c, Access::Write}};
   if (vec4) {
     // Tuned on the H200 (docs/bench/2026-11-29-h200-kernels.md): 1-D grid-stride dispatch.

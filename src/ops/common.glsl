@@ -3,7 +3,8 @@
 //
 // T is the type shaders compute in and ELEM (ELEM4 for four) the type their buffers hold. They
 // differ only for DTYPE_F16: float16 storage (storageBuffer16BitAccess) with float32
-// arithmetic, so no shaderFloat16 is needed and sums keep float32 precision. Load with T(x[i]),
+// arithmetic, so no shaderFloat16 is needed and sums keep float32 precision; MATH_F16 makes T
+// float16_t as well, for the few variants declared with it. Load with T(x[i]),
 // store with ELEM(v). DTYPE_FLOAT marks float arithmetic, for f32 and f16 alike.
 #if defined(DTYPE_I64)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -13,6 +14,15 @@
 #define T int
 #define ELEM int
 #define ELEM4 ivec4
+#elif defined(DTYPE_F16) && defined(MATH_F16)
+// float16 arithmetic too (shaderFloat16), for the kernels whose variants say so (binary.cmake's
+// half_math): one rounding per operation, as float32 arithmetic rounded to float16 on store.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define T float16_t
+#define ELEM float16_t
+#define ELEM4 f16vec4
+#define DTYPE_FLOAT 1
 #elif defined(DTYPE_F16)
 #extension GL_EXT_shader_16bit_storage : require
 #define T float
@@ -57,3 +67,7 @@ float max_nan(float a, float b) { return (a > b || isnan(a)) ? a : b; }
 float min_nan(float a, float b) { return (a < b || isnan(a)) ? a : b; }
 float clamp_nan(float x, float lo, float hi) { return isnan(x) ? x : min(max(x, lo), hi); }
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
+#if defined(MATH_F16)
+float16_t max_nan(float16_t a, float16_t b) { return (a > b || isnan(a)) ? a : b; }
+float16_t min_nan(float16_t a, float16_t b) { return (a < b || isnan(a)) ? a : b; }
+#endif

@@ -21,19 +21,22 @@ constexpr size_t kMaxBatchRank = 4;  // MAX_BATCH in matmul_common.glsl
 // Operands of rank <= kMaxRank leave at most this many batch dims.
 static_assert(kMaxBatchRank == kMaxRank - 2);
 
-// What runs after the dot products: alpha * acc + beta * bias, then the activation.
+// What runs after the dot products: alpha * acc + beta * bias + residual, then the activation.
 struct Epilogue {
   std::optional<TensorRef> bias;
-  const char* bias_name = "bias";  // in errors; ONNX Gemm calls it C
+  std::optional<TensorRef> residual;  // of the result's shape
+  const char* bias_name = "bias";     // in errors; ONNX Gemm calls it C
   float alpha = 1.f, beta = 1.f;
   EpilogueActivation activation = EpilogueActivation::None;
   UnaryParams params;
 };
 
 Epilogue make_epilogue(const std::string& op, std::optional<TensorRef> bias,
-                       std::optional<UnaryOp> activation, UnaryParams params) {
+                       std::optional<UnaryOp> activation, UnaryParams params,
+                       std::optional<TensorRef> residual = std::nullopt) {
   Epilogue e;
   e.bias = bias;
+  e.residual = residual;
   e.params = params;
   if (activation) {
     auto code = epilogue_activation(*activation);
@@ -179,7 +182,9 @@ std::vector<uint8_t> push_constants(const GemmProblem& p, const Epilogue& e, int
   pc.add(narrow(p.m())).add(narrow(p.n)).add(narrow(p.k));
   pc.add(narrow(p.a_rows.back())).add(narrow(p.a_sk)).add(narrow(p.b_sk)).add(narrow(p.b_sn));
   pc.add(narrow(p.bias_rows.back())).add(narrow(p.bias_sn));
-  pc.add(int32_t{e.bias.has_value()}).add(static_cast<int32_t>(e.activation));
+  // EPILOGUE_* bits of matmul_common.glsl.
+  const int32_t inputs = (e.bias ? 1 : 0) | (e.residual ? 2 : 0);
+  pc.add(inputs).add(static_cast<int32_t>(e.activation));
   pc.add(e.alpha).add(e.beta).add(e.params.alpha).add(e.params.beta).add(narrow(k_chunk));
   pc.add_array(batch, kMaxBatchRank).add_array(a_sb, kMaxBatchRank);
   pc.add_array(b_sb, kMaxBatchRank).add_array(bias_sb, kMaxBatchRank);
@@ -245,12 +250,14 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   d.bindings = {{p.a, Access::Read},
                 {p.b, Access::Read},
                 {e.bias.value_or(p.a), Access::Read},
-                {out, Access::Write}};
+                {out, Access::Write},
+                {e.residual.value_or(p.a), Access::Read}};
   d.label = op;
   std::optional<CoopmatTile> coopmat = fp16 ? coopmat_tile(g, cfg, p) : std::nullopt;
   if (coopmat) {
     const CoopmatTile& t = *coopmat;
-    const bool epilogue = e.bias || e.activation != EpilogueActivation::None || e.alpha != 1.f;
+    const bool epilogue =
+        e.bias || e.residual || e.activation != EpilogueActivation::None || e.alpha != 1.f;
     std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
         t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, DType::Float16);
     check(shader.has_value(), ErrorKind::Unsupported,
@@ -330,7 +337,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   reduce.bindings = {{partials, Access::Read},
                      {partials, Access::Read},
                      {e.bias.value_or(partials), Access::Read},
-                     {out, Access::Write}};
+                     {out, Access::Write},
+                     {e.residual.value_or(partials), Access::Read}};
   reduce.push = d.push;
   reduce.groups = groups_for(static_cast<uint64_t>(batch * p.m() * p.n));
   reduce.local = {kLocal, 1, 1};
@@ -412,6 +420,12 @@ TensorRef matmul_views(ComputeGraph& g, Operand a, Operand b, const Epilogue& e,
               " does not broadcast to the result " + shape_str(result));
     set_bias_strides(p, broadcast_strides(bias_shape, result), a_vector, b_vector);
   }
+  if (e.residual) {
+    require_dtype(g, *e.residual, dtype, op);
+    check(g.info(*e.residual).shape == result, ErrorKind::InvalidArgument,
+          op + ": residual " + shape_str(g.info(*e.residual).shape) + " is not of the result's " +
+              "shape " + shape_str(result));
+  }
   TensorRef out = g.add_tensor(result, dtype);
   coalesce_rows(p);
   transpose_if_single_column(p);
@@ -426,23 +440,23 @@ bool matmul_can_fuse(UnaryOp activation) {
 }
 
 TensorRef matmul(ComputeGraph& g, TensorRef a, TensorRef b, const MatmulEpilogue& epilogue) {
-  Epilogue e =
-      make_epilogue("matmul", epilogue.bias, epilogue.activation, epilogue.activation_params);
+  Epilogue e = make_epilogue("matmul", epilogue.bias, epilogue.activation,
+                             epilogue.activation_params, epilogue.residual);
   return matmul_views(g, as_stored(g, a), as_stored(g, b), e, "matmul");
 }
 
 TensorRef matmul_permuted(ComputeGraph& g, const PermutedView& a, const PermutedView& b,
                           const MatmulEpilogue& epilogue, float alpha) {
-  Epilogue e =
-      make_epilogue("matmul", epilogue.bias, epilogue.activation, epilogue.activation_params);
+  Epilogue e = make_epilogue("matmul", epilogue.bias, epilogue.activation,
+                             epilogue.activation_params, epilogue.residual);
   e.alpha = alpha;
   e.beta = alpha;
   return matmul_views(g, permuted(g, a, "matmul"), permuted(g, b, "matmul"), e, "matmul");
 }
 
 TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, const MatmulEpilogue& epilogue) {
-  Epilogue e =
-      make_epilogue("linear", epilogue.bias, epilogue.activation, epilogue.activation_params);
+  Epilogue e = make_epilogue("linear", epilogue.bias, epilogue.activation,
+                             epilogue.activation_params, epilogue.residual);
   Operand w = as_stored(g, weight);
   check(w.shape.size() == 2, ErrorKind::InvalidArgument,
         "linear: weight " + shape_str(w.shape) + " must be 2-D [N, K]");

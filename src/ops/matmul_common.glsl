@@ -1,5 +1,6 @@
 // Shared by the matmul kernels. They compute, for each batch index z,
-//   C[z, m, n] = act(alpha * sum_k A[z, m, k] * B[z, k, n] + beta * bias[z, m, n])
+//   C[z, m, n] = act(alpha * sum_k A[z, m, k] * B[z, k, n] + beta * bias[z, m, n]
+//                    + residual[z, m, n])
 // with every input addressed through element strides from push constants, so transposed and
 // broadcast operands (stride 0) need no copies. C is contiguous [batch, M, N].
 #include "common.glsl"
@@ -14,15 +15,21 @@
 #ifndef MATMUL_OWN_BUFFERS
 layout(std430, binding = 0) readonly buffer A { GEMM_IN_ELEM a[]; };
 layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
-// Without a bias the host binds A here and has_bias keeps it unread.
+// Without a bias (a residual) the host binds A here and `inputs` keeps it unread.
 layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
 layout(std430, binding = 3) writeonly buffer C { GEMM_OUT_ELEM c[]; };
+// Laid out as C (the result's shape, contiguous): a skip connection added in the epilogue.
+layout(std430, binding = 4) readonly buffer Residual { ELEM residual[]; };
 #endif
+
+// Bits of p.inputs: which of the epilogue's optional operands are bound.
+#define EPILOGUE_BIAS 1
+#define EPILOGUE_RESIDUAL 2
 
 layout(push_constant) uniform Params {
   int M, N, K;
   int a_sm, a_sk, b_sk, b_sn, bias_sm, bias_sn;
-  int has_bias;
+  int inputs;  // EPILOGUE_* bits
   int activation;  // ACT_* of activation.glsl
   float alpha, beta;
   float act_alpha, act_beta;
@@ -73,7 +80,10 @@ uvec2 tile_of_workgroup(uint group_m) {
 #ifndef MATMUL_OWN_BUFFERS
 void store_output(Offsets o, int m, int n, float acc) {
   float y = p.alpha * acc;
-  if (p.has_bias != 0) y += p.beta * float(bias[o.bias + m * p.bias_sm + n * p.bias_sn]);
-  c[o.c + m * p.N + n] = GEMM_OUT_ELEM(activate(p.activation, y, p.act_alpha, p.act_beta));
+  if ((p.inputs & EPILOGUE_BIAS) != 0)
+    y += p.beta * float(bias[o.bias + m * p.bias_sm + n * p.bias_sn]);
+  const int at = o.c + m * p.N + n;
+  if ((p.inputs & EPILOGUE_RESIDUAL) != 0) y += float(residual[at]);
+  c[at] = GEMM_OUT_ELEM(activate(p.activation, y, p.act_alpha, p.act_beta));
 }
 #endif

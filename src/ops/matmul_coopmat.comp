@@ -6,7 +6,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 // fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
-// accumulators): C = act(alpha A B + beta bias), A [M, K] and B [K, N] row-major, C [M, N]
+// accumulators): C = act(alpha A B + beta bias + residual), A [M, K] and B [K, N] row-major, C [M, N]
 // fp16. The host sends only shapes that fill whole tiles (M % BM, N % BN, K % BK == 0) and no
 // batch; others take matmul_tiled.comp's DTYPE_F16 variant.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
@@ -18,7 +18,7 @@
 
 // Tile rows per band of the workgroup order (tile_of_workgroup in matmul_common.glsl).
 layout(constant_id = 3) const uint GROUP_M = 1;
-// Without an epilogue (alpha 1, no bias, no activation) fragments go straight to C; with one,
+// Without an epilogue (alpha 1, no bias, no residual, no activation) fragments go straight to C; with one,
 // each goes through shared memory, where the subgroup's lanes apply it element by element.
 layout(constant_id = 4) const bool EPILOGUE = false;
 
@@ -33,6 +33,7 @@ layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
 layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
 layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
+layout(std430, binding = 4) readonly buffer Residual { float16_t residual[]; };  // A when absent
 
 // Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
 const uint A_ROW = BK / 8 + 1;  // uvec4 per row of the A slice (BM rows)
@@ -125,7 +126,9 @@ void main() {
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
         float y = p.alpha * uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
-        if (p.has_bias != 0) y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
+        if ((p.inputs & EPILOGUE_BIAS) != 0)
+          y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
+        if ((p.inputs & EPILOGUE_RESIDUAL) != 0) y += float(residual[m * p.N + n]);
         c[m * p.N + n] = float16_t(activate(p.activation, y, p.act_alpha, p.act_beta));
       }
       subgroupBarrier();  // every lane has read the fragment before the next one lands

@@ -1,8 +1,8 @@
 #version 450
-// Layer, instance and group normalization: one workgroup per row of `cols` contiguous
+// Layer, instance, group and RMS normalization: one workgroup per row of `cols` contiguous
 // elements, normalized by the row's mean and variance (two passes over the row: the variance
 // sums squared deviations, which stays accurate when the mean is large), then scaled and
-// shifted. The affine index of element `col` of row `row` is
+// shifted. RMS takes the mean as 0: one pass for the mean square. The affine index of element `col` of row `row` is
 //   ((row % groups) * cols + col) / div % mod
 // with separate div/mod for scale and bias: layer norm uses groups = 1 (index from col alone);
 // group/instance norm use div = spatial size, so the index is the channel.
@@ -20,15 +20,20 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(constant_id = 3) const bool HAS_BIAS = false;
+// RMSNorm: no mean subtracted, the rows scaled by their root mean square.
+layout(constant_id = 4) const bool RMS = false;
 
 void main() {
   int row = row_index();
   if (row >= p.rows) return;  // uniform across the workgroup
   int base = row * p.cols;
   int first = int(gl_LocalInvocationID.x), step = int(gl_WorkGroupSize.x);
-  float s = 0.0;
-  for (int i = first; i < p.cols; i += step) s += T(x[base + i]);
-  float mean = workgroup_reduce(s, false) / float(p.cols);
+  float mean = 0.0;
+  if (!RMS) {
+    float s = 0.0;
+    for (int i = first; i < p.cols; i += step) s += T(x[base + i]);
+    mean = workgroup_reduce(s, false) / float(p.cols);
+  }
   float sq = 0.0;
   for (int i = first; i < p.cols; i += step) {
     float d = T(x[base + i]) - mean;

@@ -73,7 +73,8 @@ struct RowLayout {
 };
 
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
-                    std::optional<TensorRef> bias, const RowLayout& layout, float epsilon) {
+                    std::optional<TensorRef> bias, const RowLayout& layout, float epsilon,
+                    bool rms = false) {
   const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
   TensorRef y = g.add_tensor(g.info(x).shape, g.info(x).dtype);
   PushConstants pc;
@@ -92,7 +93,7 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
   d.local = {static_cast<uint32_t>(
                  std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(layout.cols)), 32, 256)),
              1, 1};
-  d.spec = {bias ? 1u : 0u};
+  d.spec = {bias ? 1u : 0u, rms ? 1u : 0u};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
@@ -140,6 +141,18 @@ TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optiona
   layout.scale = broadcast_index(g, scale, dims, op, "scale");
   if (bias) layout.bias = broadcast_index(g, *bias, dims, op, "bias");
   return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+TensorRef rms_norm(ComputeGraph& g, TensorRef x, TensorRef scale, int64_t axis, float epsilon) {
+  const std::string op = "rms_norm";
+  const Shape xs = checked_input(g, x, 1, op, "at least 1-D");
+  const int a = normalize_axis(axis, xs.size(), op);
+  const Shape dims(xs.begin() + a, xs.end());
+  RowLayout layout{product(xs.begin(), xs.begin() + a), numel(dims), 1, {}, {}};
+  check(layout.cols > 0, ErrorKind::InvalidArgument,
+        op + ": normalized dims " + shape_str(dims) + " are empty");
+  layout.scale = broadcast_index(g, scale, dims, op, "scale");
+  return norm_rows(g, op, x, scale, std::nullopt, layout, epsilon, /*rms=*/true);
 }
 
 TensorRef instance_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias,

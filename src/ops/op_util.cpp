@@ -43,6 +43,10 @@ uint32_t tuned(ComputeGraph& g, const std::string& key, uint32_t fallback) {
   return tuning ? tuning->knob(key, fallback) : fallback;
 }
 
+bool half_arithmetic(ComputeGraph& g) {
+  return g.context().features().shader_float16 && tuned(g, "fp16.math", 1) != 0;
+}
+
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {
   return static_cast<int>(shapes::normalize_axis(axis, static_cast<int64_t>(rank), op));
 }

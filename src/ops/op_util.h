@@ -65,6 +65,9 @@ void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string&
 // float32 arithmetic) where the device has 16-bit storage buffers. Anything else is an
 // Unsupported error naming `op`.
 DType float_dtype(ComputeGraph& g, DType dtype, const std::string& op);
+// Whether float16 tensors may also be computed in float16 (shaderFloat16), by the kernels that
+// declare such variants: where the device has it and the "fp16.math" knob is not 0.
+bool half_arithmetic(ComputeGraph& g);
 // The dtype part of the name of a shader declared the older way, with vkgraph_shader()
 // ("f32", "f16", "i32", "i64", "bool"); families declared as variants pick ids instead.
 std::string shader_suffix(DType dtype);
@@ -89,6 +92,7 @@ enum class EpilogueActivation : int32_t {
   Clip,
   HardSigmoid,
   HardSwish,
+  Silu,
 };
 // nullopt for activations no epilogue implements (not in the `epilogue` list).
 std::optional<EpilogueActivation> epilogue_activation(UnaryOp op);

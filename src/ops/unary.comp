@@ -215,6 +215,8 @@ float apply(float v) {
   return v / (1.0 + abs(v));
 #elif OP_THRESHOLDED_RELU
   return v > p.alpha ? v : 0.0;
+#elif OP_SILU
+  return v * sigmoid_(v);
 #elif OP_CELU
   return max_nan(v, 0.0) + min_nan(0.0, p.alpha * expm1_(v / p.alpha));
 #endif

@@ -103,6 +103,14 @@ inline void apply_bias(Reference& r, double alpha, const HostMat* bias, double b
   }
 }
 
+// r += residual (of r's shape: a skip connection).
+inline void apply_residual(Reference& r, const HostMat& residual) {
+  for (size_t i = 0; i < r.value.size(); ++i) {
+    r.value[i] += residual.v[i];
+    r.scale[i] += std::abs(residual.v[i]);
+  }
+}
+
 inline double activate(UnaryOp op, UnaryParams p, double x) {
   switch (op) {
     case UnaryOp::Relu:
@@ -123,6 +131,8 @@ inline double activate(UnaryOp op, UnaryParams p, double x) {
       return std::clamp(p.alpha * x + p.beta, 0.0, 1.0);
     case UnaryOp::HardSwish:
       return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
+    case UnaryOp::Silu:
+      return x / (1 + std::exp(-x));
     case UnaryOp::Identity:
       return x;
     default:
@@ -233,6 +243,28 @@ class MatmulTest : public GpuTest {
                             .beta = beta,
                             .trans_a = trans_a,
                             .trans_b = trans_b});
+        },
+        want);
+  }
+
+  // act(a b + bias + residual), the residual of the result's shape.
+  void check_residual(const Shape& sa, const Shape& sb, bool bias, std::optional<UnaryOp> act) {
+    HostMat a = random(sa), b = random(sb), c = random({sb.back()});
+    Reference want = reference_matmul(a, b);
+    apply_bias(want, 1, bias ? &c : nullptr, 1);
+    HostMat residual = random(want.shape, -2.f, 2.f);
+    apply_residual(want, residual);
+    if (act) apply_activation(want, *act, {});
+    std::vector<HostMat> inputs = {a, b, residual};
+    if (bias) inputs.push_back(c);
+    run_and_check(
+        graph_options(), inputs,
+        [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
+          ops::MatmulEpilogue e;
+          e.residual = in[2];
+          if (bias) e.bias = in[3];
+          e.activation = act;
+          return ops::matmul(g, in[0], in[1], e);
         },
         want);
   }

@@ -3,6 +3,7 @@
 // broadcast, causal masking, grouped-query and multi-query heads, K stored either way, Q read
 // through a transposed view, float32 and float16 storage. Outputs are poisoned by a first run
 // on NaN inputs, so every element must be written again.
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -20,12 +21,14 @@ struct Case {
   bool k_transposed = false;  // K stored [B, Hkv, D, Skv]
   bool q_view = false;        // Q stored [B, S, H, D], read as [B, H, S, D]
   bool fp16 = false;
-  std::string knobs;  // VKGRAPH_TUNE's format, e.g. "attention.br=32" to force a tiling
+  std::vector<int64_t> out_perm;  // the result stored with [B, H, S, D] permuted
+  std::string knobs;              // VKGRAPH_TUNE's format, e.g. "attention.br=32" to force a tiling
   std::string name() const {
     return "b" + std::to_string(b) + " h" + std::to_string(h) + "/" + std::to_string(hkv) + " s" +
            std::to_string(s) + " skv" + std::to_string(skv) + " d" + std::to_string(d) +
            (mask ? " mask" : "") + (causal ? " causal" : "") + (k_transposed ? " kT" : "") +
-           (q_view ? " qview" : "") + (fp16 ? " fp16" : "") + (knobs.empty() ? "" : " " + knobs);
+           (q_view ? " qview" : "") + (fp16 ? " fp16" : "") +
+           (out_perm.empty() ? "" : " out_perm") + (knobs.empty() ? "" : " " + knobs);
   }
 };
 
@@ -116,6 +119,7 @@ class AttentionTest : public GpuTest {
     ops::AttentionParams params;
     params.scale = scale;
     params.causal = c.causal;
+    params.out_perm = c.out_perm;
     TensorRef y = ops::attention(
         g, {in[0], c.q_view ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{}},
         {in[1], c.k_transposed ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1, 3, 2}},
@@ -132,13 +136,29 @@ class AttentionTest : public GpuTest {
       g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
     g.execute();
     HostTensor got = g.read_output(0);
-    ASSERT_EQ(shape_str(got.shape), shape_str(Shape{c.b, c.h, c.s, c.d}));
+    const Shape bhsd{c.b, c.h, c.s, c.d};
+    const std::vector<int64_t> perm =
+        c.out_perm.empty() ? std::vector<int64_t>{0, 1, 2, 3} : c.out_perm;
+    Shape out_shape;
+    for (int64_t d : perm) out_shape.push_back(bhsd[d]);
+    ASSERT_EQ(shape_str(got.shape), shape_str(out_shape));
+    // Where element (b, h, i, d) of the reference is in the output.
+    std::array<int64_t, 4> stride{};
+    for (int64_t i = 3, st = 1; i >= 0; st *= out_shape[i], --i) stride[perm[i]] = st;
+    auto at = [&](size_t e) {
+      int64_t rem = static_cast<int64_t>(e), offset = 0;
+      for (int64_t dim = 3; dim >= 0; --dim) {
+        offset += rem % bhsd[dim] * stride[dim];
+        rem /= bhsd[dim];
+      }
+      return static_cast<size_t>(offset);
+    };
     std::vector<double> want = reference(c, q, k, v, mask, scale);
     // float32: accumulation order only; float16: the output's rounding (2^-11) dominates.
     const double tol = c.fp16 ? 2e-3 : 2e-5;
     int failures = 0;
     for (size_t i = 0; i < want.size() && failures < 5; ++i) {
-      double a = c.fp16 ? half_to_float(got.data<uint16_t>()[i]) : got.data<float>()[i];
+      double a = c.fp16 ? half_to_float(got.data<uint16_t>()[at(i)]) : got.data<float>()[at(i)];
       if (!(std::abs(a - want[i]) <= tol * (1 + std::abs(want[i])))) {
         ADD_FAILURE() << "element " << i << ": got " << a << ", want " << want[i];
         ++failures;
@@ -177,6 +197,12 @@ TEST_F(AttentionTest, GroupedQueryAndLayouts) {
     check(generic);
     generic.d = 256, generic.mask = true;
     check(generic);
+    Case merged = gqa;  // the heads merged back, [B, S, H, D], and an odd permutation
+    merged.out_perm = {0, 2, 1, 3};
+    check(merged);
+    merged.out_perm = {3, 1, 0, 2};
+    merged.d = 40;
+    check(merged);
   }
 }
 
@@ -221,6 +247,8 @@ TEST_F(AttentionTest, CooperativeMatrixVariant) {
       c.knobs = "attention.coopmat=1";
       check(c);
       c.mask = false, c.causal = true, c.k_transposed = true, c.hkv = 1;
+      check(c);
+      c.out_perm = {0, 2, 1, 3};
       check(c);
     }
 }

@@ -35,6 +35,8 @@ double activate(double v, std::optional<UnaryOp> act, UnaryParams p) {
       return std::clamp(p.alpha * v + p.beta, 0.0, 1.0);
     case UnaryOp::HardSwish:
       return v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0);
+    case UnaryOp::Silu:
+      return v / (1.0 + std::exp(-v));
     case UnaryOp::Gelu:
       return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     case UnaryOp::GeluTanh:
@@ -391,7 +393,8 @@ TEST_F(OpsConv, EachFusedActivation) {
                                                   {UnaryOp::HardSigmoid, {0.2f, 0.5f}},
                                                   {UnaryOp::HardSwish, {}},
                                                   {UnaryOp::Gelu, {}},
-                                                  {UnaryOp::GeluTanh, {}}};
+                                                  {UnaryOp::GeluTanh, {}},
+                                                  {UnaryOp::Silu, {}}};
   for (const auto& [act, params] : acts) {
     SCOPED_TRACE(static_cast<int>(act));
     EXPECT_TRUE(ops::conv_can_fuse(act));

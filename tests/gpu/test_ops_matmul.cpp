@@ -88,6 +88,16 @@ TEST_F(MatmulTest, BiasOnVectorResult) {
 
 // --- linear --------------------------------------------------------------------------------
 
+// A skip connection added in the epilogue, before the activation: the tiled kernel, the GEMV
+// (one row), batches, and a single column (which the host turns into one row).
+TEST_F(MatmulTest, ResidualInTheEpilogue) {
+  check_residual({37, 20}, {20, 45}, true, UnaryOp::Relu);
+  check_residual({37, 20}, {20, 45}, false, std::nullopt);
+  check_residual({1, 64}, {64, 33}, true, std::nullopt);
+  check_residual({2, 5, 8}, {8, 6}, true, UnaryOp::Gelu);
+  check_residual({9, 16}, {16, 1}, false, std::nullopt);
+}
+
 TEST_F(MatmulTest, LinearWithBias) {
   check_linear({6, 20}, 33, true);
 }
@@ -154,6 +164,7 @@ TEST_F(MatmulTest, FusedActivations) {
       {UnaryOp::Clip, {-0.5f, 0.7f}},
       {UnaryOp::HardSigmoid, {0.2f, 0.5f}},
       {UnaryOp::HardSwish, {}},
+      {UnaryOp::Silu, {}},
       {UnaryOp::Identity, {}},
   };
   for (auto [op, params] : cases)
@@ -252,6 +263,13 @@ TEST_F(MatmulTest, ErrorsNameTheOpAndTheProblem) {
         ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), {.bias = f32(g, {2, 3, 5})});
       },
       K::InvalidArgument, {"matmul", "bias"});
+  expect_error(
+      [&](ComputeGraph& g) {
+        ops::MatmulEpilogue e;
+        e.residual = f32(g, {5});
+        ops::matmul(g, f32(g, {3, 4}), f32(g, {4, 5}), e);
+      },
+      K::InvalidArgument, {"matmul", "residual [5]", "[3, 5]"});
   expect_error(
       [](ComputeGraph& g) {
         ops::matmul(g, g.add_input({3, 4}, DType::Int32, "i"), f32(g, {4, 5}));

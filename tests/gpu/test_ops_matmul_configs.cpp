@@ -191,6 +191,11 @@ TEST_F(MatmulSplitK, BatchesBiasAndActivation) {
       want);
 }
 
+TEST_F(MatmulSplitK, ResidualInTheReducePass) {
+  check_residual({37, 100}, {100, 45}, true, UnaryOp::Tanh);
+  check_residual({3, 20, 100}, {100, 30}, false, std::nullopt);
+}
+
 TEST_F(MatmulSplitK, AddsPartialAndReducePasses) {
   ComputeGraph g(context(), graph_options());
   TensorRef a = g.add_input({37, 100}, DType::Float32, "a");
@@ -219,30 +224,35 @@ class MatmulFloat16 : public MatmulTest {
     return h;
   }
 
-  // C[m, n] = act(sum_k A[m, k] B[k, n] + bias[n]); B stored [N, K] for linear.
-  void check(int64_t m, int64_t k, int64_t n, bool linear, bool bias) {
-    SCOPED_TRACE(::testing::Message()
-                 << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias);
+  // C[m, n] = act(sum_k A[m, k] B[k, n] + bias[n] [+ R[m, n]]); B stored [N, K] for linear.
+  void check(int64_t m, int64_t k, int64_t n, bool linear, bool bias, bool residual = false) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " linear=" << linear
+                                      << " bias=" << bias << " residual=" << residual);
     std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
-                          c = to_half(random_floats(n));
+                          c = to_half(random_floats(n)), r = to_half(random_floats(m * n, -2, 2));
     ComputeGraph g(context(), graph_options());
     auto ta = g.add_input({m, k}, DType::Float16, "a");
     auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
     auto tc = g.add_input({n}, DType::Float16, "bias");
-    std::optional<TensorRef> tbias = bias ? std::optional(tc) : std::nullopt;
-    auto y =
-        linear ? ops::linear(g, ta, tb, {tbias, UnaryOp::Relu}) : ops::matmul(g, ta, tb, {tbias});
+    auto tr = g.add_input({m, n}, DType::Float16, "residual");
+    ops::MatmulEpilogue e;
+    if (bias) e.bias = tc;
+    if (residual) e.residual = tr;
+    if (linear) e.activation = UnaryOp::Relu;
+    auto y = linear ? ops::linear(g, ta, tb, e) : ops::matmul(g, ta, tb, e);
     EXPECT_EQ(g.info(y).dtype, DType::Float16);
     g.add_output(y, "y");
     g.copy_to_input(0, a.data(), a.size() * 2);
     g.copy_to_input(1, b.data(), b.size() * 2);
     g.copy_to_input(2, c.data(), c.size() * 2);
+    g.copy_to_input(3, r.data(), r.size() * 2);
     g.execute();
     std::vector<uint16_t> got(m * n, 0xFFFF);
     g.copy_from_output(0, got.data(), got.size() * 2);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double want = bias ? half_to_float(c[j]) : 0.0;
+        double want =
+            (bias ? half_to_float(c[j]) : 0.0) + (residual ? half_to_float(r[i * n + j]) : 0.0);
         for (int64_t q = 0; q < k; ++q)
           want += double(half_to_float(a[i * k + q])) *
                   half_to_float(b[linear ? j * k + q : q * n + j]);
@@ -260,6 +270,8 @@ TEST_F(MatmulFloat16, MatchesReference) {
   check(3, 50, 9, true, true);
   check(70, 33, 80, true, true);
   check(128, 64, 256, false, false);  // whole 128x128x32 tiles: tensor cores where available
+  check(37, 45, 21, false, true, true);
+  check(70, 33, 80, true, true, true);
 }
 
 // Where the device has cooperative matrices: the 128 x 128 and the 64 x 64 tile, each storing
@@ -273,6 +285,8 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
     check(128, 64, 256, false, false);
     check(128, 64, 256, false, true);
     check(256, 96, 128, false, true);
+    check(128, 64, 256, false, false, true);
+    check(256, 96, 128, false, true, true);
   }
 }
 

@@ -1,5 +1,6 @@
 // Normalization ops against double-precision CPU references.
 #include <cmath>
+#include <tuple>
 
 #include "gpu_test.h"
 #include "vkgraph/error.h"
@@ -132,6 +133,34 @@ TEST_F(OpsNorm, LayerNorm) {
                                        c.bias ? bv[index(*c.bias, col)] : 0.0};
     });
     expect_close(run_graph(g, xv), want, 1e-4);
+  }
+}
+
+// x / sqrt(mean(x^2) + eps) * scale over the trailing dims; an offset that LayerNorm would
+// subtract stays in (no mean is taken), rows longer than the workgroup.
+TEST_F(OpsNorm, RmsNorm) {
+  for (const auto& [xs, axis, offset] :
+       {std::tuple{Shape{4, 33}, -1, 0.f}, std::tuple{Shape{2, 3, 1000}, 2, 3.f},
+        std::tuple{Shape{2, 3, 5, 7}, 2, 0.f}}) {
+    SCOPED_TRACE(shape_str(xs));
+    const size_t a = axis < 0 ? axis + xs.size() : axis;
+    const int64_t cols = product(xs, a, xs.size()), rows = product(xs, 0, a);
+    auto xv = random_floats(numel(xs));
+    for (float& v : xv) v += offset;
+    auto sv = random_floats(cols);
+    graph_ = std::make_unique<ComputeGraph>(context());
+    ComputeGraph& g = *graph_;
+    TensorRef x = g.add_input(xs, DType::Float32, "x");
+    g.add_output(ops::rms_norm(g, x, constant(Shape(xs.begin() + a, xs.end()), sv), axis, 1e-6f),
+                 "y");
+    std::vector<double> want(xv.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      double sq = 0;
+      for (int64_t i = 0; i < cols; ++i) sq += double(xv[r * cols + i]) * xv[r * cols + i];
+      const double inv = 1 / std::sqrt(sq / cols + 1e-6);
+      for (int64_t i = 0; i < cols; ++i) want[r * cols + i] = xv[r * cols + i] * inv * sv[i];
+    }
+    expect_close(run_graph(g, xv), want, 1e-5);
   }
 }
 

@@ -188,6 +188,10 @@ TEST_F(UnaryTest, HardSigmoid) {
   check(UnaryOp::HardSigmoid, [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, kSimple,
         -5, 5, {-2.5f, 2.5f}, {0.2f, 0.5f});
 }
+TEST_F(UnaryTest, Silu) {
+  check(UnaryOp::Silu, [](double x) { return x / (1 + std::exp(-x)); }, kSimple, -12, 12,
+        {0.f, -90.f, 90.f});
+}
 TEST_F(UnaryTest, HardSwish) {
   check(UnaryOp::HardSwish, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }, kSimple,
         -5, 5, {-3.f, 3.f, 0.f});

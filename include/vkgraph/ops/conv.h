@@ -19,7 +19,7 @@ struct Conv2dParams {
 
 // Activations the convolutions fuse after the bias (the `epilogue` list in
 // src/ops/unary.cmake): Identity, Relu, LeakyRelu, Clip (ReLU6 is {0, 6}), Sigmoid, Tanh,
-// HardSigmoid, HardSwish, Gelu (exact erf), GeluTanh.
+// HardSigmoid, HardSwish, Gelu (exact erf), GeluTanh, Silu.
 bool conv_can_fuse(UnaryOp activation);
 
 // What conv1d/2d/3d apply to each output element in the same pass: + bias [Cout], + residual
@@ -127,6 +127,10 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
 TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
                      std::optional<TensorRef> bias = std::nullopt, int64_t axis = -1,
                      float epsilon = 1e-5f);
+// RMSNorm (Llama, T5): x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale, no mean
+// subtracted; scale broadcast as layer_norm's.
+TensorRef rms_norm(ComputeGraph& g, TensorRef x, TensorRef scale, int64_t axis = -1,
+                   float epsilon = 1e-6f);
 // x: [N, C, D1, ...] (at least one spatial dim); scale, bias: [C].
 TensorRef instance_norm(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias,
                         float epsilon = 1e-5f);

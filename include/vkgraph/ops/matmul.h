@@ -10,16 +10,18 @@
 namespace vkgraph::ops {
 
 // Activations the epilogue fuses (the `epilogue` list in src/ops/unary.cmake): Relu,
-// LeakyRelu, Sigmoid, Tanh, Gelu (exact erf), GeluTanh, Clip, HardSigmoid, HardSwish and
+// LeakyRelu, Sigmoid, Tanh, Gelu (exact erf), GeluTanh, Clip, HardSigmoid, HardSwish, Silu and
 // Identity; others throw Unsupported.
 bool matmul_can_fuse(UnaryOp activation);
 
 // What matmul and linear apply to the product, in one pass: + bias (broadcast to the result),
-// then the activation with `activation_params` as in unary().
+// + residual (of the result's shape: a skip connection), then the activation with
+// `activation_params` as in unary().
 struct MatmulEpilogue {
   std::optional<TensorRef> bias;
   std::optional<UnaryOp> activation;
   UnaryParams activation_params;
+  std::optional<TensorRef> residual;  // last, so {bias, activation, params} still reads so
 };
 
 // numpy.matmul: a: [..., M, K], b: [..., K, N], batch dims broadcast; a 1-D operand is promoted
@@ -32,7 +34,7 @@ struct PermutedView {
   std::vector<int64_t> perm;
 };
 // matmul of permuted views (a transposed operand costs no copy, the kernels read it through
-// strides), with the result scaled: alpha * (a b + bias), then the activation.
+// strides), with the result scaled: alpha * (a b + bias) + residual, then the activation.
 TensorRef matmul_permuted(ComputeGraph& g, const PermutedView& a, const PermutedView& b,
                           const MatmulEpilogue& epilogue = {}, float alpha = 1.f);
 // x: [M, K] (or [..., K]); weight: [N, K] (PyTorch layout, read in place); bias: [N].
