@@ -398,43 +398,25 @@ int bench_overhead(std::shared_ptr<vk::Context> ctx, int64_t nodes, int runs,
 }
 
 // Microbenchmarks of single ops on device-resident data (no host copies in the timing).
-// Flags after the sizes: --check (gemm: compare sampled entries with a host reference),
-// --runs N. `fp16` (the common --fp16): gemm with fp16 inputs and output.
-int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOptions& options,
-                 int runs, bool fp16, std::shared_ptr<const ops::Tuning> tuning) {
+// --check (gemm, nbits): compare sampled entries with a host reference. --fp16 (the common
+// option): gemm, nbits and attention with fp16 inputs and output.
+int run_bench_op(const BenchOpArgs& args, const Common& common) {
   GraphOptions go;
-  go.tuning = std::move(tuning);
-  std::vector<std::string> args;
-  bool check = false;
-  for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] == "--check")
-      check = true;
-    else if (all_args[i] == "--runs" && i + 1 < all_args.size())
-      runs = static_cast<int>(parse_int(all_args[++i], "--runs", 1, 1'000'000'000));
-    else
-      args.push_back(all_args[i]);
-  }
-  if (args.empty())
-    throw Error(ErrorKind::InvalidArgument,
-                "bench-op: gemm M N K [--fp16] [--check] | nbits M N K [BITS [BLOCK]] [--fp16] "
-                "[--check] | attention B H S D [--fp16] | add N | io N | overhead [N]  [--runs N]");
-  auto ctx = vk::Context::create(options);
-  if (args[0] == "io") {
-    if (args.size() < 2) throw Error(ErrorKind::InvalidArgument, "bench-op io: missing N");
-    return bench_io(ctx, parse_int(args[1], "bench-op io N", 1, INT64_MAX), runs, go);
-  }
-  if (args[0] == "overhead") {
+  go.tuning = common.tuning;
+  const bool fp16 = common.fp16, check = args.check;
+  const int runs = args.runs;
+  auto ctx = vk::Context::create(common.context);
+  if (args.op == "io") return bench_io(ctx, args.count, runs, go);
+  if (args.op == "overhead") {
     // Twice where the fence wait polls: as configured, then sleeping at once, to show the gain.
-    const int64_t nodes =
-        args.size() > 1 ? parse_int(args[1], "bench-op overhead N", 1, 100'000) : 100;
-    int rc = bench_overhead(ctx, nodes, 1000, go);
+    int rc = bench_overhead(ctx, args.count, 1000, go);
     if (ctx->spin_wait_us() == 0) return rc;
-    vk::ContextOptions sleeping = options;
+    vk::ContextOptions sleeping = common.context;
     sleeping.spin_wait_us = 0;
     ctx.reset();
-    return rc | bench_overhead(vk::Context::create(sleeping), nodes, 1000, go);
+    return rc | bench_overhead(vk::Context::create(sleeping), args.count, 1000, go);
   }
-  if (check && args[0] != "gemm" && args[0] != "nbits")
+  if (check && args.op != "gemm" && args.op != "nbits")
     throw Error(ErrorKind::InvalidArgument, "bench-op: --check is for gemm and nbits only");
   go.profile = true;
   ComputeGraph g(ctx, go);
@@ -446,30 +428,22 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     if (check) kept.push_back(t);
     return g.add_constant(std::move(t));
   };
-  auto num = [&](size_t i) -> int64_t {
-    if (i >= args.size()) throw Error(ErrorKind::InvalidArgument, "bench-op: missing size");
-    return parse_int(args[i], "bench-op " + args[0] + " size", 1, INT32_MAX);
-  };
   double flops = 0, bytes = 0;
-  int64_t gm = 0, gn = 0, gk = 0, bits = 4, block = 32;
+  const int64_t gm = args.m, gn = args.n, gk = args.k, bits = args.bits, block = args.block;
   std::optional<NBitsOperands> nbits;
   TensorRef y;
   std::string what;
-  if (args[0] == "gemm") {
-    int64_t m = num(1), n = num(2), k = num(3);
-    gm = m, gn = n, gk = k;
+  if (args.op == "gemm") {
+    const int64_t m = gm, n = gn, k = gk;
     DType dt = fp16 ? DType::Float16 : DType::Float32;
     TensorRef a = random_const({m, k}, dt);  // before b: --check reads kept[0] as A
     y = ops::matmul(g, a, random_const({k, n}, dt));
     flops = 2.0 * m * n * k;
     what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            (fp16 ? " fp16" : " fp32");
-  } else if (args[0] == "nbits") {
+  } else if (args.op == "nbits") {
     // com.microsoft MatMulNBits: y[M, N] = a[M, K] @ dequant(b)^T; M = 1 is the decode GEMV.
     // GB/s counts the packed weight bytes alone, which is what bounds the GEMV.
-    gm = num(1), gn = num(2), gk = num(3);
-    if (args.size() > 4) bits = parse_int(args[4], "bench-op nbits BITS", 2, 8);
-    if (args.size() > 5) block = parse_int(args[5], "bench-op nbits BLOCK", 16, 4096);
     const DType dt = fp16 ? DType::Float16 : DType::Float32;
     nbits = nbits_operands(gm, gn, gk, bits, block, dt);
     ops::NBitsParams p{gk, gn, bits, block};
@@ -481,15 +455,15 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
            " " + std::to_string(bits) + "-bit block " + std::to_string(block) +
            (fp16 ? " fp16" : " fp32") + " (" + std::to_string(nbits->b.nbytes()) +
            " packed weight bytes)";
-  } else if (args[0] == "add") {
-    int64_t n = num(1);
+  } else if (args.op == "add") {
+    const int64_t n = args.count;
     y = ops::binary(g, ops::BinaryOp::Add, random_const({n}, DType::Float32),
                     random_const({n}, DType::Float32));
     bytes = 12.0 * n;
     what = "add " + std::to_string(n) + " fp32";
-  } else if (args[0] == "attention") {
+  } else if (args.op == "attention") {
     // Self-attention of one layer: q, k, v [B, H, S, D] (K read transposed, as exports give it).
-    int64_t b = num(1), h = num(2), s = num(3), d = num(4);
+    const int64_t b = args.batch, h = args.heads, s = args.seq, d = args.dim;
     DType dt = fp16 ? DType::Float16 : DType::Float32;
     TensorRef q = random_const({b, h, s, d}, dt), k = random_const({b, h, s, d}, dt);
     ops::AttentionParams params;
@@ -500,7 +474,7 @@ int run_bench_op(const std::vector<std::string>& all_args, const vk::ContextOpti
     what = "attention B" + std::to_string(b) + " H" + std::to_string(h) + " S" + std::to_string(s) +
            " D" + std::to_string(d) + (fp16 ? " fp16" : " fp32");
   } else {
-    throw Error(ErrorKind::InvalidArgument, "bench-op: unknown op '" + args[0] + "'");
+    throw Error(ErrorKind::InvalidArgument, "bench-op: unknown op '" + args.op + "'");
   }
   // The output stays on the device: bound to a buffer of ours, not read back.
   g.add_output(y, "y", IOMode::External);

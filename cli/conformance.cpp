@@ -162,11 +162,22 @@ CaseResult run_case(const std::string& dir, std::shared_ptr<vk::Context> context
   }
 }
 
-int run_conformance(const std::vector<std::string>& roots, const std::string& expect_file,
-                    const std::string& write_passes, const std::string& filter,
-                    const vk::ContextOptions& options, bool verbose, bool fp16,
-                    std::shared_ptr<const ops::Tuning> tuning) {
-  auto context = vk::Context::create(options);
+int run_check(const std::string& dir, const Common& common) {
+  const CaseResult r =
+      run_case(dir, vk::Context::create(common.context), common.fp16 ? kFp16Tolerance : Tolerance{},
+               common.fp16, common.tuning);
+  // A pass is the command's output; anything else is its error.
+  const bool pass = r.status == CaseResult::Status::Pass;
+  std::fprintf(pass ? stdout : stderr, "%s: %s%s%s\n", dir.c_str(), status_name(r.status),
+               r.detail.empty() ? "" : ": ", r.detail.c_str());
+  return pass ? 0 : 1;
+}
+
+int run_conformance(const ConformanceArgs& args, const Common& common) {
+  const std::string& expect_file = args.expect;
+  const std::string& filter = args.filter;
+  const bool fp16 = common.fp16;
+  auto context = vk::Context::create(common.context);
   std::set<std::string> expected;
   if (!expect_file.empty()) {
     std::ifstream in(expect_file);
@@ -177,7 +188,7 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
   std::vector<std::string> passes, regressions;
   std::map<std::string, std::string> unsupported_reasons;
   std::cout << "folder                       pass  fail  unsupported  error  total\n";
-  for (auto& root : roots) {
+  for (auto& root : args.roots) {
     std::vector<fs::path> cases;
     for (auto& e : fs::directory_iterator(root))
       if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos)
@@ -189,7 +200,7 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
       std::string id = label + "/" + c.filename().string();
       size_t before = context->validation_messages().size();
       CaseResult r =
-          run_case(c.string(), context, fp16 ? kFp16Tolerance : Tolerance{}, fp16, tuning);
+          run_case(c.string(), context, fp16 ? kFp16Tolerance : Tolerance{}, fp16, common.tuning);
       auto messages = context->validation_messages();
       if (messages.size() > before) {
         r = {CaseResult::Status::Error, "validation: " + messages[before]};
@@ -200,7 +211,7 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
         passes.push_back(id);
       else if (expected.count(id))
         regressions.push_back(id + ": " + r.detail);
-      if (verbose && r.status != CaseResult::Status::Pass)
+      if (args.verbose && r.status != CaseResult::Status::Pass)
         std::cout << "  " << status_name(r.status) << " " << id << ": " << r.detail << "\n";
     }
     std::printf("%-28s %5d %5d %12d %6d %6zu\n", label.c_str(), counts[CaseResult::Status::Pass],
@@ -208,8 +219,8 @@ int run_conformance(const std::vector<std::string>& roots, const std::string& ex
                 counts[CaseResult::Status::Error], cases.size());
     std::fflush(stdout);
   }
-  if (!write_passes.empty()) {
-    std::ofstream out(write_passes);
+  if (!args.write_passes.empty()) {
+    std::ofstream out(args.write_passes);
     out << "# Conformance cases that must pass (vkgraph conformance --expect). Regenerate with\n"
            "# vkgraph conformance --write-passes FILE DIR...\n";
     for (auto& p : passes) out << p << "\n";

@@ -10,8 +10,8 @@
 
 namespace vkgraph::cli {
 
-int run_demo(const vk::ContextOptions& options) {
-  auto context = vk::Context::create(options);
+int run_demo(const Common& common) {
+  auto context = vk::Context::create(common.context);
   // y = max((x + b) * x, x - b), over a [256, 64] batch with b broadcast per column.
   const int64_t rows = 256, cols = 64;
   ComputeGraph g(context);

@@ -1,463 +1,237 @@
-// vkgraph: the command-line tool. One clear line on error, non-zero exit code.
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <cmath>
+// vkgraph: the command-line tool. Its grammar, on CLI11: each command, its arguments and
+// options, what values they take. One clear line on stderr and a non-zero exit on any error.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <iostream>
-#include <random>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "vkgraph/error.h"
-#include "vkgraph/onnx_tensor.h"
-#include "vkgraph/tensor_io.h"
-#include "vkgraph/vk/pipeline.h"
 
-namespace fs = std::filesystem;
 using namespace vkgraph;
 
 namespace {
 
-const char* kUsage = R"(usage: vkgraph COMMAND [options]
+constexpr int64_t kMaxCount = 1'000'000'000;
 
-commands:
-  info                         Vulkan devices, the chosen one, memory, features, limits
-  demo                         run a built-in graph and check it against a CPU reference
-  run MODEL [options]          run an ONNX model
-      --input NAME=FILE        input from .npy or ONNX TensorProto .pb (random if not given)
-      --shape NAME=D0,D1,...   fix the shape of a dynamic input
-      --output-dir DIR         write each output as DIR/<name>.npy
-      --repeat N               run N times and report timing
-      --labels FILE            .npy of int64 class labels: report argmax accuracy of output 0
-  bench MODEL [run options]    time a model: warm-up, N runs, host and GPU p50/p90,
-      --warmup N --runs N      per-node GPU table (--top N), load-time split, peak memory
-      --trace FILE.json        Chrome trace with one slice per node (Perfetto)
-  bench-op gemm M N K | add N  one op on device-resident data: GPU time, TFLOP/s or GB/s
-  bench-op attention B H S D   fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)
-      [--check] [--runs N]     compare with a host reference; timed runs (default 20);
-                               VKGRAPH_TUNE=key=value,... overrides kernel tuning knobs
-  bench-op nbits M N K [BITS [BLOCK]]  MatMulNBits (4-bit, block 32 by default): GB/s over
-                               the packed weight bytes; M = 1 is the decode GEMV
-  bench-op io N                host-to-host y = 2x: staged copies vs bound host memory
-  bench-op overhead [N]        host time per execute() of a chain of N (100) tiny adds,
-                               minus GPU time: what the runtime adds per execution
-  soak MODEL_A MODEL_B         the two alternating, dynamic dims cycling (--sizes 1,2,4,3,
-      [--runs N] [--sample N]  --shape-every 25 runs), every output checked against the
-                               first run's, device and host memory sampled (default 10000)
-  check CASE_DIR               run an ONNX test-layout folder and compare with its outputs
-  conformance DIR... [--expect FILE] [--write-passes FILE] [--filter S] [-v]
-                               run every case folder under each DIR; print a summary
+// An integer option or argument bound to `target`, a whole number in [lo, hi]: "abc", "3x",
+// "-5" and "0" (where lo is 1) are errors naming it, never a default.
+template <class T>
+CLI::Option* add_integer(CLI::App& app, const std::string& name, T& target, int64_t lo, int64_t hi,
+                         const std::string& description) {
+  return app.add_option(name, target, description)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI11's own conversion, with a message that says what is wrong.
+            return CLI::TypeValidator<int64_t>()(text).empty() ? ""
+                                                               : "'" + text + "' is not an integer";
+          },
+          ""))
+      ->check(CLI::Range(lo, hi).description(""))
+      ->type_name("")
+      ->option_text("INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
 
-common options:
-  --device N|NAME              pick a Vulkan device (default: VKGRAPH_DEVICE or the best)
-  --validation                 enable Khronos validation + synchronization validation
-  --fp16                       float16 mode: models hold tensors in float16 and compute in
-                               float32 (SessionOptions::fp16); bench-op gemm, nbits in fp16
-  --pipeline-cache DIR|off     on-disk pipeline cache folder (default: VKGRAPH_PIPELINE_CACHE,
-                               else $XDG_CACHE_HOME/vkgraph or ~/.cache/vkgraph)
-)";
+// The options every command takes, given before or after the command's name.
+void add_common(CLI::App& app, cli::Common& common) {
+  const std::string group = "Common options";
+  app.add_option_function<std::string>(
+         "--device", [&](const std::string& v) { common.context.device = v; },
+         "Vulkan device by index or name (default: VKGRAPH_DEVICE or the best)")
+      ->type_name("N|NAME")
+      ->group(group);
+  app.add_flag_callback(
+         "--validation", [&] { common.context.validation = true; },
+         "Khronos validation with synchronization validation")
+      ->group(group);
+  app.add_flag("--fp16", common.fp16,
+               "float16 mode: models hold tensors in float16 and compute in float32; "
+               "bench-op gemm, nbits, attention in fp16")
+      ->group(group);
+  app.add_option_function<std::string>(
+         "--pipeline-cache", [&](const std::string& v) { common.context.pipeline_cache = v; },
+         "on-disk pipeline cache folder, or off (default: VKGRAPH_PIPELINE_CACHE, else "
+         "$XDG_CACHE_HOME/vkgraph or ~/.cache/vkgraph)")
+      ->type_name("DIR|off")
+      ->group(group);
+}
 
-std::string flags_str(VkMemoryPropertyFlags f) {
-  std::string s;
-  auto add = [&](VkMemoryPropertyFlags bit, const char* n) {
-    if (f & bit) s += (s.empty() ? "" : "|") + std::string(n);
+void add_common_everywhere(CLI::App& app, cli::Common& common) {
+  add_common(app, common);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    add_common_everywhere(*sub, common);
+}
+
+// The feeds of `run` and `bench`.
+void add_feeds(CLI::App& cmd, cli::RunArgs& args) {
+  cmd.add_option("MODEL", args.model, "ONNX model file")->required();
+  cmd.add_option("--input", args.inputs,
+                 "an input from .npy or ONNX TensorProto .pb (random where not given)")
+      ->type_name("NAME=FILE");
+  cmd.add_option("--shape", args.shapes, "the shape of a dynamic input")
+      ->type_name("NAME=D0,D1,...");
+}
+
+void add_run(CLI::App& app, cli::RunArgs& args) {
+  CLI::App& run = *app.add_subcommand("run", "run an ONNX model");
+  add_feeds(run, args);
+  run.add_option("--output-dir", args.output_dir, "write each output as DIR/<name>.npy")
+      ->type_name("DIR");
+  add_integer(run, "--repeat", args.repeat, 1, kMaxCount, "run N times and report timing");
+  run.add_option("--labels", args.labels,
+                 ".npy of int64 class labels: report argmax accuracy of output 0")
+      ->type_name("FILE");
+}
+
+void add_bench(CLI::App& app, cli::RunArgs& args) {
+  CLI::App& bench = *app.add_subcommand(
+      "bench",
+      "time a model: warm-up, N runs, host and GPU p50/p90, per-node GPU table, load-time "
+      "split, peak memory");
+  add_feeds(bench, args);
+  add_integer(bench, "--warmup", args.warmup, 0, kMaxCount, "untimed runs first");
+  add_integer(bench, "--runs", args.runs, 1, kMaxCount, "timed runs");
+  add_integer(bench, "--top", args.top, 1, kMaxCount, "rows of the per-node table");
+  bench.add_option("--trace", args.trace, "Chrome trace with one slice per node (Perfetto)")
+      ->type_name("FILE.json");
+}
+
+CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
+  CLI::App& cmd = *app.add_subcommand(
+      "bench-op",
+      "one op on device-resident data: GPU time, TFLOP/s or GB/s (VKGRAPH_TUNE=key=value,... "
+      "overrides kernel tuning knobs)");
+  cmd.require_subcommand(1);
+  cmd.add_flag("--check", args.check, "gemm, nbits: compare with a host reference");
+  add_integer(cmd, "--runs", args.runs, 1, kMaxCount, "timed runs");
+  // Each op's sizes are its positional arguments; the flags above may follow them.
+  auto op = [&](const char* name, const char* description) -> CLI::App& {
+    CLI::App& sub = *cmd.add_subcommand(name, description);
+    sub.fallthrough();
+    return sub;
   };
-  add(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, "DEVICE_LOCAL");
-  add(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, "HOST_VISIBLE");
-  add(VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, "HOST_COHERENT");
-  add(VK_MEMORY_PROPERTY_HOST_CACHED_BIT, "HOST_CACHED");
-  add(VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT, "LAZILY_ALLOCATED");
-  return s.empty() ? "0" : s;
+  auto size = [](CLI::App& sub, const char* name, int64_t& target, const char* description) {
+    add_integer(sub, name, target, 1, INT32_MAX, description)->required();
+  };
+  CLI::App& gemm = op("gemm", "C[M, N] = A[M, K] B[K, N]");
+  size(gemm, "M", args.m, "rows of A and C");
+  size(gemm, "N", args.n, "columns of B and C");
+  size(gemm, "K", args.k, "columns of A, rows of B");
+  CLI::App& nbits =
+      op("nbits", "MatMulNBits: GB/s over the packed weight bytes; M = 1 is the decode GEMV");
+  size(nbits, "M", args.m, "rows of the activations");
+  size(nbits, "N", args.n, "output features");
+  size(nbits, "K", args.k, "input features");
+  add_integer(nbits, "BITS", args.bits, 2, 8, "bits per weight (4)");
+  add_integer(nbits, "BLOCK", args.block, 16, 4096, "weights per scale (32)");
+  CLI::App& attention =
+      op("attention", "fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)");
+  size(attention, "B", args.batch, "batch");
+  size(attention, "H", args.heads, "heads");
+  size(attention, "S", args.seq, "sequence length");
+  size(attention, "D", args.dim, "head size");
+  size(op("add", "y = a + b over N floats"), "N", args.count, "elements");
+  add_integer(op("io", "host-to-host y = 2x: staged copies vs bound host memory"), "N", args.count,
+              1, INT64_MAX, "floats")
+      ->required();
+  add_integer(op("overhead",
+                 "host time per execute() of a chain of N tiny adds, minus GPU time: what the "
+                 "runtime adds per execution"),
+              "N", args.count, 1, 100'000, "nodes (100)");
+  return cmd;
 }
 
-const char* type_name(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-      return "discrete GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
-      return "integrated GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
-      return "virtual GPU";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU:
-      return "CPU";
-    default:
-      return "other";
-  }
+void add_soak(CLI::App& app, cli::SoakArgs& args) {
+  CLI::App& soak = *app.add_subcommand(
+      "soak",
+      "two models alternating, dynamic dims cycling, every output checked against the first "
+      "run's, device and host memory sampled");
+  soak.add_option("MODELS", args.models, "MODEL_A MODEL_B")->required()->expected(2);
+  add_integer(soak, "--runs", args.runs, 1, kMaxCount, "runs in all (10000)");
+  add_integer(soak, "--sample", args.sample, 1, kMaxCount, "print memory every N runs (500)");
+  add_integer(soak, "--shape-every", args.shape_every, 1, kMaxCount,
+              "runs of a model before its next shape (25)");
+  add_integer(soak, "--sizes", args.sizes, 1, 1 << 20, "batch sizes in turn (1,2,4,3)")
+      ->delimiter(',');
 }
 
-std::string version_str(uint32_t v) {
-  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
-         "." + std::to_string(VK_API_VERSION_PATCH(v));
-}
-
-// The driver's own name and version string where it reports them (Vulkan 1.2), e.g.
-// "NVIDIA 580.159.04" or "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)".
-std::string driver_str(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p) {
-  if (p.apiVersion < VK_API_VERSION_1_2) return "unknown";
-  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  p2.pNext = &driver;
-  vkGetPhysicalDeviceProperties2(device, &p2);
-  return std::string(driver.driverName) + " " + driver.driverInfo;
-}
-
-int cmd_info(const vk::ContextOptions& options) {
-  auto devices = vk::Context::list_devices();
-  std::printf("Vulkan devices:\n");
-  for (auto& d : devices)
-    std::printf("  [%u] %s (%s, Vulkan %s)\n", d.index, d.name.c_str(), type_name(d.type),
-                version_str(d.api_version).c_str());
-  auto ctx = vk::Context::create(options);
-  const auto& p = ctx->properties();
-  const auto& f = ctx->features();
-  const auto& l = ctx->limits();
-  std::printf("chosen: [%u] %s, queue family %u%s\n", ctx->device_index(), p.deviceName,
-              ctx->queue_family(), ctx->validation_enabled() ? ", validation on" : "");
-  std::printf("driver: %s (driverVersion 0x%08x, vendor 0x%04x, device 0x%04x)\n",
-              driver_str(ctx->physical_device(), p).c_str(), p.driverVersion, p.vendorID,
-              p.deviceID);
-  cli::print_pipeline_cache(*ctx);
-  const auto& mem = ctx->allocator().properties();
-  std::printf("memory heaps:\n");
-  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
-    std::printf(
-        "  heap %u: %.1f GiB%s\n", i, mem.memoryHeaps[i].size / double(1ull << 30),
-        (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
-  std::printf("memory types:\n");
-  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
-    std::printf("  type %u (heap %u): %s\n", i, mem.memoryTypes[i].heapIndex,
-                flags_str(mem.memoryTypes[i].propertyFlags).c_str());
-  auto yes = [](bool b) { return b ? "yes" : "no"; };
-  std::printf("features:\n");
-  std::printf("  16-bit storage %s, fp16 arithmetic %s, int64 %s\n", yes(f.storage_buffer_16bit),
-              yes(f.shader_float16), yes(f.shader_int64));
-  std::printf("  subgroup size %u, subgroup arithmetic %s\n", f.subgroup_size,
-              yes(f.subgroup_arithmetic));
-  std::printf("  cooperative matrix: NV %s, KHR %s; fp16 16x16x16 NV kernel %s\n",
-              yes(f.cooperative_matrix_nv), yes(f.cooperative_matrix_khr),
-              yes(f.coopmat_f16_16x16x16));
-  std::printf("  external host memory %s (alignment %llu)\n", yes(f.external_memory_host),
-              static_cast<unsigned long long>(f.min_imported_host_pointer_alignment));
-  std::printf("  timestamps %s (period %.2f ns), timeline semaphores %s\n", yes(f.timestamps),
-              f.timestamp_period_ns, yes(f.timeline_semaphores));
-  std::printf("limits:\n");
-  std::printf("  maxStorageBufferRange %u, nonCoherentAtomSize %llu\n", l.maxStorageBufferRange,
-              static_cast<unsigned long long>(l.nonCoherentAtomSize));
-  std::printf("  maxComputeSharedMemorySize %u, maxComputeWorkGroupInvocations %u\n",
-              l.maxComputeSharedMemorySize, l.maxComputeWorkGroupInvocations);
-  std::printf("  maxComputeWorkGroupCount %u x %u x %u, maxPushConstantsSize %u\n",
-              l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
-              l.maxComputeWorkGroupCount[2], l.maxPushConstantsSize);
-  std::printf("embedded shaders: %zu\n", vk::shader_names().size());
-  return 0;
-}
-
-HostTensor load_tensor(const std::string& path) {
-  if (path.ends_with(".npy")) return read_npy(path);
-  if (path.ends_with(".pb")) return onnx_io::read_tensor_pb(path);
-  throw Error(ErrorKind::InvalidArgument, "input file '" + path + "' is neither .npy nor .pb");
-}
-
-std::pair<std::string, std::string> split_eq(const std::string& arg, const char* flag) {
-  size_t eq = arg.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Error(ErrorKind::InvalidArgument,
-                std::string(flag) + " expects NAME=VALUE, got '" + arg + "'");
-  return {arg.substr(0, eq), arg.substr(eq + 1)};
-}
-
-}  // namespace
-
-namespace vkgraph::cli {
-int64_t parse_int(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
-  size_t used = 0;
-  long long v = 0;
-  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-');
-  if (ok) {
-    try {
-      v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || used != text.size())
-    throw Error(ErrorKind::InvalidArgument, what + ": '" + text + "' is not an integer");
-  if (v < lo || v > hi)
-    throw Error(ErrorKind::InvalidArgument, what + ": " + text + " is out of range [" +
-                                                std::to_string(lo) + ", " + std::to_string(hi) +
-                                                "]");
-  return v;
-}
-}  // namespace vkgraph::cli
-
-namespace {
-
-Shape parse_dims(const std::string& s) {
-  Shape dims;
-  std::stringstream ss(s);
-  for (std::string part; std::getline(ss, part, ',');) {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(part, &used);
-      if (used != part.size() || v < 0) throw std::invalid_argument(part);
-      dims.push_back(v);
-    } catch (const std::exception&) {
-      throw Error(ErrorKind::InvalidArgument, "bad dimension '" + part + "' in --shape " + s);
-    }
-  }
-  return dims;
-}
-
-HostTensor random_tensor(const ValueInfo& info, const Shape& shape, std::mt19937& rng) {
-  HostTensor t(info.dtype, shape);
-  std::uniform_real_distribution<float> f(-1.f, 1.f);
-  std::uniform_int_distribution<int> n(0, 9);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (info.dtype) {
-      case DType::Float32:
-        t.data<float>()[i] = f(rng);
-        break;
-      case DType::Int32:
-        t.data<int32_t>()[i] = n(rng);
-        break;
-      case DType::Int64:
-        t.data<int64_t>()[i] = n(rng);
-        break;
-      case DType::Bool:
-        t.data<uint8_t>()[i] = n(rng) & 1;
-        break;
-      default:
-        throw Error(ErrorKind::Unsupported, "random inputs of this dtype");
-    }
-  }
-  return t;
-}
-
-std::string summary(const HostTensor& t) {
-  std::ostringstream s;
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = t.as_double(i);
-    lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
-  }
-  s << shape_str(t.shape) << " " << dtype_name(t.dtype);
-  if (t.numel()) s << "  min " << lo << "  max " << hi << "  mean " << sum / t.numel();
-  s << "  first [";
-  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 5); ++i)
-    s << (i ? ", " : "") << t.as_double(i);
-  s << (t.numel() > 5 ? ", ...]" : "]");
-  return s.str();
-}
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
-}
-
-int cmd_run(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16,
-            bool bench, std::shared_ptr<const ops::Tuning> tuning) {
-  if (args.empty()) throw Error(ErrorKind::InvalidArgument, "run: missing MODEL");
-  int warmup = 10, runs = 100;
-  size_t top = 15;
-  std::string trace;
-  std::string model = args[0], output_dir, labels_path;
-  std::map<std::string, std::string> input_files;
-  SessionOptions so;
-  so.context_options = options;
-  so.fp16 = fp16;
-  so.graph.tuning = std::move(tuning);
-  int repeat = 1;
-  for (size_t i = 1; i < args.size(); ++i) {
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
-      return args[++i];
-    };
-    constexpr int64_t kMaxCount = 1'000'000'000;
-    const std::string& flag = args[i];
-    if (flag == "--input") {
-      auto [name, file] = split_eq(value(), "--input");
-      if (!input_files.emplace(name, file).second)
-        throw Error(ErrorKind::InvalidArgument, "--input given twice for '" + name + "'");
-    } else if (flag == "--shape") {
-      auto [name, dims] = split_eq(value(), "--shape");
-      if (!so.input_shapes.emplace(name, parse_dims(dims)).second)
-        throw Error(ErrorKind::InvalidArgument, "--shape given twice for '" + name + "'");
-    } else if (flag == "--output-dir")
-      output_dir = value();
-    else if (flag == "--repeat")
-      repeat = static_cast<int>(cli::parse_int(value(), flag, 1, kMaxCount));
-    else if (flag == "--labels")
-      labels_path = value();
-    else if (bench && flag == "--warmup")
-      warmup = static_cast<int>(cli::parse_int(value(), flag, 0, kMaxCount));
-    else if (bench && flag == "--runs")
-      runs = static_cast<int>(cli::parse_int(value(), flag, 1, kMaxCount));
-    else if (bench && flag == "--top")
-      top = static_cast<size_t>(cli::parse_int(value(), flag, 1, kMaxCount));
-    else if (bench && args[i] == "--trace")
-      trace = value();
-    else
-      throw Error(ErrorKind::InvalidArgument, "run: unknown option '" + args[i] + "'");
-  }
-  so.graph.profile = bench;
-  auto t0 = std::chrono::steady_clock::now();
-  Session session(model, so);
-  std::map<std::string, HostTensor> feeds;
-  std::mt19937 rng(1);
-  for (auto& in : session.inputs()) {
-    auto it = input_files.find(in.name);
-    if (it != input_files.end()) {
-      feeds[in.name] = load_tensor(it->second);
-      input_files.erase(it);
-      continue;
-    }
-    if (in.needs_value)
-      throw Error(ErrorKind::InvalidArgument, "input '" + in.name +
-                                                  "' decides shapes in the model, so random "
-                                                  "values will not do: give it with --input");
-    Shape shape = so.input_shapes.count(in.name) ? so.input_shapes[in.name] : in.shape;
-    for (int64_t d : shape)
-      if (d < 0)
-        throw Error(ErrorKind::InvalidArgument, "input '" + in.name + "' has dynamic shape " +
-                                                    shape_str(in.shape) +
-                                                    ": give --shape or --input");
-    feeds[in.name] = random_tensor(in, shape, rng);
-    std::printf("input %s: random %s\n", in.name.c_str(), shape_str(shape).c_str());
-  }
-  if (!input_files.empty())
-    throw Error(ErrorKind::InvalidArgument,
-                "--input names unknown input '" + input_files.begin()->first + "'");
-  if (bench) return cli::run_bench(session, feeds, warmup, runs, top, trace);
-  std::vector<HostTensor> outputs = session.run(feeds);
-  double first_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<double> host_ms, gpu_ms;
-  for (int r = 1; r < repeat; ++r) {
-    auto t1 = std::chrono::steady_clock::now();
-    outputs = session.run(feeds);
-    host_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
-    gpu_ms.push_back(session.graph()->last_gpu_ms());
-  }
-  std::printf("device: %s\n", session.context().properties().deviceName);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = session.outputs()[i].name;
-    std::printf("output %s: %s\n", name.c_str(), summary(outputs[i]).c_str());
-    if (!output_dir.empty()) {
-      fs::create_directories(output_dir);
-      std::string safe = name;
-      for (char& c : safe)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
-          c = '_';
-      write_npy((fs::path(output_dir) / (safe + ".npy")).string(), outputs[i]);
-    }
-  }
-  if (!labels_path.empty()) {
-    HostTensor labels = read_npy(labels_path);
-    const HostTensor& logits = outputs.at(0);
-    if (logits.shape.size() != 2 || labels.numel() != logits.shape[0])
-      throw Error(ErrorKind::InvalidArgument,
-                  "--labels: need output 0 of shape [N, classes] and N labels; got " +
-                      shape_str(logits.shape) + " and " + shape_str(labels.shape));
-    int64_t n = logits.shape[0], k = logits.shape[1], correct = 0;
-    std::string preds;
-    for (int64_t r = 0; r < n; ++r) {
-      int64_t best = 0;
-      for (int64_t c = 1; c < k; ++c)
-        if (logits.as_double(r * k + c) > logits.as_double(r * k + best)) best = c;
-      correct += best == labels.as_int(r);
-      preds += std::to_string(best);
-    }
-    std::printf("predictions: %s\n", preds.c_str());
-    std::printf("accuracy: %lld/%lld = %.1f%%\n", static_cast<long long>(correct),
-                static_cast<long long>(n), 100.0 * correct / n);
-  }
-  const LoadTimes& lt = session.load_times();
-  std::printf(
-      "load: parse %.1f ms, build %.1f ms, prepare %.1f ms; first run (incl. load) %.1f ms\n",
-      lt.parse_ms, lt.build_ms, lt.prepare_ms, first_ms);
-  cli::print_pipeline_cache(session.context());
-  if (!host_ms.empty())
-    std::printf("run x%zu: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms\n", host_ms.size(),
-                percentile(host_ms, 0.5), percentile(host_ms, 0.9), percentile(gpu_ms, 0.5));
-  return cli::report_validation(session.context());
+void add_conformance(CLI::App& app, cli::ConformanceArgs& args) {
+  CLI::App& conf = *app.add_subcommand(
+      "conformance", "run every ONNX test-layout case folder under each DIR; print a summary");
+  conf.add_option("DIR", args.roots, "folders of case folders")->required();
+  conf.add_option("--expect", args.expect, "fail if a case listed in FILE does not pass")
+      ->type_name("FILE");
+  conf.add_option("--write-passes", args.write_passes, "write the passing cases to FILE")
+      ->type_name("FILE");
+  conf.add_option("--filter", args.filter, "only cases whose name contains S")->type_name("S");
+  conf.add_flag("-v,--verbose", args.verbose, "each case that does not pass, and why");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  vk::ContextOptions options;
-  std::vector<std::string> rest;
-  bool verbose = false, fp16 = false;
-  std::string expect, write_passes, filter;
+  CLI::App app{"vkgraph: run ONNX models on any Vulkan GPU", "vkgraph"};
+  app.require_subcommand(1);
+  app.footer(
+      "Environment: VKGRAPH_DEVICE, VKGRAPH_VALIDATION=1, VKGRAPH_PIPELINE_CACHE, "
+      "VKGRAPH_TUNE=key=value,... (kernel tuning knobs).");
+  cli::Common common;
+  cli::RunArgs run_args, bench_args;
+  cli::BenchOpArgs bench_op_args;
+  cli::SoakArgs soak_args;
+  cli::ConformanceArgs conformance_args;
+  std::string case_dir;
+  CLI::App* info =
+      app.add_subcommand("info", "Vulkan devices, the chosen one, memory, features, limits");
+  CLI::App* demo =
+      app.add_subcommand("demo", "run a built-in graph and check it against a CPU reference");
+  add_run(app, run_args);
+  add_bench(app, bench_args);
+  CLI::App& bench_op = add_bench_op(app, bench_op_args);
+  add_soak(app, soak_args);
+  CLI::App* check =
+      app.add_subcommand("check", "run an ONNX test-layout folder and compare with its outputs");
+  check->add_option("CASE_DIR", case_dir, "folder with model.onnx and test_data_set_*")->required();
+  add_conformance(app, conformance_args);
+  add_common_everywhere(app, common);
   try {
-    for (size_t i = 0; i < args.size(); ++i) {
-      auto value = [&]() -> std::string {
-        if (i + 1 >= args.size())
-          throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
-        return args[++i];
-      };
-      if (args[i] == "--device")
-        options.device = value();
-      else if (args[i] == "--validation")
-        options.validation = true;
-      else if (args[i] == "--fp16")
-        fp16 = true;
-      else if (args[i] == "--pipeline-cache")
-        options.pipeline_cache = value();
-      else if (args[i] == "--expect")
-        expect = value();
-      else if (args[i] == "--write-passes")
-        write_passes = value();
-      else if (args[i] == "--filter")
-        filter = value();
-      else if (args[i] == "-v")
-        verbose = true;
-      else if (args[i] == "-h" || args[i] == "--help") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else
-        rest.push_back(args[i]);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // The help to read is that of the command being parsed, e.g. `vkgraph bench-op gemm`.
+    std::string command = "vkgraph";
+    CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) {
+      at = at->get_subcommands().back();
+      command += " " + at->get_name();
     }
-    if (rest.empty()) {
-      std::fputs(kUsage, stderr);
-      return 2;
-    }
+    const std::vector<std::string> rest = at->remaining();
+    if (at->get_require_subcommand_min() > 0 && !rest.empty())
+      std::fprintf(stderr, "vkgraph: error: unknown command '%s' (see %s --help)\n",
+                   rest[0].c_str(), command.c_str());
+    else
+      std::fprintf(stderr, "vkgraph: error: %s (see %s --help)\n", e.what(), command.c_str());
+    return 1;
+  }
+  try {
     // The one read of VKGRAPH_TUNE: every graph built below gets these knobs explicitly.
-    std::shared_ptr<const ops::Tuning> tuning;
     if (const char* spec = std::getenv("VKGRAPH_TUNE"))
-      tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(spec));
-    std::string cmd = rest[0];
-    std::vector<std::string> cmd_args(rest.begin() + 1, rest.end());
-    if (cmd == "info") return cmd_info(options);
-    if (cmd == "demo") return cli::run_demo(options);
-    if (cmd == "run") return cmd_run(cmd_args, options, fp16, false, tuning);
-    if (cmd == "bench") return cmd_run(cmd_args, options, fp16, true, tuning);
-    if (cmd == "bench-op") return cli::run_bench_op(cmd_args, options, 20, fp16, tuning);
-    if (cmd == "soak") return cli::run_soak(cmd_args, options, fp16);
-    if (cmd == "check") {
-      if (cmd_args.size() != 1)
-        throw Error(ErrorKind::InvalidArgument, "check: expects one CASE_DIR");
-      auto r = cli::run_case(cmd_args[0], vk::Context::create(options),
-                             fp16 ? cli::kFp16Tolerance : cli::Tolerance{}, fp16, tuning);
-      // A pass is the command's output; anything else is its error.
-      const bool pass = r.status == cli::CaseResult::Status::Pass;
-      std::fprintf(pass ? stdout : stderr, "%s: %s%s%s\n", cmd_args[0].c_str(),
-                   cli::status_name(r.status), r.detail.empty() ? "" : ": ", r.detail.c_str());
-      return pass ? 0 : 1;
+      common.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(spec));
+    if (*info) return cli::run_info(common);
+    if (*demo) return cli::run_demo(common);
+    if (app.got_subcommand("run")) return cli::run_model(run_args, common, false);
+    if (app.got_subcommand("bench")) return cli::run_model(bench_args, common, true);
+    if (bench_op) {
+      bench_op_args.op = bench_op.get_subcommands().at(0)->get_name();
+      return cli::run_bench_op(bench_op_args, common);
     }
-    if (cmd == "conformance") {
-      if (cmd_args.empty())
-        throw Error(ErrorKind::InvalidArgument, "conformance: give at least one DIR");
-      return cli::run_conformance(cmd_args, expect, write_passes, filter, options, verbose, fp16,
-                                  tuning);
-    }
-    throw Error(ErrorKind::InvalidArgument, "unknown command '" + cmd + "' (see vkgraph --help)");
+    if (app.got_subcommand("soak")) return cli::run_soak(soak_args, common);
+    if (*check) return cli::run_check(case_dir, common);
+    return cli::run_conformance(conformance_args, common);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vkgraph: error: %s\n", e.what());
     return 1;

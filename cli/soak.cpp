@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include "cli.h"
 #include "vkgraph/error.h"
@@ -91,35 +90,14 @@ struct Model {
 
 }  // namespace
 
-int run_soak(const std::vector<std::string>& args, const vk::ContextOptions& options, bool fp16) {
-  std::vector<std::string> paths;
-  int64_t runs = 10000, sample_every = 500, shape_every = 25;
-  std::vector<int64_t> sizes = {1, 2, 4, 3};
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw Error(ErrorKind::InvalidArgument, args[i] + " needs a value");
-      return args[++i];
-    };
-    if (args[i] == "--runs") {
-      runs = parse_int(value(), "--runs", 1, 1'000'000'000);
-    } else if (args[i] == "--sample") {
-      sample_every = parse_int(value(), "--sample", 1, 1'000'000'000);
-    } else if (args[i] == "--shape-every") {
-      shape_every = parse_int(value(), "--shape-every", 1, 1'000'000'000);
-    } else if (args[i] == "--sizes") {
-      sizes.clear();
-      std::stringstream list(value());
-      for (std::string part; std::getline(list, part, ',');)
-        sizes.push_back(parse_int(part, "--sizes", 1, 1 << 20));
-      if (sizes.empty()) throw Error(ErrorKind::InvalidArgument, "--sizes: no sizes");
-    } else if (args[i].rfind("--", 0) == 0) {
-      throw Error(ErrorKind::InvalidArgument, "soak: unknown option '" + args[i] + "'");
-    } else {
-      paths.push_back(args[i]);
-    }
-  }
-  if (paths.size() != 2) throw Error(ErrorKind::InvalidArgument, "soak: needs MODEL_A MODEL_B");
-  auto context = vk::Context::create(options);
+int run_soak(const SoakArgs& args, const Common& common) {
+  const std::vector<std::string>& paths = args.models;
+  const int64_t runs = args.runs, sample_every = args.sample, shape_every = args.shape_every;
+  const std::vector<int64_t>& sizes = args.sizes;
+  const bool fp16 = common.fp16;
+  check(paths.size() == 2, ErrorKind::InvalidArgument, "soak: needs MODEL_A MODEL_B");
+  check(!sizes.empty(), ErrorKind::InvalidArgument, "soak: --sizes gives no sizes");
+  auto context = vk::Context::create(common.context);
   std::vector<Model> models(2);
   for (size_t m = 0; m < 2; ++m) {
     SessionOptions so;

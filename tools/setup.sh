@@ -10,7 +10,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc spirv-tools \
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata \
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev \
+  libgtest-dev libgmock-dev libcli11-dev clang libclang-rt-14-dev \
   pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build

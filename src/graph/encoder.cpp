@@ -53,12 +53,15 @@ void Encoder::prepare() {
 
 void Encoder::invalidate() {
   // Descriptor sets and command buffers name the old buffer: record them again.
-  if (encoded_) {
-    commands_ = std::make_unique<vk::CommandPool>(*g_.context);
-    recorded_.clear();
-    recorded_ids_.clear();
-    encoded_ = false;
-  }
+  if (encoded_) discard_recording();
+}
+
+// The command buffers go with their pool; encode() makes a new one. Nothing may be pending.
+void Encoder::discard_recording() {
+  commands_.reset();
+  recorded_.clear();
+  recorded_ids_.clear();
+  encoded_ = false;
 }
 
 // Descriptor sets are written at encode time, when external bindings are known.
@@ -202,7 +205,6 @@ void Encoder::encode(const vk::SubmitSync& sync) {
   for (auto& n : g_.nodes)
     if (n.kind == Node::Kind::Dispatch) write_descriptors(n);
   std::vector<Step> all = steps();
-  const bool external = g_.has_external();
   // Memory the graph does not track (DESIGN.md rule 6): order the app's earlier accesses
   // before this graph's, and this graph's writes before the app's later accesses.
   vk::PipelineBarrier entry, exit;
@@ -224,6 +226,31 @@ void Encoder::encode(const vk::SubmitSync& sync) {
   HazardTracker tracker;
   tracker.set_states(dry.states());
 
+  // A recording that failed part-way (a command buffer not allocated, a submission refused)
+  // is discarded whole, after the chunks it did submit have finished, and the next submit
+  // records again from the start.
+  size_t submitted = 0;
+  try {
+    if (!commands_) commands_ = std::make_unique<vk::CommandPool>(*g_.context);
+    record_and_submit(all, tracker, entry, exit, sync, submitted);
+  } catch (...) {
+    try {
+      if (submitted) g_.context->wait_idle();
+    } catch (...) {
+      // The first failure is the one to report; a lost device has nothing pending anyway.
+    }
+    discard_recording();
+    throw;
+  }
+  g_.stats.command_buffers = recorded_.size();
+  g_.stats.recordings++;
+  encoded_ = true;
+}
+
+void Encoder::record_and_submit(const std::vector<Step>& all, HazardTracker& tracker,
+                                const vk::PipelineBarrier& entry, const vk::PipelineBarrier& exit,
+                                const vk::SubmitSync& sync, size_t& submitted) {
+  const bool external = g_.has_external();
   // Chunk boundaries count nodes; input copies join the first chunk, output copies the last.
   const size_t nodes = g_.nodes.size();
   const size_t per = g_.options.nodes_per_command_buffer;
@@ -269,10 +296,8 @@ void Encoder::encode(const vk::SubmitSync& sync) {
       cb.mark_completed();  // never submitted
       throw;
     }
+    ++submitted;
   }
-  g_.stats.command_buffers = recorded_.size();
-  g_.stats.recordings++;
-  encoded_ = true;
 }
 
 void Encoder::submit(const vk::SubmitSync& sync) {

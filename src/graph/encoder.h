@@ -54,6 +54,12 @@ class Encoder {
   std::vector<Step> steps() const;
   void add_ownership_transfers(vk::PipelineBarrier& entry, vk::PipelineBarrier& exit) const;
   void encode(const vk::SubmitSync& sync);
+  // encode()'s recording, one command buffer per chunk, each submitted as it ends; counts the
+  // submitted ones in `submitted`.
+  void record_and_submit(const std::vector<Step>& all, HazardTracker& tracker,
+                         const vk::PipelineBarrier& entry, const vk::PipelineBarrier& exit,
+                         const vk::SubmitSync& sync, size_t& submitted);
+  void discard_recording();
   void record_step(vk::CommandBuffer& cb, const Step& step, HazardTracker& tracker);
 
   GraphState& g_;

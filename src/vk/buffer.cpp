@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "vk/faults.h"
 #include "vk/parallel_copy.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/context.h"
@@ -20,8 +21,8 @@ Buffer::Buffer(Context& context, VkDeviceSize size, MemoryUsage usage, VkBufferU
   ci.size = size;
   ci.usage = flags;
   ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check_vk(vkCreateBuffer(context.device(), &ci, nullptr, &buffer_),
-           ("vkCreateBuffer for '" + name_ + "'").c_str());
+  create_object(context, "vkCreateBuffer for '" + name_ + "'",
+                [&] { return vkCreateBuffer(context.device(), &ci, nullptr, &buffer_); });
   try {
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(context.device(), buffer_, &req);

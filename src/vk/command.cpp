@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "vk/faults.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/buffer.h"
 #include "vkgraph/vk/context.h"
@@ -13,7 +14,8 @@ namespace vkgraph::vk {
 
 Fence::Fence(Context& context) : context_(context) {
   VkFenceCreateInfo ci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  check_vk(vkCreateFence(context.device(), &ci, nullptr, &fence_), "vkCreateFence");
+  create_object(context, "vkCreateFence",
+                [&] { return vkCreateFence(context.device(), &ci, nullptr, &fence_); });
 }
 
 Fence::~Fence() {
@@ -181,7 +183,8 @@ void CommandBuffer::mark_completed() {
 CommandPool::CommandPool(Context& context) : context_(context) {
   VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   ci.queueFamilyIndex = context.queue_family();
-  check_vk(vkCreateCommandPool(context.device(), &ci, nullptr, &pool_), "vkCreateCommandPool");
+  create_object(context, "vkCreateCommandPool",
+                [&] { return vkCreateCommandPool(context.device(), &ci, nullptr, &pool_); });
 }
 
 CommandPool::~CommandPool() {
@@ -194,7 +197,8 @@ CommandBuffer& CommandPool::allocate() {
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
   VkCommandBuffer cb;
-  check_vk(vkAllocateCommandBuffers(context_.device(), &ai, &cb), "vkAllocateCommandBuffers");
+  create_object(context_, "vkAllocateCommandBuffers",
+                [&] { return vkAllocateCommandBuffers(context_.device(), &ai, &cb); });
   buffers_.push_back(std::make_unique<CommandBuffer>(context_, cb, reinterpret_cast<uint64_t>(cb)));
   return *buffers_.back();
 }

@@ -451,6 +451,7 @@ Context::~Context() {
     if (destroy) destroy(instance_, messenger_, nullptr);
   }
   if (instance_) vkDestroyInstance(instance_, nullptr);
+  if (faults_->messages_at_destruction) *faults_->messages_at_destruction = validation_messages();
 }
 
 void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
@@ -497,16 +498,22 @@ void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
   }
   check_not_lost();
   VkResult r = VK_SUCCESS;
-  if (InjectedFaults::fires(faults_->submits_until_device_loss)) {
-    // Simulated: this submission is not made, and what earlier ones started finishes, so that
-    // tearing down afterwards is as safe as after a real loss (where nothing runs any more).
-    vkQueueWaitIdle(queue_);
-    r = VK_ERROR_DEVICE_LOST;
+  if (faults_->submissions.fires()) {
+    // Simulated: this submission is not made. Before a device loss what earlier ones started
+    // finishes, so that tearing down afterwards is as safe as after a real loss (where nothing
+    // runs any more).
+    r = faults_->submissions.result.load();
+    if (r == VK_ERROR_DEVICE_LOST) vkQueueWaitIdle(queue_);
   } else {
     r = vkQueueSubmit(queue_, 1, &si, fence);
   }
   if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
   check_vk(r, "vkQueueSubmit");
+}
+
+void Context::wait_idle() {
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  check_vk(vkQueueWaitIdle(queue_), "vkQueueWaitIdle");
 }
 
 void Context::check_not_lost() const {

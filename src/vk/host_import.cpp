@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "vk/faults.h"
 #include "vkgraph/error.h"
 #include "vkgraph/vk/context.h"
 #include "vkgraph/vk/result.h"
@@ -41,7 +42,8 @@ HostImport::HostImport(Context& context, void* pointer, VkDeviceSize size, std::
   bci.size = size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  check_vk(vkCreateBuffer(device, &bci, nullptr, &buffer_), "vkCreateBuffer (host import)");
+  create_object(context, "vkCreateBuffer (host import)",
+                [&] { return vkCreateBuffer(device, &bci, nullptr, &buffer_); });
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device, buffer_, &req);
   uint32_t bits = req.memoryTypeBits & props.memoryTypeBits;

@@ -116,9 +116,8 @@ VkDeviceMemory MemoryAllocator::allocate_device_memory(VkDeviceSize size, uint32
   ai.allocationSize = size;
   ai.memoryTypeIndex = type;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  if (faults_) faults_->allocations++;
-  VkResult r = faults_ && InjectedFaults::fires(faults_->allocations_until_failure)
-                   ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+  VkResult r = faults_ && faults_->allocations.fires()
+                   ? faults_->allocations.result.load()
                    : vkAllocateMemory(device_, &ai, nullptr, &memory);
   if (r != VK_SUCCESS) check_vk(r, ("vkAllocateMemory(" + mib(size) + ") for " + what).c_str());
   stats_.block_bytes += size;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "vk/faults.h"
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
@@ -128,8 +129,9 @@ VkDescriptorSetLayout PipelineCache::set_layout(uint32_t n) {
   ci.bindingCount = n;
   ci.pBindings = bindings.data();
   VkDescriptorSetLayout layout;
-  check_vk(vkCreateDescriptorSetLayout(context_.device(), &ci, nullptr, &layout),
-           "vkCreateDescriptorSetLayout");
+  create_object(context_, "vkCreateDescriptorSetLayout", [&] {
+    return vkCreateDescriptorSetLayout(context_.device(), &ci, nullptr, &layout);
+  });
   return set_layouts_[n] = layout;
 }
 
@@ -141,8 +143,8 @@ VkShaderModule PipelineCache::module(const std::string& name) {
   ci.codeSize = info.words * 4;
   ci.pCode = info.spirv;
   VkShaderModule m;
-  check_vk(vkCreateShaderModule(context_.device(), &ci, nullptr, &m),
-           ("vkCreateShaderModule(" + name + ")").c_str());
+  create_object(context_, "vkCreateShaderModule(" + name + ")",
+                [&] { return vkCreateShaderModule(context_.device(), &ci, nullptr, &m); });
   return modules_[name] = m;
 }
 
@@ -166,8 +168,8 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
     ci.pushConstantRangeCount = key.push_size ? 1 : 0;
     ci.pPushConstantRanges = &range;
     VkPipelineLayout layout;
-    check_vk(vkCreatePipelineLayout(context_.device(), &ci, nullptr, &layout),
-             "vkCreatePipelineLayout");
+    create_object(context_, "vkCreatePipelineLayout",
+                  [&] { return vkCreatePipelineLayout(context_.device(), &ci, nullptr, &layout); });
     layouts_[lk] = layout;
   }
   p.layout = layouts_[lk];
@@ -184,8 +186,9 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
   ci.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &spec;
   ci.layout = p.layout;
   auto t0 = std::chrono::steady_clock::now();
-  check_vk(vkCreateComputePipelines(context_.device(), cache_, 1, &ci, nullptr, &p.pipeline),
-           ("vkCreateComputePipelines(" + key.shader + ")").c_str());
+  create_object(context_, "vkCreateComputePipelines(" + key.shader + ")", [&] {
+    return vkCreateComputePipelines(context_.device(), cache_, 1, &ci, nullptr, &p.pipeline);
+  });
   stats_.create_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return pipelines_[key] = p;
@@ -198,8 +201,8 @@ DescriptorPool::DescriptorPool(Context& context, uint32_t max_sets, uint32_t max
   ci.maxSets = std::max(1u, max_sets);
   ci.poolSizeCount = 1;
   ci.pPoolSizes = &size;
-  check_vk(vkCreateDescriptorPool(context.device(), &ci, nullptr, &pool_),
-           "vkCreateDescriptorPool");
+  create_object(context, "vkCreateDescriptorPool",
+                [&] { return vkCreateDescriptorPool(context.device(), &ci, nullptr, &pool_); });
 }
 
 DescriptorPool::~DescriptorPool() {
@@ -215,7 +218,8 @@ VkDescriptorSet DescriptorPool::allocate(VkDescriptorSetLayout layout,
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &layout;
   VkDescriptorSet set;
-  check_vk(vkAllocateDescriptorSets(context_.device(), &ai, &set), "vkAllocateDescriptorSets");
+  create_object(context_, "vkAllocateDescriptorSets",
+                [&] { return vkAllocateDescriptorSets(context_.device(), &ai, &set); });
   write(set, buffers, offsets, sizes);
   return set;
 }
@@ -244,7 +248,8 @@ TimestampPool::TimestampPool(Context& context, uint32_t count) : context_(contex
   VkQueryPoolCreateInfo ci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
   ci.queryCount = count;
-  check_vk(vkCreateQueryPool(context.device(), &ci, nullptr, &pool_), "vkCreateQueryPool");
+  create_object(context, "vkCreateQueryPool",
+                [&] { return vkCreateQueryPool(context.device(), &ci, nullptr, &pool_); });
 }
 
 TimestampPool::~TimestampPool() {

@@ -18,23 +18,41 @@ inline void inject_sync_faults(ComputeGraph& graph, const SyncFaults& faults) {
   GraphInternals::of(graph).encoder.faults = faults;
 }
 
-namespace vk {
-struct ContextInternals {
-  static InjectedFaults& faults(Context& ctx) { return *ctx.faults_; }
-};
-}  // namespace vk
-
-// The n-th device memory allocation from now fails with VK_ERROR_OUT_OF_DEVICE_MEMORY; 0: none.
-inline void fail_allocation(vk::Context& ctx, uint64_t n) {
-  vk::ContextInternals::faults(ctx).allocations_until_failure = n;
+// The n-th device memory allocation from now fails with `result`; 0: none.
+inline void fail_allocation(vk::Context& ctx, uint64_t n,
+                            VkResult result = VK_ERROR_OUT_OF_DEVICE_MEMORY) {
+  vk::ContextInternals::faults(ctx).allocations.arm(n, result);
+}
+// The n-th Vulkan object creation (vk::create_object: buffers, pipelines, pools, fences, ...)
+// from now fails with `result`; 0: none.
+inline void fail_creation(vk::Context& ctx, uint64_t n,
+                          VkResult result = VK_ERROR_OUT_OF_DEVICE_MEMORY) {
+  vk::ContextInternals::faults(ctx).creations.arm(n, result);
+}
+// The n-th queue submission from now fails with `result`; 0: none.
+inline void fail_submission(vk::Context& ctx, uint64_t n, VkResult result) {
+  vk::ContextInternals::faults(ctx).submissions.arm(n, result);
 }
 // The n-th queue submission from now reports VK_ERROR_DEVICE_LOST, and the Context stays lost.
 inline void lose_device_at_submit(vk::Context& ctx, uint64_t n) {
-  vk::ContextInternals::faults(ctx).submits_until_device_loss = n;
+  fail_submission(ctx, n, VK_ERROR_DEVICE_LOST);
 }
-// Device memory allocations the Context's allocator has attempted so far.
+// Calls the Context has made or failed so far, of each kind.
 inline uint64_t allocations_attempted(vk::Context& ctx) {
-  return vk::ContextInternals::faults(ctx).allocations.load();
+  return vk::ContextInternals::faults(ctx).allocations.calls.load();
+}
+inline uint64_t creations_attempted(vk::Context& ctx) {
+  return vk::ContextInternals::faults(ctx).creations.calls.load();
+}
+inline uint64_t submissions_attempted(vk::Context& ctx) {
+  return vk::ContextInternals::faults(ctx).submissions.calls.load();
+}
+// The validation messages `ctx` has not handed out when it is destroyed, among them the
+// layer's report of every object left undestroyed at vkDestroyDevice: filled at destruction.
+inline std::shared_ptr<std::vector<std::string>> messages_at_destruction(vk::Context& ctx) {
+  auto& sink = vk::ContextInternals::faults(ctx).messages_at_destruction;
+  sink = std::make_shared<std::vector<std::string>>();
+  return sink;
 }
 
 }  // namespace vkgraph

@@ -155,6 +155,9 @@ class Context {
   // Context any more (a lost VkDevice stays lost). Graphs check it before they touch their
   // command buffers.
   void check_not_lost() const;
+  // Returns when the queue has finished all work submitted to it (vkQueueWaitIdle, under the
+  // queue mutex): what a graph does when a submission fails after earlier ones were made.
+  void wait_idle();
   // Held by vkgraph around every submission; an app sharing the queue holds it too.
   std::mutex& queue_mutex() { return queue_mutex_; }
   bool owns_device() const { return owns_device_; }
@@ -171,7 +174,7 @@ class Context {
   void finish(const ContextOptions& options);
   void add_validation_message(std::string message);
   friend struct DebugCallback;
-  friend struct ContextInternals;  // tests/gpu/graph_testing.h: fault injection
+  friend struct ContextInternals;  // src/vk/faults.h: fault injection (tests only)
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
