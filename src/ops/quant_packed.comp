@@ -59,6 +59,14 @@ layout(std430, binding = 6) readonly buffer SW { float sw[]; };
 layout(std430, binding = 7) readonly buffer SY { float sy[]; };
 layout(std430, binding = 8) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 9) readonly buffer Bias { int bias[]; };
+#define TAPS_BINDING 10
+#else
+#define TAPS_BINDING 5
+#endif
+#if CONV && !POINTWISE
+// Per depth k (K4 entries): {offset of the tap from the window's corner in x, dy << 16 | dx}
+// (quant_packed.cpp), -1 for k >= K: a table read instead of two divisions per byte.
+layout(std430, binding = TAPS_BINDING) readonly buffer Taps { ivec2 taps_table[]; };
 #endif
 
 layout(push_constant) uniform Params {
@@ -124,36 +132,39 @@ int tid, group, c0, n0, KWORDS;
 
 #if CONV
 int zd_byte;  // zd as the stored byte: what padding reads
-int x_base, ih0, iw0, taps;
 bool n_valid;
+#if POINTWISE
 int x_pix;
+#else
+int x_corner, ih0, iw0;
+#endif
 
 void decode_column(int n) {
   const int out_hw = p.Ho * p.Wo;
   n_valid = n < p.N;
   const int img = n_valid ? n / out_hw : 0;
   const int pix = n - img * out_hw;
-  x_base = (img * p.groups + group) * p.cin_g * p.H * p.W;
+  const int x_base = (img * p.groups + group) * p.cin_g * p.H * p.W;
+#if POINTWISE
   x_pix = x_base + pix;
+#else
   const int oh = pix / p.Wo;
   ih0 = oh * p.sh - p.ph;
   iw0 = (pix - oh * p.Wo) * p.sw - p.pw;
-  taps = p.kh * p.kw;
+  x_corner = x_base + ih0 * p.W + iw0;
+#endif
 }
 
 // Depth k of the thread's column as the stored byte (zd's in the padding and beyond K).
 uint im2col_byte(int k) {
-  if (!n_valid || k >= p.cin_g * taps) return uint(zd_byte);
 #if POINTWISE
+  if (!n_valid || k >= p.cin_g) return uint(zd_byte);
   return uint(x[x_pix + k * p.H * p.W]);
 #else
-  int ci = k / taps;
-  int tap = k - ci * taps;
-  int ky = tap / p.kw;
-  int ih = ih0 + ky * p.dh;
-  int iw = iw0 + (tap - ky * p.kw) * p.dw;
-  if (uint(ih) < uint(p.H) && uint(iw) < uint(p.W))
-    return uint(x[x_base + (ci * p.H + ih) * p.W + iw]);
+  ivec2 t = taps_table[k];
+  int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);
+  if (n_valid && t.y >= 0 && uint(ih) < uint(p.H) && uint(iw) < uint(p.W))
+    return uint(x[x_corner + t.x]);
   return uint(zd_byte);
 #endif
 }

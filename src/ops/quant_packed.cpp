@@ -3,6 +3,7 @@
 #include "quant_packed.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "matmul_config.h"
 #include "op_util.h"
@@ -131,6 +132,7 @@ struct Gemm {
   int64_t channels, vectors, groups;
   int32_t data_zero_count;
   bool w_signed, d_signed;
+  std::optional<TensorRef> taps;  // the im2col kernel's tap table (quant_packed.comp's Taps)
   int64_t plane;                  // the reduce's output layout: conv plane, 0 for a matmul
   std::vector<int32_t> geometry;  // the conv kernels' window push constants
 };
@@ -163,6 +165,7 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
                 {m.data_zero, Access::Read},
                 {m.weights.chan, Access::Read}};
   if (requant && !split) bind_requant(g, d.bindings, *requant);
+  if (m.taps) d.bindings.push_back({*m.taps, Access::Read});
   const uint64_t gx = (m.vectors + pl.tile - 1) / pl.tile,
                  gy = (m.channels + pl.tile - 1) / pl.tile, gz = m.groups * pl.splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
@@ -234,6 +237,23 @@ void add_depthwise(ComputeGraph& g, const PackedConv& c, const std::optional<Req
   g.add_dispatch(std::move(d));
 }
 
+// quant_packed.comp's tap table: per depth k < K the tap's offset from the window's corner
+// in x and its {dy, dx} (16 bits each), -1 beyond K. Nothing when a tap reaches too far.
+std::optional<TensorRef> tap_table(ComputeGraph& g, const PackedConv& c, int64_t k4) {
+  const int64_t cin_g = c.in_c / c.groups, taps = c.kh * c.kw;
+  const int64_t dy_max = (c.kh - 1) * c.dilations[0], dx_max = (c.kw - 1) * c.dilations[1];
+  const int64_t offset_max = (cin_g - 1) * c.h * c.w_in + dy_max * c.w_in + dx_max;
+  if (dy_max > 0x7fff || dx_max > 0xffff || offset_max > INT32_MAX) return std::nullopt;
+  std::vector<int32_t> table(static_cast<size_t>(2 * k4), -1);
+  for (int64_t k = 0; k < cin_g * taps; ++k) {
+    const int64_t ci = k / taps, ky = k % taps / c.kw, kx = k % c.kw;
+    const int64_t dy = ky * c.dilations[0], dx = kx * c.dilations[1];
+    table[2 * k] = static_cast<int32_t>(ci * c.h * c.w_in + dy * c.w_in + dx);
+    table[2 * k + 1] = static_cast<int32_t>(dy << 16 | dx);
+  }
+  return g.add_constant(HostTensor::from(DType::Int32, {k4, 2}, table));
+}
+
 }  // namespace
 
 bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
@@ -250,10 +270,14 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
   const int64_t k = cin_g * c.kh * c.kw;
   const bool w_signed = g.info(c.w).dtype == DType::Int8;
   Gemm m;
-  m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
-                           [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
   const bool pointwise = c.kh == 1 && c.kw == 1 && c.strides == std::array<int64_t, 2>{1, 1} &&
                          c.pads == std::array<int64_t, 2>{0, 0} && c.ho == c.h && c.wo == c.w_in;
+  if (!pointwise) {
+    m.taps = tap_table(g, c, (k + 3) / 4 * 4);
+    if (!m.taps) return false;
+  }
+  m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
+                           [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
   m.kind = pointwise ? Kind::ConvPointwise : Kind::Conv;
   m.data = c.x;
   m.y = c.y;
