@@ -81,8 +81,10 @@ layout(push_constant) uniform Params {
 #endif
 } p;
 
-shared uint w_tile[KW * W_STRIDE];
-shared uint d_tile[KW * D_STRIDE];
+// As uvec4s, so that a thread's TM weights (TN data words) of one k are one 16-byte read.
+shared uvec4 w_tile[KW * W_STRIDE / 4];
+shared uvec4 d_tile[KW * D_STRIDE / 4];
+#define SET_WORD(tile, i, v) tile[(i) >> 2][(i) & 3] = (v)
 
 #if DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
@@ -202,15 +204,15 @@ void fetch(int kw0, int kw_end) {
 void stage() {
   [[unroll]] for (int i = 0; i < W_WORDS; ++i) {
     int e = tid + i * THREADS;
-    w_tile[(e % KW) * W_STRIDE + e / KW] = next_w[i];
+    SET_WORD(w_tile, (e % KW) * W_STRIDE + e / KW, next_w[i]);
   }
 #if CONV
   [[unroll]] for (int i = 0; i < D_WORDS; ++i)
-    d_tile[(tid / BN + i * (THREADS / BN)) * D_STRIDE + tid % BN] = next_d[i];
+    SET_WORD(d_tile, (tid / BN + i * (THREADS / BN)) * D_STRIDE + tid % BN, next_d[i]);
 #else
   [[unroll]] for (int i = 0; i < D_WORDS; ++i) {
     int e = tid + i * THREADS;
-    d_tile[(e % KW) * D_STRIDE + e / KW] = next_d[i];
+    SET_WORD(d_tile, (e % KW) * D_STRIDE + e / KW, next_d[i]);
   }
 #endif
 }
@@ -255,10 +257,8 @@ void main() {
     barrier();
     if (kw0 + KW < kw_end) fetch(kw0 + KW, kw_end);
     [[unroll]] for (int kk = 0; kk < KW; ++kk) {
-      uvec4 wv = uvec4(w_tile[kk * W_STRIDE + ty * TM], w_tile[kk * W_STRIDE + ty * TM + 1],
-                       w_tile[kk * W_STRIDE + ty * TM + 2], w_tile[kk * W_STRIDE + ty * TM + 3]);
-      uvec4 dv = uvec4(d_tile[kk * D_STRIDE + tx * TN], d_tile[kk * D_STRIDE + tx * TN + 1],
-                       d_tile[kk * D_STRIDE + tx * TN + 2], d_tile[kk * D_STRIDE + tx * TN + 3]);
+      uvec4 wv = w_tile[(kk * W_STRIDE + ty * TM) / 4];
+      uvec4 dv = d_tile[(kk * D_STRIDE + tx * TN) / 4];
       for (int i = 0; i < TM; ++i)
         for (int j = 0; j < TN; ++j) acc[i][j] += dot4(wv[i], dv[j]);
       if (HAS_DSUM)
