@@ -21,10 +21,11 @@ uint32_t tile_threads(uint32_t tile) {
   return (tile / 4) * (tile / 4);
 }
 
-// A constant's values as ints, or nothing when `t` is computed on the device. An absent zero
-// point is one 0.
-std::optional<std::vector<int32_t>> constant_ints(ComputeGraph& g, std::optional<TensorRef> t) {
+// A zero point's values, or nothing when it is computed on the device. An absent one is one 0.
+std::optional<std::vector<int32_t>> constant_zeros(ComputeGraph& g, std::optional<TensorRef> t,
+                                                   const std::string& op) {
   if (!t) return std::vector<int32_t>{0};
+  require_zero_point_type(g, *t, op);
   const HostTensor* v = g.constant_value(*t);
   if (!v) return std::nullopt;
   std::vector<int32_t> r(static_cast<size_t>(v->numel()));
@@ -265,7 +266,7 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
     return true;
   }
   const HostTensor* w = g.constant_value(c.w);
-  const auto zeros = constant_ints(g, c.w_zero);
+  const auto zeros = constant_zeros(g, c.w_zero, op);
   if (!w || !zeros) return false;
   const int64_t k = cin_g * c.kh * c.kw;
   const bool w_signed = g.info(c.w).dtype == DType::Int8;
@@ -300,7 +301,7 @@ bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& mm,
                        const std::optional<Requant>& requant, const std::string& op) {
   if (tuned(g, "qgemm.packed", 1) == 0 || mm.k % 4 != 0) return false;
   const HostTensor* b = g.constant_value(mm.b);
-  const auto zeros = constant_ints(g, mm.b_zero);
+  const auto zeros = constant_zeros(g, mm.b_zero, op);
   if (!b || !zeros) return false;
   const bool w_signed = g.info(mm.b).dtype == DType::Int8;
   Gemm m;
