@@ -54,6 +54,8 @@ void fill_random(HostTensor& t, uint32_t seed) {
       float v = static_cast<float>(h >> 8) * (2.f / 16777216.f) - 1.f;
       if (half)
         t.data<uint16_t>()[i] = float_to_half(v);
+      else if (t.dtype == DType::Int8 || t.dtype == DType::UInt8)
+        t.bytes[i] = static_cast<uint8_t>(h >> 24);
       else
         t.data<float>()[i] = v;
     }
@@ -455,6 +457,68 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
            " " + std::to_string(bits) + "-bit block " + std::to_string(block) +
            (fp16 ? " fp16" : " fp32") + " (" + std::to_string(nbits->b.nbytes()) +
            " packed weight bytes)";
+  } else if (args.op == "conv" || args.op == "qconv") {
+    // A K x K convolution padded K / 2: float (conv2d, --fp16 for float16 tensors) or QDQ-style
+    // int8 (qlinear_conv: uint8 x, int8 constant weights with per-channel scales, int32 bias,
+    // uint8 output), so the two kernels compare on one layer shape.
+    const int64_t n = args.batch, c = args.channels, h = args.height, w = args.width, m = args.n,
+                  k = args.k, stride = args.stride, groups = args.groups;
+    if (c % groups != 0 || m % groups != 0)
+      throw Error(ErrorKind::InvalidArgument,
+                  "bench-op " + args.op + ": C and M must be multiples of GROUPS");
+    const int64_t pad = k / 2, ho = (h + 2 * pad - k) / stride + 1,
+                  wo = (w + 2 * pad - k) / stride + 1;
+    flops = 2.0 * n * m * ho * wo * (c / groups) * k * k;
+    what = args.op + " " + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) +
+           "x" + std::to_string(w) + " -> " + std::to_string(m) + " k" + std::to_string(k) + " s" +
+           std::to_string(stride) + " g" + std::to_string(groups);
+    if (args.op == "conv") {
+      const DType dt = fp16 ? DType::Float16 : DType::Float32;
+      y = ops::conv2d(g, random_const({n, c, h, w}, dt), random_const({m, c / groups, k, k}, dt),
+                      ops::Conv2dParams{{stride, stride}, {pad, pad, pad, pad}, {1, 1}, groups},
+                      ops::ConvEpilogue{random_const({m}, dt), ops::UnaryOp::Relu, {}, {}});
+      what += fp16 ? " fp16" : " fp32";
+    } else {
+      auto scalar = [&](DType dt, float v) {
+        return g.add_constant(dt == DType::Float32
+                                  ? HostTensor::from(dt, {}, std::vector<float>{v})
+                                  : HostTensor::from(dt, {}, std::vector<uint8_t>{uint8_t(v)}));
+      };
+      std::vector<float> scales(static_cast<size_t>(m));
+      for (int64_t i = 0; i < m; ++i) scales[i] = 0.001f * static_cast<float>(1 + i % 7);
+      ops::QuantizedOperand qx{random_const({n, c, h, w}, DType::UInt8),
+                               scalar(DType::Float32, 0.02f), scalar(DType::UInt8, 128)};
+      ops::QuantizedOperand qw{random_const({m, c / groups, k, k}, DType::Int8),
+                               g.add_constant(HostTensor::from(DType::Float32, {m}, scales)),
+                               std::nullopt};
+      ops::QuantizedOperand qy{TensorRef{}, scalar(DType::Float32, 0.05f), scalar(DType::UInt8, 0)};
+      TensorRef bias = g.add_constant(
+          HostTensor::from(DType::Int32, {m}, std::vector<int32_t>(static_cast<size_t>(m), 100)));
+      y = ops::qlinear_conv(
+          g, qx, qw, qy, bias,
+          ops::IntConvParams{{stride, stride}, {pad, pad, pad, pad}, {1, 1}, groups}, DType::UInt8,
+          std::array<int32_t, 2>{0, 255});
+      what += " int8";
+    }
+  } else if (args.op == "qgemm") {
+    // QLinearMatMul as a QDQ MatMul runs it: uint8 a [M, K], int8 constant b [K, N] with
+    // per-column scales, int8 output.
+    const int64_t m = gm, n = gn, k = gk;
+    std::vector<float> scales(static_cast<size_t>(n), 0.002f);
+    auto f32_scalar = [&](float v) {
+      return g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{v}));
+    };
+    ops::QuantizedOperand qa{
+        random_const({m, k}, DType::UInt8), f32_scalar(0.02f),
+        g.add_constant(HostTensor::from(DType::UInt8, {}, std::vector<uint8_t>{128}))};
+    ops::QuantizedOperand qb{random_const({k, n}, DType::Int8),
+                             g.add_constant(HostTensor::from(DType::Float32, {n}, scales)),
+                             std::nullopt};
+    ops::QuantizedOperand qy{TensorRef{}, f32_scalar(0.05f), std::nullopt};
+    y = ops::qlinear_matmul(g, qa, qb, qy, DType::Int8);
+    flops = 2.0 * m * n * k;
+    what =
+        "qgemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " int8";
   } else if (args.op == "add") {
     const int64_t n = args.count;
     y = ops::binary(g, ops::BinaryOp::Add, random_const({n}, DType::Float32),

@@ -45,12 +45,14 @@ void print_pipeline_cache(vk::Context& context);
 // `vkgraph bench-op OP SIZES...`: one op on device-resident data, GPU time; or host cost per
 // execute() of an N-node graph. The sizes that `op` takes; the others keep their defaults.
 struct BenchOpArgs {
-  std::string op;                                  // gemm, nbits, attention, add, io, overhead
-  int64_t m = 0, n = 0, k = 0;                     // gemm, nbits
-  int64_t bits = 4, block = 32;                    // nbits
-  int64_t batch = 0, heads = 0, seq = 0, dim = 0;  // attention
-  int64_t count = 100;                             // add N, io N, overhead [N]
-  bool check = false;                              // gemm, nbits: compare with a host reference
+  std::string op;                // gemm, nbits, attention, conv, qconv, qgemm, add, io, overhead
+  int64_t m = 0, n = 0, k = 0;   // gemm, nbits
+  int64_t bits = 4, block = 32;  // nbits
+  int64_t batch = 0, heads = 0, seq = 0, dim = 0;  // attention (batch: conv, qconv too)
+  // conv, qconv: N (batch) C H W, M (n) output channels, K (k) window, stride, groups
+  int64_t channels = 0, height = 0, width = 0, stride = 1, groups = 1;
+  int64_t count = 100;  // add N, io N, overhead [N]
+  bool check = false;   // gemm, nbits: compare with a host reference
   int runs = 20;
 };
 int run_bench_op(const BenchOpArgs& args, const Common& common);

@@ -89,6 +89,8 @@ int run_info(const Common& common) {
   std::printf("  cooperative matrix: NV %s, KHR %s; fp16 16x16x16 NV kernel %s\n",
               yes(f.cooperative_matrix_nv), yes(f.cooperative_matrix_khr),
               yes(f.coopmat_f16_16x16x16));
+  std::printf("  integer dot product %s (4x8-bit packed accelerated %s)\n",
+              yes(f.integer_dot_product), yes(f.integer_dot_4x8_accelerated));
   std::printf("  external host memory %s (alignment %llu)\n", yes(f.external_memory_host),
               static_cast<unsigned long long>(f.min_imported_host_pointer_alignment));
   std::printf("  timestamps %s (period %.2f ns), timeline semaphores %s\n", yes(f.timestamps),

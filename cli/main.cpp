@@ -131,6 +131,25 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
   size(attention, "H", args.heads, "heads");
   size(attention, "S", args.seq, "sequence length");
   size(attention, "D", args.dim, "head size");
+  // conv and qconv time one layer shape on the float and the int8 (QDQ-style) kernels.
+  for (const char* name : {"conv", "qconv"}) {
+    CLI::App& conv =
+        op(name, std::string(name) == "conv"
+                     ? "K x K convolution padded K / 2, Relu epilogue (--fp16: float16)"
+                     : "the same as QLinearConv: uint8 x, int8 weights per channel");
+    size(conv, "N", args.batch, "batch");
+    size(conv, "C", args.channels, "input channels");
+    size(conv, "H", args.height, "input height");
+    size(conv, "W", args.width, "input width");
+    size(conv, "M", args.n, "output channels");
+    size(conv, "K", args.k, "window size");
+    size(conv, "STRIDE", args.stride, "stride");
+    add_integer(conv, "GROUPS", args.groups, 1, INT32_MAX, "groups (1)");
+  }
+  CLI::App& qgemm = op("qgemm", "QLinearMatMul: uint8 a [M, K], int8 constant b [K, N]");
+  size(qgemm, "M", args.m, "rows of a");
+  size(qgemm, "N", args.n, "columns of b");
+  size(qgemm, "K", args.k, "columns of a, rows of b");
   size(op("add", "y = a + b over N floats"), "N", args.count, "elements");
   add_integer(op("io", "host-to-host y = 2x: staged copies vs bound host memory"), "N", args.count,
               1, INT64_MAX, "floats")

@@ -20,3 +20,40 @@ vkgraph_shader(quant_matmul_requant ${OPS}/quant_gemm.comp REQUANT=1)
 vkgraph_shader(quant_conv_i32 ${OPS}/quant_gemm.comp CONV=1)
 vkgraph_shader(quant_conv_requant ${OPS}/quant_gemm.comp CONV=1 REQUANT=1)
 vkgraph_shader(quant_add ${OPS}/quant_add.comp)
+# The packed integer GEMM (quant_packed.cpp): 8-bit operands four to a word, weights packed at
+# load. Tiles as conv.cmake's (64 for large layers, 32 so small ones spread over many
+# workgroups); split-K partial passes only in small tiles, since splitting happens when tiles
+# are few; dot=1 sums with VK_KHR_shader_integer_dot_product's instructions, dot=0 unpacks.
+# Kernels without tiles have tile 0.
+vkgraph_shader_family(qgemm
+  AXIS kind ENUM conv conv_pointwise matmul splitk_reduce depthwise
+  AXIS tile UINT
+  AXIS requant BOOL
+  AXIS split_k BOOL
+  AXIS dot BOOL)
+foreach(kind conv conv_pointwise matmul)
+  if(kind STREQUAL conv)
+    set(K CONV=1)
+  elseif(kind STREQUAL conv_pointwise)
+    set(K CONV=1 POINTWISE=1)
+  else()
+    set(K "")
+  endif()
+  foreach(dot 0 1)
+    foreach(tile 64 32)
+      vkgraph_variant(qgemm qgemm_${kind}${tile}_i32_dot${dot} ${OPS}/quant_packed.comp
+                      KEY ${kind} ${tile} 0 0 ${dot} DEFINES BM=${tile} BN=${tile} DOT=${dot} ${K})
+      vkgraph_variant(qgemm qgemm_${kind}${tile}_requant_dot${dot} ${OPS}/quant_packed.comp
+                      KEY ${kind} ${tile} 1 0 ${dot}
+                      DEFINES BM=${tile} BN=${tile} DOT=${dot} REQUANT=1 ${K})
+    endforeach()
+    vkgraph_variant(qgemm qgemm_${kind}32_splitk_dot${dot} ${OPS}/quant_packed.comp
+                    KEY ${kind} 32 0 1 ${dot} DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
+  endforeach()
+endforeach()
+foreach(requant 0 1)
+  vkgraph_variant(qgemm qgemm_splitk_reduce_${requant} ${OPS}/quant_packed_reduce.comp
+                  KEY splitk_reduce 0 ${requant} 0 0 DEFINES REQUANT=${requant})
+  vkgraph_variant(qgemm qgemm_depthwise_${requant} ${OPS}/quant_depthwise.comp
+                  KEY depthwise 0 ${requant} 0 0 DEFINES REQUANT=${requant})
+endforeach()

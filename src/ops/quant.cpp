@@ -43,11 +43,15 @@ TensorRef zero_point_i32(ComputeGraph& g, std::optional<TensorRef> zero_point,
                          const std::string& op) {
   if (!zero_point)
     return g.add_constant(HostTensor::from(DType::Int32, {}, std::vector<int32_t>{0}));
-  const DType dtype = g.info(*zero_point).dtype;
-  if (dtype == DType::Int32) return *zero_point;
-  check(is_quantized(dtype), ErrorKind::Unsupported,
-        op + ": zero point is " + dtype_name(dtype) + ", expected int8, uint8 or int32");
+  require_zero_point_type(g, *zero_point, op);
+  if (g.info(*zero_point).dtype == DType::Int32) return *zero_point;
   return convert_quantized(g, *zero_point, DType::Int32);
+}
+
+void require_zero_point_type(ComputeGraph& g, TensorRef zero_point, const std::string& op) {
+  const DType dtype = g.info(zero_point).dtype;
+  check(is_quantized(dtype) || dtype == DType::Int32, ErrorKind::Unsupported,
+        op + ": zero point is " + dtype_name(dtype) + ", expected int8, uint8 or int32");
 }
 
 TensorRef scale_f32(ComputeGraph& g, TensorRef scale, const std::string& op) {

@@ -3,19 +3,10 @@
 // loaded, so convolution padding (which ONNX fills with the zero point) adds nothing.
 #include <algorithm>
 
-#include "quant_util.h"
+#include "quant_packed.h"
 
 namespace vkgraph::ops {
 namespace {
-
-// What the epilogue needs to requantize; absent for the Int32-output ops.
-struct Requant {
-  TensorRef a_scale, b_scale, y_scale, y_zero;
-  int32_t a_scale_count = 1, b_scale_count = 1;
-  std::optional<TensorRef> bias;
-  QuantRange range{0, 255};
-  DType out = DType::UInt8;
-};
 
 struct GemmDispatch {
   std::string shader;
@@ -130,9 +121,8 @@ TensorRef integer_matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optiona
   d.a = a;
   d.b = b;
   d.a_zero = zero_point_i32(g, a_zp, op);
-  d.b_zero = zero_point_i32(g, b_zp, op);
   d.a_zero_count = param_count(g, d.a_zero, m, all_rows, op, "a's zero point");
-  d.b_zero_count = param_count(g, d.b_zero, n, all_cols, op, "b's zero point");
+  if (b_zp) param_count(g, *b_zp, n, all_cols, op, "b's zero point");
   if (requant) {
     requant->a_scale_count = param_count(g, requant->a_scale, m, all_rows, op, "a's scale");
     requant->b_scale_count = param_count(g, requant->b_scale, n, all_cols, op, "b's scale");
@@ -146,7 +136,14 @@ TensorRef integer_matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optiona
   d.requant = requant;
   d.shader = requant ? "quant_matmul_requant" : "quant_matmul_i32";
   d.y = g.add_tensor(out, requant ? requant->out : DType::Int32);
-  add_gemm(g, d, op);
+  const bool one_matrix = d.batches == 1 && d.tail == std::vector<int32_t>{0, 0};
+  if (!one_matrix ||
+      !add_packed_matmul(g, {a, b, d.y, d.a_zero, b_zp, d.a_zero_count, d.rows, k, n}, requant,
+                         op)) {
+    d.b_zero = zero_point_i32(g, b_zp, op);
+    d.b_zero_count = param_count(g, d.b_zero, n, all_cols, op, "b's zero point");
+    add_gemm(g, d, op);
+  }
   Shape result = out;
   if (b_vector) result.pop_back();
   if (a_vector) result.erase(result.end() - (b_vector ? 1 : 2));
@@ -212,8 +209,7 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
   d.batches = static_cast<uint32_t>(checked_i32(checked_mul(batch, p.groups, op), op, "batches"));
   if (x_zp) require_scalar(g, *x_zp, op, "x's zero point");
   d.a_zero = zero_point_i32(g, x_zp, op);
-  d.b_zero = zero_point_i32(g, w_zp, op);
-  d.b_zero_count = param_count(g, d.b_zero, out_ch, out_ch, op, "weight's zero point");
+  if (w_zp) param_count(g, *w_zp, out_ch, out_ch, op, "weight's zero point");
   if (requant) {
     require_scalar(g, requant->a_scale, op, "x's scale");
     requant->b_scale_count = param_count(g, requant->b_scale, out_ch, out_ch, op, "weight's scale");
@@ -231,7 +227,29 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
   for (int64_t v : {p.groups, ws[1], h, wd, kh, kw, ho, wo, p.strides[0], p.strides[1], p.pads[0],
                     p.pads[1], p.dilations[0], p.dilations[1]})
     d.tail.push_back(checked_i32(v, op, "convolution parameter"));
-  add_gemm(g, d, op);
+  const PackedConv packed{x,
+                          w,
+                          d.y,
+                          d.a_zero,
+                          w_zp,
+                          batch,
+                          channels,
+                          h,
+                          wd,
+                          out_ch,
+                          kh,
+                          kw,
+                          ho,
+                          wo,
+                          p.groups,
+                          {p.strides[0], p.strides[1]},
+                          {p.pads[0], p.pads[1]},
+                          {p.dilations[0], p.dilations[1]}};
+  if (!add_packed_conv(g, packed, requant, op)) {
+    d.b_zero = zero_point_i32(g, w_zp, op);
+    d.b_zero_count = param_count(g, d.b_zero, out_ch, out_ch, op, "weight's zero point");
+    add_gemm(g, d, op);
+  }
   if (one_d) return g.add_view(d.y, {batch, out_ch, wo});
   return d.y;
 }

@@ -30,6 +30,8 @@ QuantRange output_range(DType dtype, std::optional<std::array<int32_t, 2>> range
 // absent one a constant 0.
 TensorRef zero_point_i32(ComputeGraph& g, std::optional<TensorRef> zero_point,
                          const std::string& op);
+// Throws naming `op` unless the zero point is int8, uint8 or int32.
+void require_zero_point_type(ComputeGraph& g, TensorRef zero_point, const std::string& op);
 // A scale as Float32 (a Float16 one converted); throws naming `op` for other dtypes.
 TensorRef scale_f32(ComputeGraph& g, TensorRef scale, const std::string& op);
 // Number of values of a per-tensor (1) or per-row/column parameter, checked against `expect`

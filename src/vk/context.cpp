@@ -35,8 +35,10 @@ struct FeatureChain {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
 
-  FeatureChain(bool with_memory_model, bool with_coopmat) {
+  FeatureChain(bool with_memory_model, bool with_coopmat, bool with_dot) {
     base.pNext = &storage16;
     storage16.pNext = &storage8;
     storage8.pNext = &float16;
@@ -46,7 +48,11 @@ struct FeatureChain {
       *tail = &memory_model;
       tail = &memory_model.pNext;
     }
-    if (with_coopmat) *tail = &coopmat;
+    if (with_coopmat) {
+      *tail = &coopmat;
+      tail = &coopmat.pNext;
+    }
+    if (with_dot) *tail = &dot;
   }
   FeatureChain(const FeatureChain&) = delete;
   FeatureChain& operator=(const FeatureChain&) = delete;
@@ -324,7 +330,8 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   };
   bool api12 = properties_.apiVersion >= VK_API_VERSION_1_2;
   FeatureChain have(api12 || has_ext("VK_KHR_vulkan_memory_model"),
-                    has_ext("VK_NV_cooperative_matrix"));
+                    has_ext("VK_NV_cooperative_matrix"),
+                    has_ext("VK_KHR_shader_integer_dot_product"));
   vkGetPhysicalDeviceFeatures2(physical_device_, &have.base);
   features_.storage_buffer_16bit = have.storage16.storageBuffer16BitAccess;
   features_.storage_buffer_8bit =
@@ -343,14 +350,25 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
       features_.storage_buffer_16bit && has_f16_coopmat_shape(instance_, physical_device_);
   features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  features_.integer_dot_product =
+      has_ext("VK_KHR_shader_integer_dot_product") && have.dot.shaderIntegerDotProduct;
 
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceShaderIntegerDotProductProperties dotp{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceExternalMemoryHostPropertiesEXT hostp{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
   p2.pNext = &sub;
-  if (features_.external_memory_host) sub.pNext = &hostp;
+  void** tail = &sub.pNext;
+  if (features_.external_memory_host) {
+    *tail = &hostp;
+    tail = &hostp.pNext;
+  }
+  if (features_.integer_dot_product) *tail = &dotp;
   vkGetPhysicalDeviceProperties2(physical_device_, &p2);
+  features_.integer_dot_4x8_accelerated =
+      features_.integer_dot_product && dotp.integerDotProduct4x8BitPackedSignedAccelerated;
   features_.subgroup_size = sub.subgroupSize;
   features_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                                   (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
@@ -367,7 +385,7 @@ void Context::create_device() {
   qci.pQueuePriorities = &priority;
   // The memory model and cooperative matrix are enabled only for the tensor-core kernel.
   const bool coopmat = features_.coopmat_f16_16x16x16;
-  FeatureChain enable(coopmat, coopmat);
+  FeatureChain enable(coopmat, coopmat, features_.integer_dot_product);
   enable.base.features.shaderInt64 = features_.shader_int64;
   enable.storage16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
   enable.storage8.storageBuffer8BitAccess = features_.storage_buffer_8bit;
@@ -375,7 +393,9 @@ void Context::create_device() {
   enable.timeline.timelineSemaphore = features_.timeline_semaphores;
   enable.memory_model.vulkanMemoryModel = VK_TRUE;
   enable.coopmat.cooperativeMatrix = VK_TRUE;
+  enable.dot.shaderIntegerDotProduct = VK_TRUE;
   std::vector<const char*> dev_exts;
+  if (features_.integer_dot_product) dev_exts.push_back("VK_KHR_shader_integer_dot_product");
   if (features_.external_memory_host) {
     dev_exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);
     dev_exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
@@ -432,6 +452,7 @@ std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,
     DeviceFeatures& f = ctx->features_;
     f.cooperative_matrix_nv = f.cooperative_matrix_khr = f.coopmat_f16_16x16x16 = false;
     f.vulkan_memory_model = false;
+    f.integer_dot_product = f.integer_dot_4x8_accelerated = false;
   }
   ctx->finish(options);
   return ctx;

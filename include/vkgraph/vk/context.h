@@ -54,6 +54,10 @@ struct DeviceFeatures {
   // VK_NV_cooperative_matrix enabled with a 16x16x16 fp16 x fp16 + fp32 subgroup shape (and
   // the Vulkan memory model, fp16 arithmetic and 16-bit storage its shaders need).
   bool coopmat_f16_16x16x16 = false;
+  // VK_KHR_shader_integer_dot_product enabled (packed 4x8-bit dot products in shaders), and
+  // whether the device reports the signed 4x8 packed form as accelerated (a native instruction).
+  bool integer_dot_product = false;
+  bool integer_dot_4x8_accelerated = false;
   bool external_memory_host = false;
   VkDeviceSize min_imported_host_pointer_alignment = 0;
   bool timestamps = false;

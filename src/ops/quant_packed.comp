@@ -1,0 +1,319 @@
+#version 450
+// Integer GEMM on packed 8-bit operands: Y[c][n] = sum_k (W[c][k] - zw[c]) * (D[n][k] - zd)
+// in int32, four k per 32-bit word. W: the weights, packed at load (quant_packed.cpp) into
+// [channels][K4 / 4] words, K4 = K rounded up to 4, padded with zw. D: the data vectors,
+//   CONV       the im2col columns of x (an output pixel of one image), gathered byte by byte;
+//              POINTWISE (1x1, stride 1, no pads) reads them as a plain [K, pixels] matrix.
+//              gl_WorkGroupID.z is the group (SPLIT_K: slice * groups + group).
+//   otherwise  the rows of a matmul's a [rows][K] (K % 4 == 0), read as words.
+// A workgroup computes a BM (channels) x BN (vectors) tile, walking K in BK-deep slices staged
+// in shared memory, with the next slice's loads in flight in registers while the current one
+// is multiplied; each invocation sums a TM x TN block with one 4x8-bit dot product per word
+// pair (DOT: VK_KHR_shader_integer_dot_product's OpSDot / OpUDot / OpSUDot; else unpacked
+// into 4 multiply-adds). Zero points are corrected in the epilogue (quant_packed.glsl).
+// Output: REQUANT bytes saturate(round_half_even((acc + bias) * sd * sw / sy) + zy); else the
+// int32 sums; SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
+#extension GL_EXT_control_flow_attributes : require
+#if DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
+#include "common.glsl"
+#include "quant_packed.glsl"
+
+#define TM 4
+#define TN 4
+#define BK 32
+#define KW (BK / 4)  // words per row of a slice
+#define THREADS ((BM / TM) * (BN / TN))
+#define THREADS_N (BN / TN)
+// Padding keeps the rows 16-byte aligned for uvec4 reads and spreads a row's words over banks.
+#define W_STRIDE (BM + 4)
+#define D_STRIDE (BN + 4)
+#define W_WORDS (BM * KW / THREADS)
+#if CONV
+#define D_WORDS (KW / (THREADS / BN))  // a thread gathers words of one column
+#else
+#define D_WORDS (BN * KW / THREADS)
+#endif
+
+layout(constant_id = 3) const bool W_SIGNED = true;
+layout(constant_id = 4) const bool D_SIGNED = false;
+layout(constant_id = 5) const bool HAS_DSUM = false;  // some weight zero point is not 0
+
+layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
+#if CONV
+layout(std430, binding = 1) readonly buffer X { uint8_t x[]; };
+#else
+layout(std430, binding = 1) readonly buffer A { uint a[]; };
+#endif
+#if REQUANT && !SPLIT_K
+layout(std430, binding = 2) writeonly buffer Y { uint8_t y[]; };
+#else
+layout(std430, binding = 2) writeonly buffer Y { int y[]; };
+#endif
+layout(std430, binding = 3) readonly buffer ZD { int zd[]; };
+layout(std430, binding = 4) readonly buffer Chan { ivec2 chan[]; };
+#if REQUANT && !SPLIT_K
+layout(std430, binding = 5) readonly buffer SD { float sd[]; };
+layout(std430, binding = 6) readonly buffer SW { float sw[]; };
+layout(std430, binding = 7) readonly buffer SY { float sy[]; };
+layout(std430, binding = 8) readonly buffer ZY { int zy[]; };
+layout(std430, binding = 9) readonly buffer Bias { int bias[]; };
+#define TAPS_BINDING 10
+#else
+#define TAPS_BINDING 5
+#endif
+#if CONV && !POINTWISE
+// Per depth k (K4 entries): {offset of the tap from the window's corner in x, dy << 16 | dx}
+// (quant_packed.cpp), -1 for k >= K: a table read instead of two divisions per byte.
+layout(std430, binding = TAPS_BINDING) readonly buffer Taps { ivec2 taps_table[]; };
+#endif
+
+layout(push_constant) uniform Params {
+  int C, N, K4;  // channels per group, data vectors, padded depth
+  int zd_count;  // 1: per tensor; else per data vector (matmul rows), cycling
+  int sd_count, sw_count;
+  int qmin, qmax;
+  int has_bias;
+  int k_chunk;  // SPLIT_K: words per slice
+#if CONV
+  int groups, cin_g, H, W, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
+#endif
+} p;
+
+// As uvec4s, so that a thread's TM weights (TN data words) of one k are one 16-byte read.
+shared uvec4 w_tile[KW * W_STRIDE / 4];
+shared uvec4 d_tile[KW * D_STRIDE / 4];
+#define SET_WORD(tile, i, v) tile[(i) >> 2][(i) & 3] = (v)
+
+#if DOT
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4450) int sdot4x8(int a, int b, spirv_literal int packed_format);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4451) uint udot4x8(uint a, uint b, spirv_literal int packed_format);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4452) int sudot4x8(int a, int b, spirv_literal int packed_format);
+#endif
+
+// The four bytes of `v` as ints, sign-extended when `is_signed`.
+ivec4 unpack4(uint v, bool is_signed) {
+  ivec4 r;
+  if (is_signed)
+    for (int i = 0; i < 4; ++i) r[i] = bitfieldExtract(int(v), 8 * i, 8);
+  else
+    for (int i = 0; i < 4; ++i) r[i] = int(bitfieldExtract(v, 8 * i, 8));
+  return r;
+}
+
+// The dot product of a weight word and a data word, each read with its signedness.
+int dot4(uint wv, uint dv) {
+#if DOT
+  if (W_SIGNED && D_SIGNED) return sdot4x8(int(wv), int(dv), 0);
+  if (!W_SIGNED && !D_SIGNED) return int(udot4x8(wv, dv, 0));
+  if (W_SIGNED) return sudot4x8(int(wv), int(dv), 0);
+  return sudot4x8(int(dv), int(wv), 0);
+#else
+  ivec4 a = unpack4(wv, W_SIGNED), b = unpack4(dv, D_SIGNED);
+  return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+#endif
+}
+
+// The sum of a data word's four values.
+int sum4(uint dv) {
+#if DOT
+  return D_SIGNED ? sdot4x8(int(dv), 0x01010101, 0) : int(udot4x8(dv, 0x01010101u, 0));
+#else
+  ivec4 b = unpack4(dv, D_SIGNED);
+  return b.x + b.y + b.z + b.w;
+#endif
+}
+
+uint next_w[W_WORDS];
+uint next_d[D_WORDS];
+int tid, group, c0, n0, KWORDS;
+
+#if CONV
+int zd_byte;  // zd as the stored byte: what padding reads
+bool n_valid;
+#if POINTWISE
+int x_pix;
+#else
+int x_corner, ih0, iw0;
+#endif
+
+void decode_column(int n) {
+  const int out_hw = p.Ho * p.Wo;
+  n_valid = n < p.N;
+  const int img = n_valid ? n / out_hw : 0;
+  const int pix = n - img * out_hw;
+  const int x_base = (img * p.groups + group) * p.cin_g * p.H * p.W;
+#if POINTWISE
+  x_pix = x_base + pix;
+#else
+  const int oh = pix / p.Wo;
+  ih0 = oh * p.sh - p.ph;
+  iw0 = (pix - oh * p.Wo) * p.sw - p.pw;
+  x_corner = x_base + ih0 * p.W + iw0;
+#endif
+}
+
+// Depth k of the thread's column as the stored byte (zd's in the padding and beyond K).
+uint im2col_byte(int k) {
+#if POINTWISE
+  if (!n_valid || k >= p.cin_g) return uint(zd_byte);
+  return uint(x[x_pix + k * p.H * p.W]);
+#else
+  ivec2 t = taps_table[k];
+  int ih = ih0 + (t.y >> 16), iw = iw0 + (t.y & 0xffff);
+  if (n_valid && t.y >= 0 && uint(ih) < uint(p.H) && uint(iw) < uint(p.W))
+    return uint(x[x_corner + t.x]);
+  return uint(zd_byte);
+#endif
+}
+#endif
+
+// Loads slice [kw0, kw0 + KW) (in words) of the tile's weights and data into next_w, next_d.
+void fetch(int kw0, int kw_end) {
+  [[unroll]] for (int i = 0; i < W_WORDS; ++i) {
+    int e = tid + i * THREADS;
+    int r = e / KW, kw = kw0 + e % KW;
+    int c = c0 + r;
+    next_w[i] = c < p.C && kw < kw_end ? w[(group * p.C + c) * KWORDS + kw] : 0u;
+  }
+#if CONV
+  [[unroll]] for (int i = 0; i < D_WORDS; ++i) {
+    int kw = kw0 + tid / BN + i * (THREADS / BN);
+    uint v = 0u;
+    if (kw < kw_end) {
+      int k = kw * 4;
+      v = im2col_byte(k) | im2col_byte(k + 1) << 8 | im2col_byte(k + 2) << 16 |
+          im2col_byte(k + 3) << 24;
+    }
+    next_d[i] = v;
+  }
+#else
+  [[unroll]] for (int i = 0; i < D_WORDS; ++i) {
+    int e = tid + i * THREADS;
+    int r = e / KW, kw = kw0 + e % KW;
+    int n = n0 + r;
+    next_d[i] = n < p.N && kw < kw_end ? a[n * KWORDS + kw] : 0u;
+  }
+#endif
+}
+
+void stage() {
+  [[unroll]] for (int i = 0; i < W_WORDS; ++i) {
+    int e = tid + i * THREADS;
+    SET_WORD(w_tile, (e % KW) * W_STRIDE + e / KW, next_w[i]);
+  }
+#if CONV
+  [[unroll]] for (int i = 0; i < D_WORDS; ++i)
+    SET_WORD(d_tile, (tid / BN + i * (THREADS / BN)) * D_STRIDE + tid % BN, next_d[i]);
+#else
+  [[unroll]] for (int i = 0; i < D_WORDS; ++i) {
+    int e = tid + i * THREADS;
+    SET_WORD(d_tile, (e % KW) * D_STRIDE + e / KW, next_d[i]);
+  }
+#endif
+}
+
+void main() {
+  tid = int(gl_LocalInvocationID.x);
+#if CONV
+  const int groups = p.groups;
+#else
+  const int groups = 1;
+#endif
+#if SPLIT_K
+  const int slice = int(gl_WorkGroupID.z) / groups;
+  group = int(gl_WorkGroupID.z) - slice * groups;
+#else
+  group = int(gl_WorkGroupID.z);
+#endif
+  c0 = int(gl_WorkGroupID.y) * BM;
+  n0 = int(gl_WorkGroupID.x) * BN;
+  KWORDS = p.K4 / 4;
+#if SPLIT_K
+  const int kw_begin = slice * p.k_chunk;
+  const int kw_end = min(KWORDS, kw_begin + p.k_chunk);
+#else
+  const int kw_begin = 0;
+  const int kw_end = KWORDS;
+#endif
+#if CONV
+  zd_byte = zd[0] & 0xff;
+  decode_column(n0 + tid % BN);
+#endif
+  const int ty = tid / THREADS_N, tx = tid - ty * THREADS_N;
+  int acc[TM][TN];
+  int dsum[TN];
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0;
+  for (int j = 0; j < TN; ++j) dsum[j] = 0;
+
+  if (kw_begin < kw_end) fetch(kw_begin, kw_end);
+  for (int kw0 = kw_begin; kw0 < kw_end; kw0 += KW) {
+    stage();
+    barrier();
+    if (kw0 + KW < kw_end) fetch(kw0 + KW, kw_end);
+    [[unroll]] for (int kk = 0; kk < KW; ++kk) {
+      uvec4 wv = w_tile[(kk * W_STRIDE + ty * TM) / 4];
+      uvec4 dv = d_tile[(kk * D_STRIDE + tx * TN) / 4];
+      for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] += dot4(wv[i], dv[j]);
+      if (HAS_DSUM)
+        for (int j = 0; j < TN; ++j) dsum[j] += sum4(dv[j]);
+    }
+    barrier();
+  }
+
+  // Per-tensor data scales (every convolution, most matmuls) give one multiplier per channel.
+#if REQUANT && !SPLIT_K
+  float multiplier[TM];
+  for (int i = 0; i < TM; ++i) {
+    int c = group * p.C + min(c0 + ty * TM + i, p.C - 1);
+    multiplier[i] = div_exact(sd[0] * sw[c % p.sw_count], sy[0]);
+  }
+#endif
+  for (int j = 0; j < TN; ++j) {
+    int n = n0 + tx * TN + j;
+    if (n >= p.N) break;
+#if CONV
+    const int out_hw = p.Ho * p.Wo;
+    const int img = n / out_hw;
+    const int y_at0 = (img * p.groups * p.C + group * p.C) * out_hw + (n - img * out_hw);
+    const int y_step = out_hw;
+    const int z = zd[0];
+#else
+    const int y_at0 = n * p.C;
+    const int y_step = 1;
+    const int z = zd[n % p.zd_count];
+#endif
+#if SPLIT_K
+    const int y_base = slice * p.N * p.C * groups;
+#else
+    const int y_base = 0;
+#endif
+    for (int i = 0; i < TM; ++i) {
+      int cg = c0 + ty * TM + i;
+      if (cg >= p.C) break;
+      int c = group * p.C + cg;
+      ivec2 ch = chan[c];
+      int partial = corrected_partial(acc[i][j], dsum[j], ch);
+      int at = y_base + y_at0 + cg * y_step;
+#if SPLIT_K
+      y[at] = partial;
+#else
+      int sum = finish_sum(partial, z, ch, p.K4);
+#if REQUANT
+      if (p.has_bias != 0) sum += bias[c];
+      float m = p.sd_count == 1 ? multiplier[i]
+                                : div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
+      y[at] = narrow_byte(requantize(sum, m, zy[0], p.qmin, p.qmax));
+#else
+      y[at] = sum;
+#endif
+#endif
+    }
+  }
+}

@@ -1,0 +1,325 @@
+// The packed integer GEMM's host side (quant_packed.h): weight packing at load, the choice of
+// tile, split-K and dot-product variant, and the dispatches.
+#include "quant_packed.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "matmul_config.h"
+#include "op_util.h"
+#include "vkgraph/shaders/qgemm.h"
+
+namespace vkgraph::ops {
+namespace {
+
+using shaders::qgemm::Kind;
+
+constexpr int64_t kSliceDepth = 32;  // quant_packed.comp's BK
+constexpr uint32_t kLargeTile = 64, kSmallTile = 32;
+
+uint32_t tile_threads(uint32_t tile) {
+  return (tile / 4) * (tile / 4);
+}
+
+// A zero point's values, or nothing when it is computed on the device. An absent one is one 0.
+std::optional<std::vector<int32_t>> constant_zeros(ComputeGraph& g, std::optional<TensorRef> t,
+                                                   const std::string& op) {
+  if (!t) return std::vector<int32_t>{0};
+  require_zero_point_type(g, *t, op);
+  const HostTensor* v = g.constant_value(*t);
+  if (!v) return std::nullopt;
+  std::vector<int32_t> r(static_cast<size_t>(v->numel()));
+  for (int64_t i = 0; i < v->numel(); ++i) r[i] = static_cast<int32_t>(v->as_int(i));
+  return r;
+}
+
+// The weights as [channels][K4 / 4] words, four k to a word (low byte first), padded to K4
+// with the channel's zero point, and per channel {sum of the padded row, zero point}.
+struct PackedWeights {
+  TensorRef words, chan;
+  int64_t k4 = 0;
+  bool any_zero = false;  // some channel's zero point is not 0
+};
+
+// `at(c, k)`: the stored byte of channel c at depth k.
+template <typename At>
+PackedWeights pack_weights(ComputeGraph& g, int64_t channels, int64_t k, bool is_signed,
+                           const std::vector<int32_t>& zeros, At at) {
+  PackedWeights p;
+  p.k4 = (k + 3) / 4 * 4;
+  std::vector<uint32_t> words(static_cast<size_t>(channels * p.k4 / 4));
+  std::vector<int32_t> chan(static_cast<size_t>(channels * 2));
+  for (int64_t c = 0; c < channels; ++c) {
+    const int32_t zero = zeros[zeros.size() == 1 ? 0 : c];
+    p.any_zero = p.any_zero || zero != 0;
+    int32_t sum = 0;
+    for (int64_t kk = 0; kk < p.k4; ++kk) {
+      const uint8_t byte = kk < k ? at(c, kk) : static_cast<uint8_t>(zero);
+      sum += is_signed ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte};
+      words[c * p.k4 / 4 + kk / 4] |= uint32_t{byte} << (8 * (kk % 4));
+    }
+    chan[2 * c] = sum;
+    chan[2 * c + 1] = zero;
+  }
+  p.words =
+      g.add_constant(HostTensor::from(DType::Int32, {static_cast<int64_t>(words.size())}, words));
+  p.chan = g.add_constant(HostTensor::from(DType::Int32, {channels, 2}, chan));
+  return p;
+}
+
+// Dot-product instructions where the device calls them accelerated; tuning knob qgemm.dot = 0
+// never, 1 wherever the device has them (tests force both variants with it).
+bool use_dot(ComputeGraph& g) {
+  const vk::DeviceFeatures& f = g.context().features();
+  const uint32_t knob = tuned(g, "qgemm.dot", 2);
+  if (knob == 2) return f.integer_dot_4x8_accelerated;
+  return knob == 1 && f.integer_dot_product;
+}
+
+// Tile and split-K, as conv.cpp decides them: split a deep GEMM with few small tiles, else
+// large tiles where there are enough of them (knob qgemm.large_min, default 128). Knobs
+// qgemm.tile (32 or 64) and qgemm.splits (1: never; n: n slices) force a choice.
+struct Plan {
+  uint32_t tile = kSmallTile;
+  uint32_t splits = 1;
+  int64_t chunk_words = 0;
+};
+
+Plan plan(ComputeGraph& g, int64_t channels, int64_t vectors, int64_t groups, int64_t k4) {
+  auto tiles = [&](uint32_t t) {
+    return static_cast<uint64_t>((channels + t - 1) / t * ((vectors + t - 1) / t) * groups);
+  };
+  Plan p;
+  const uint32_t forced_tile = tuned(g, "qgemm.tile", 0);
+  const uint32_t forced_splits = tuned(g, "qgemm.splits", 0);
+  SplitK split;
+  if (forced_splits > 1) {
+    split.splits = forced_splits;
+    split.k_chunk = (k4 + forced_splits - 1) / forced_splits;
+  } else if (forced_splits == 0 && forced_tile != kLargeTile) {
+    split = choose_split_k(tiles(kSmallTile), tile_threads(kSmallTile), k4, split_k_policy(g));
+  }
+  if (split.splits > 1) {
+    // Whole slices of the kernel's BK, none empty.
+    const int64_t depth = (split.k_chunk + kSliceDepth - 1) / kSliceDepth * kSliceDepth;
+    p.chunk_words = depth / 4;
+    p.splits = static_cast<uint32_t>((k4 + depth - 1) / depth);
+  }
+  if (p.splits > 1) return p;
+  p.splits = 1;
+  if (forced_tile == kLargeTile || forced_tile == kSmallTile)
+    p.tile = forced_tile;
+  else if (tiles(kLargeTile) >= tuned(g, "qgemm.large_min", 128))
+    p.tile = kLargeTile;
+  return p;
+}
+
+// The requantization's bindings, or the Int32 ops' none.
+void bind_requant(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
+  TensorRef bias =
+      r.bias ? *r.bias : g.add_constant(HostTensor::from(DType::Int32, {1}, std::vector{0}));
+  b.insert(b.end(), {{r.a_scale, Access::Read},
+                     {r.b_scale, Access::Read},
+                     {r.y_scale, Access::Read},
+                     {r.y_zero, Access::Read},
+                     {bias, Access::Read}});
+}
+
+// What the GEMM pass and the split-K reduce share.
+struct Gemm {
+  Kind kind;
+  TensorRef data, y, data_zero;
+  PackedWeights weights;
+  int64_t channels, vectors, groups;
+  int32_t data_zero_count;
+  bool w_signed, d_signed;
+  std::optional<TensorRef> taps;  // the im2col kernel's tap table (quant_packed.comp's Taps)
+  int64_t plane;                  // the reduce's output layout: conv plane, 0 for a matmul
+  std::vector<int32_t> geometry;  // the conv kernels' window push constants
+};
+
+void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>& requant,
+                    const std::string& op) {
+  if (m.channels == 0 || m.vectors == 0) return;
+  const Plan pl = plan(g, m.channels, m.vectors, m.groups, m.weights.k4);
+  const bool split = pl.splits > 1;
+  const bool dot = use_dot(g);
+  const Shape ys = g.info(m.y).shape;
+  const int64_t total = numel(ys);
+  TensorRef out = m.y;
+  if (split) out = g.add_tensor({pl.splits, total}, DType::Int32);
+
+  PushConstants pc;
+  pc.add(checked_i32(m.channels, op, "channels")).add(checked_i32(m.vectors, op, "columns"));
+  pc.add(checked_i32(m.weights.k4, op, "depth")).add(m.data_zero_count);
+  pc.add(requant ? requant->a_scale_count : 1).add(requant ? requant->b_scale_count : 1);
+  pc.add(requant ? requant->range.min : 0).add(requant ? requant->range.max : 0);
+  pc.add(int32_t{requant && requant->bias.has_value()});
+  pc.add(checked_i32(pl.chunk_words, op, "split-K slice"));
+  for (int32_t v : m.geometry) pc.add(v);
+
+  DispatchDesc d;
+  d.shader = declared(shaders::qgemm::find(m.kind, pl.tile, requant && !split, split, dot), op);
+  d.bindings = {{m.weights.words, Access::Read},
+                {m.data, Access::Read},
+                {out, Access::Write},
+                {m.data_zero, Access::Read},
+                {m.weights.chan, Access::Read}};
+  if (requant && !split) bind_requant(g, d.bindings, *requant);
+  if (m.taps) d.bindings.push_back({*m.taps, Access::Read});
+  const uint64_t gx = (m.vectors + pl.tile - 1) / pl.tile,
+                 gy = (m.channels + pl.tile - 1) / pl.tile, gz = m.groups * pl.splits;
+  check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
+        op + ": " + std::to_string(m.vectors) + " columns x " + std::to_string(m.channels) +
+            " channels need too many workgroups");
+  d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
+  d.local = {tile_threads(pl.tile), 1, 1};
+  d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero}};
+  d.push = pc.take();
+  // The variant in the label, so profiles (and tests) show which kernel ran.
+  d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
+            (split ? " split " + std::to_string(pl.splits) : "") + ")";
+  g.add_dispatch(std::move(d));
+  if (!split) return;
+
+  PushConstants rp;
+  rp.add(checked_i32(total, op, "output size"))
+      .add(checked_i32(m.channels * m.groups, op, "channels"));
+  rp.add(checked_i32(m.plane, op, "plane")).add(static_cast<int32_t>(pl.splits));
+  rp.add(checked_i32(m.weights.k4, op, "depth")).add(m.data_zero_count);
+  rp.add(requant ? requant->a_scale_count : 1).add(requant ? requant->b_scale_count : 1);
+  rp.add(requant ? requant->range.min : 0).add(requant ? requant->range.max : 0);
+  rp.add(int32_t{requant && requant->bias.has_value()});
+  DispatchDesc r;
+  r.shader =
+      declared(shaders::qgemm::find(Kind::SplitkReduce, 0, requant.has_value(), false, false), op);
+  r.bindings = {{out, Access::Read},
+                {m.y, Access::Write},
+                {m.data_zero, Access::Read},
+                {m.weights.chan, Access::Read}};
+  if (requant) bind_requant(g, r.bindings, *requant);
+  r.groups = groups_for(static_cast<uint64_t>(total));
+  r.local = {kLocal, 1, 1};
+  r.push = rp.take();
+  r.label = op + " (split-K reduce)";
+  g.add_dispatch(std::move(r));
+}
+
+// Depthwise (one input channel per group): one invocation per output, weights as stored.
+void add_depthwise(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
+                   const std::string& op) {
+  TensorRef w_zero = zero_point_i32(g, c.w_zero, op);
+  const int64_t total = numel(g.info(c.y).shape);
+  if (total == 0) return;
+  PushConstants pc;
+  pc.add(checked_i32(total, op, "output size")).add(checked_i32(c.out_c, op, "channels"));
+  pc.add(checked_i32(c.out_c / c.groups, op, "channels per group"));
+  pc.add(int32_t{g.info(c.x).dtype == DType::Int8}).add(int32_t{g.info(c.w).dtype == DType::Int8});
+  pc.add(param_count(g, w_zero, c.out_c, c.out_c, op, "weight's zero point"));
+  pc.add(requant ? requant->b_scale_count : 1);
+  pc.add(requant ? requant->range.min : 0).add(requant ? requant->range.max : 0);
+  pc.add(int32_t{requant && requant->bias.has_value()});
+  for (int64_t v : {c.h, c.w_in, c.kh, c.kw, c.ho, c.wo, c.strides[0], c.strides[1], c.pads[0],
+                    c.pads[1], c.dilations[0], c.dilations[1]})
+    pc.add(checked_i32(v, op, "convolution parameter"));
+  DispatchDesc d;
+  d.shader =
+      declared(shaders::qgemm::find(Kind::Depthwise, 0, requant.has_value(), false, false), op);
+  d.bindings = {{c.x, Access::Read},
+                {c.w, Access::Read},
+                {c.y, Access::Write},
+                {c.x_zero, Access::Read},
+                {w_zero, Access::Read}};
+  if (requant) bind_requant(g, d.bindings, *requant);
+  d.groups = groups_for(static_cast<uint64_t>(total));
+  d.local = {kLocal, 1, 1};
+  d.push = pc.take();
+  d.label = op + " (depthwise)";
+  g.add_dispatch(std::move(d));
+}
+
+// quant_packed.comp's tap table: per depth k < K the tap's offset from the window's corner
+// in x and its {dy, dx} (16 bits each), -1 beyond K. Nothing when a tap reaches too far.
+std::optional<TensorRef> tap_table(ComputeGraph& g, const PackedConv& c, int64_t k4) {
+  const int64_t cin_g = c.in_c / c.groups, taps = c.kh * c.kw;
+  const int64_t dy_max = (c.kh - 1) * c.dilations[0], dx_max = (c.kw - 1) * c.dilations[1];
+  const int64_t offset_max = (cin_g - 1) * c.h * c.w_in + dy_max * c.w_in + dx_max;
+  if (dy_max > 0x7fff || dx_max > 0xffff || offset_max > INT32_MAX) return std::nullopt;
+  std::vector<int32_t> table(static_cast<size_t>(2 * k4), -1);
+  for (int64_t k = 0; k < cin_g * taps; ++k) {
+    const int64_t ci = k / taps, ky = k % taps / c.kw, kx = k % c.kw;
+    const int64_t dy = ky * c.dilations[0], dx = kx * c.dilations[1];
+    table[2 * k] = static_cast<int32_t>(ci * c.h * c.w_in + dy * c.w_in + dx);
+    table[2 * k + 1] = static_cast<int32_t>(dy << 16 | dx);
+  }
+  return g.add_constant(HostTensor::from(DType::Int32, {k4, 2}, table));
+}
+
+}  // namespace
+
+bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
+                     const std::string& op) {
+  if (tuned(g, "qgemm.packed", 1) == 0) return false;
+  const int64_t cin_g = c.in_c / c.groups, out_g = c.out_c / c.groups;
+  if (cin_g == 1 && c.groups > 1) {
+    add_depthwise(g, c, requant, op);
+    return true;
+  }
+  const HostTensor* w = g.constant_value(c.w);
+  const auto zeros = constant_zeros(g, c.w_zero, op);
+  if (!w || !zeros) return false;
+  const int64_t k = cin_g * c.kh * c.kw;
+  const bool w_signed = g.info(c.w).dtype == DType::Int8;
+  Gemm m;
+  const bool pointwise = c.kh == 1 && c.kw == 1 && c.strides == std::array<int64_t, 2>{1, 1} &&
+                         c.pads == std::array<int64_t, 2>{0, 0} && c.ho == c.h && c.wo == c.w_in;
+  if (!pointwise) {
+    m.taps = tap_table(g, c, (k + 3) / 4 * 4);
+    if (!m.taps) return false;
+  }
+  m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
+                           [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
+  m.kind = pointwise ? Kind::ConvPointwise : Kind::Conv;
+  m.data = c.x;
+  m.y = c.y;
+  m.data_zero = c.x_zero;
+  m.data_zero_count = 1;
+  m.channels = out_g;
+  m.vectors = checked_mul(c.batch, checked_mul(c.ho, c.wo, op), op);
+  m.groups = c.groups;
+  m.w_signed = w_signed;
+  m.d_signed = g.info(c.x).dtype == DType::Int8;
+  m.plane = c.ho * c.wo;
+  for (int64_t v : {c.groups, cin_g, c.h, c.w_in, c.kh, c.kw, c.ho, c.wo, c.strides[0],
+                    c.strides[1], c.pads[0], c.pads[1], c.dilations[0], c.dilations[1]})
+    m.geometry.push_back(checked_i32(v, op, "convolution parameter"));
+  add_dispatches(g, m, requant, op);
+  return true;
+}
+
+bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& mm,
+                       const std::optional<Requant>& requant, const std::string& op) {
+  if (tuned(g, "qgemm.packed", 1) == 0 || mm.k % 4 != 0) return false;
+  const HostTensor* b = g.constant_value(mm.b);
+  const auto zeros = constant_zeros(g, mm.b_zero, op);
+  if (!b || !zeros) return false;
+  const bool w_signed = g.info(mm.b).dtype == DType::Int8;
+  Gemm m;
+  m.weights = pack_weights(g, mm.n, mm.k, w_signed, *zeros,
+                           [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; });
+  m.kind = Kind::Matmul;
+  m.data = mm.a;
+  m.y = mm.y;
+  m.data_zero = mm.a_zero;
+  m.data_zero_count = mm.a_zero_count;
+  m.channels = mm.n;
+  m.vectors = mm.rows;
+  m.groups = 1;
+  m.w_signed = w_signed;
+  m.d_signed = g.info(mm.a).dtype == DType::Int8;
+  m.plane = 0;
+  add_dispatches(g, m, requant, op);
+  return true;
+}
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,26 @@
+// Shared by the packed integer GEMM (quant_packed.comp) and its split-K reduce
+// (quant_packed_reduce.comp): the zero-point correction and the requantizing epilogue.
+//
+// The kernels sum raw products of the stored 8-bit values, four per 32-bit word. With weights
+// w (zero point zw, per channel c) and data d (zero point zd), over the padded depth K4:
+//   sum (d - zd)(w - zw) = sum d w - zd * sum w - zw * sum d + K4 * zd * zw
+// The host packs the weights once at load and passes, per channel, sum w (padding k >= K
+// holds zw, so it adds nothing) and zw (`chan` = {wsum, zw} pairs); sum d is summed next to
+// the products only where some zw is not 0 (HAS_DSUM). Convolution padding reads zd, which
+// adds nothing either.
+#include "quant.glsl"
+
+// The raw sum less zw * sum d: what a split-K slice stores, since it adds up across slices.
+int corrected_partial(int raw, int dsum, ivec2 chan) {
+  return raw - chan.y * dsum;
+}
+
+// The exact integer accumulation sum (d - zd)(w - zw) from the slice-summed partial.
+int finish_sum(int partial, int zd, ivec2 chan, int k4) {
+  return partial - zd * chan.x + k4 * zd * chan.y;
+}
+
+// saturate(round_half_even(acc * multiplier) + zy) as the byte to store.
+int requantize(int acc, float multiplier, int zy, int qmin, int qmax) {
+  return quantize_value(float(acc) * multiplier, zy, qmin, qmax);
+}

@@ -1,0 +1,50 @@
+#pragma once
+// The packed integer GEMM (quant_packed.comp) behind the integer convolution and matmul of
+// quant_gemm.cpp: weights that are graph constants (as in every QDQ or QLinear model) are
+// packed on the host, four 8-bit values to a word along K, with per-channel sums for the
+// zero-point correction; the kernel sums with packed dot-product instructions where the device
+// has them. Weights computed on the device keep quant_gemm.comp.
+#include <optional>
+#include <string>
+
+#include "quant_util.h"
+
+namespace vkgraph::ops {
+
+// What the requantizing epilogue needs; absent for the Int32-output ops. `a` is the data
+// operand (x, a matmul's a), `b` the weights.
+struct Requant {
+  TensorRef a_scale, b_scale, y_scale, y_zero;
+  int32_t a_scale_count = 1, b_scale_count = 1;
+  std::optional<TensorRef> bias;
+  QuantRange range{0, 255};
+  DType out = DType::UInt8;
+};
+
+// A 2-D integer convolution (1-D lifted), validated by the caller; y is its output tensor.
+struct PackedConv {
+  TensorRef x, w, y, x_zero;        // x_zero: Int32, per tensor
+  std::optional<TensorRef> w_zero;  // as the model gave it
+  int64_t batch, in_c, h, w_in, out_c, kh, kw, ho, wo, groups;
+  std::array<int64_t, 2> strides, pads, dilations;  // pads: begin (top, left)
+};
+
+// Adds the packed kernel's dispatches computing c.y and returns true, or returns false (adding
+// nothing) where it does not apply: weights or their zero point not constants, or tuning knob
+// qgemm.packed = 0.
+bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
+                     const std::string& op);
+
+// y [rows][n] = a [rows][k] x b [k][n]: one weight matrix; a's zero point Int32 with
+// `a_zero_count` values (1 or per row, cycling). Returns false as add_packed_conv, and where
+// k % 4 != 0.
+struct PackedMatmul {
+  TensorRef a, b, y, a_zero;
+  std::optional<TensorRef> b_zero;  // as the model gave it
+  int32_t a_zero_count = 1;
+  int64_t rows, k, n;
+};
+bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& m,
+                       const std::optional<Requant>& requant, const std::string& op);
+
+}  // namespace vkgraph::ops

@@ -1,0 +1,55 @@
+#version 450
+// Split-K reduce of the packed integer GEMM (quant_packed.comp): one invocation per output
+// element sums the slices' int32 partials (each already less zw * sum d of its slice), then
+// finishes the zero-point correction and, REQUANT, requantizes to bytes. Outputs are laid out
+// as the GEMM's: `plane` > 0 a convolution's [images][channels][plane], else a matmul's
+// [rows][channels].
+#extension GL_EXT_shader_8bit_storage : require
+#include "common.glsl"
+#include "quant_packed.glsl"
+
+layout(std430, binding = 0) readonly buffer Partials { int partials[]; };
+#if REQUANT
+layout(std430, binding = 1) writeonly buffer Y { uint8_t y[]; };
+#else
+layout(std430, binding = 1) writeonly buffer Y { int y[]; };
+#endif
+layout(std430, binding = 2) readonly buffer ZD { int zd[]; };
+layout(std430, binding = 3) readonly buffer Chan { ivec2 chan[]; };
+#if REQUANT
+layout(std430, binding = 4) readonly buffer SD { float sd[]; };
+layout(std430, binding = 5) readonly buffer SW { float sw[]; };
+layout(std430, binding = 6) readonly buffer SY { float sy[]; };
+layout(std430, binding = 7) readonly buffer ZY { int zy[]; };
+layout(std430, binding = 8) readonly buffer Bias { int bias[]; };
+#endif
+
+layout(push_constant) uniform Params {
+  int total, channels, plane, splits, K4;
+  int zd_count, sd_count, sw_count;
+  int qmin, qmax, has_bias;
+} p;
+
+void main() {
+  int at = int(linear_index());
+  if (at >= p.total) return;
+  int partial = 0;
+  for (int s = 0; s < p.splits; ++s) partial += partials[s * p.total + at];
+  int c, n;
+  if (p.plane > 0) {
+    c = at / p.plane % p.channels;
+    n = 0;  // convolutions have per-tensor data parameters
+  } else {
+    c = at % p.channels;
+    n = at / p.channels;
+  }
+  ivec2 ch = chan[c];
+  int sum = finish_sum(partial, zd[n % p.zd_count], ch, p.K4);
+#if REQUANT
+  if (p.has_bias != 0) sum += bias[c];
+  float m = div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
+  y[at] = narrow_byte(requantize(sum, m, zy[0], p.qmin, p.qmax));
+#else
+  y[at] = sum;
+#endif
+}
