@@ -48,6 +48,10 @@ bool scalar_bool(const Importer& im, const onnx::NodeProto& node, const HostTens
 
 // Element [index] of `v` along `axis`, with that axis removed.
 Value take(Importer& im, Value v, const std::string& name, int64_t axis, int64_t index) {
+  if (axis >= static_cast<int64_t>(v.shape.size()) || index >= v.shape[axis])
+    throw Error(ErrorKind::ModelFormat, "'" + name + "' " + shape_str(v.shape) +
+                                            " has no element " + std::to_string(index) +
+                                            " along axis " + std::to_string(axis));
   Shape out = v.shape;
   out.erase(out.begin() + axis);
   if (v.constant) {

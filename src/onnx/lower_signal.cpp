@@ -155,6 +155,7 @@ std::vector<Value> lower_dft(Importer& im, const onnx::NodeProto& node, const fo
   const bool inverse = a.get_int("inverse", 0) != 0;
   const bool onesided = a.get_int("onesided", 0) != 0;
   const int64_t n = shape[axis], c = shape.back();
+  if (numel(shape) == 0) im.fail(node, "input " + shape_str(shape) + " is empty");
   const int64_t length =
       im.has_input(node, 1) ? scalar_int(im, node, 1, "dft_length", 1, int64_t{1} << 24) : n;
   if (onesided && (inverse || c != 1)) im.fail(node, "onesided needs a real forward transform");

@@ -18,6 +18,10 @@ void import_on_host(const onnx::ModelProto& m) {
   load_on_host(m.SerializeAsString(), "model", context());
 }
 
+void import_on_host_bytes(const std::string& bytes) {
+  load_on_host(bytes, "model", context());
+}
+
 onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
   for (auto& init : *m.mutable_graph()->mutable_initializer())
     if (init.name() == name) return init;
@@ -52,6 +56,23 @@ void add_ints(onnx::NodeProto& node, const std::string& name, const std::vector<
   a.set_name(name);
   a.set_type(onnx::AttributeProto::INTS);
   for (int64_t x : v) a.add_ints(x);
+}
+
+// fuzz_load on the H200 (16 jobs, 8.0M inputs, 2026-12-01): a batched Scan (opset 8) whose
+// state has no batch axis to take rows from (a vector erase past the end), and a DFT of an
+// empty signal (an integer division by zero). The inputs as libFuzzer saved them.
+TEST_F(LoadRobustness, FuzzFindingsOfTheH200Run) {
+  const fs::path dir = fs::path(VKGRAPH_SOURCE_DIR) / "tests/data/fuzz_findings";
+  size_t found = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().filename().string());
+    ++found;
+    try {
+      import_on_host_bytes(file_bytes(entry.path().string()));
+    } catch (const Error&) {  // a clear error is the expected end of a malformed model
+    }
+  }
+  EXPECT_EQ(found, 4u);
 }
 
 // fuzz_load: axis 0 was accepted for a rank-0 input, and slice indexed its per-axis flags
