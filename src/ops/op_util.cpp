@@ -43,8 +43,11 @@ uint32_t tuned(ComputeGraph& g, const std::string& key, uint32_t fallback) {
   return tuning ? tuning->knob(key, fallback) : fallback;
 }
 
+// Off unless "fp16.math=1": on the H200 (NVIDIA 580.159) the float16 Add/Sub/Mul/Max/Min do
+// not match float32 rounded once (BinaryFloat16.HalfArithmeticMatchesFloat32Rounded fails
+// there, passes on lavapipe), and no speed-up has been measured yet.
 bool half_arithmetic(ComputeGraph& g) {
-  return g.context().features().shader_float16 && tuned(g, "fp16.math", 1) != 0;
+  return g.context().features().shader_float16 && tuned(g, "fp16.math", 0) != 0;
 }
 
 int normalize_axis(int64_t axis, size_t rank, const std::string& op) {

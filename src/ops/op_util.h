@@ -66,7 +66,8 @@ void require_dtype(ComputeGraph& g, TensorRef t, DType dtype, const std::string&
 // Unsupported error naming `op`.
 DType float_dtype(ComputeGraph& g, DType dtype, const std::string& op);
 // Whether float16 tensors may also be computed in float16 (shaderFloat16), by the kernels that
-// declare such variants: where the device has it and the "fp16.math" knob is not 0.
+// declare such variants: where the device has it and the "fp16.math" knob is 1 (off by
+// default, op_util.cpp says why).
 bool half_arithmetic(ComputeGraph& g);
 // The dtype part of the name of a shader declared the older way, with vkgraph_shader()
 // ("f32", "f16", "i32", "i64", "bool"); families declared as variants pick ids instead.

@@ -472,7 +472,9 @@ Context::~Context() {
     if (destroy) destroy(instance_, messenger_, nullptr);
   }
   if (instance_) vkDestroyInstance(instance_, nullptr);
-  if (faults_->messages_at_destruction) *faults_->messages_at_destruction = validation_messages();
+  // faults_ is created late in init(): a Context whose init() failed (no such device) has none.
+  if (faults_ && faults_->messages_at_destruction)
+    *faults_->messages_at_destruction = validation_messages();
 }
 
 void Context::submit(const std::vector<VkCommandBuffer>& command_buffers,
