@@ -73,10 +73,9 @@ float element(const HostTensor& t, int64_t i) {
   return t.dtype == DType::Float16 ? half_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
 }
 
-// Reads C back and compares 4096 sampled entries with double-precision dot products of the
-// host inputs; the bound allows fp16 output rounding (and fp32 accumulation over K).
-bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, const HostTensor& b,
-                DType dtype, int64_t m, int64_t n, int64_t k) {
+// The [m, n] result in `out` back on the host: compute writes before the copy, the copy
+// before host reads (device_to_host_barrier), a fence wait, then the staging read.
+HostTensor read_result(vk::Context& ctx, const vk::Buffer& out, DType dtype, int64_t m, int64_t n) {
   size_t bytes = static_cast<size_t>(m * n) * dtype_size(dtype);
   vk::StagingBuffer staging(ctx, bytes, vk::StagingBuffer::Direction::FromDevice, "check");
   vk::OneShot shot(ctx);
@@ -89,6 +88,14 @@ bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, co
   shot.submit_and_wait();
   HostTensor c(dtype, {m, n});
   staging.copy_out(c.bytes.data(), bytes);
+  return c;
+}
+
+// Reads C back and compares 4096 sampled entries with double-precision dot products of the
+// host inputs; the bound allows fp16 output rounding (and fp32 accumulation over K).
+bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, const HostTensor& b,
+                DType dtype, int64_t m, int64_t n, int64_t k) {
+  const HostTensor c = read_result(ctx, out, dtype, m, n);
   double worst = 0;
   bool ok = true;
   for (int64_t s = 0; s < 4096; ++s) {
@@ -136,18 +143,7 @@ NBitsOperands nbits_operands(int64_t m, int64_t n, int64_t k, int64_t bits, int6
 // dequantized weights (zero point 2^(bits-1)).
 bool check_nbits(vk::Context& ctx, const vk::Buffer& out, const NBitsOperands& o, DType dtype,
                  int64_t m, int64_t n, int64_t k, int64_t bits, int64_t block) {
-  const size_t bytes = static_cast<size_t>(m * n) * dtype_size(dtype);
-  vk::StagingBuffer staging(ctx, bytes, vk::StagingBuffer::Direction::FromDevice, "check");
-  vk::OneShot shot(ctx);
-  vk::PipelineBarrier after_compute;
-  after_compute.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-  shot.cmd().record_barrier(after_compute);
-  shot.cmd().copy_buffer(out, staging, 0, 0, bytes);
-  shot.cmd().record_barrier(vk::device_to_host_barrier());
-  shot.submit_and_wait();
-  HostTensor y(dtype, {m, n});
-  staging.copy_out(y.bytes.data(), bytes);
+  const HostTensor y = read_result(ctx, out, dtype, m, n);
   const int64_t blocks = (k + block - 1) / block, row_bits = blocks * block * bits;
   double worst = 0;
   bool ok = true;
