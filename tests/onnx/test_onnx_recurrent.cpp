@@ -402,12 +402,18 @@ TEST_F(OnnxRecurrent, RnnBidirectionalWithLengths) {
   }
 }
 
-TEST_F(OnnxRecurrent, ReverseDirectionAndInputForget) {
+// An LSTM running backwards over lengths 3, 4, 1 from initial states, input_forget on.
+Case reverse_with_input_forget() {
   Case c;
   c.direction = "reverse";
   c.lens = c.initial = true;
   c.seq_lens = {3, 4, 1};
   c.input_forget = true;
+  return c;
+}
+
+TEST_F(OnnxRecurrent, ReverseDirectionAndInputForget) {
+  Case c = reverse_with_input_forget();
   check(c);
   c.cell = Cell::Gru;
   c.input_forget = false;
@@ -451,12 +457,7 @@ TEST_F(OnnxRecurrent, StepwiseMatchesTheReference) {
     Case gru = everything(Cell::Gru, 0);
     gru.linear_before_reset = true;
     check(gru);
-    Case reverse;
-    reverse.direction = "reverse";
-    reverse.lens = reverse.initial = true;
-    reverse.seq_lens = {3, 4, 1};
-    reverse.input_forget = true;
-    check(reverse);
+    check(reverse_with_input_forget());
   }
   // One dispatch per step (two for GRU without linear_before_reset), after the projection
   // and R's transpose.
