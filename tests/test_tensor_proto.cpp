@@ -275,6 +275,18 @@ TEST(TensorProto, DecodesBytesAsTheFileReaderDoes) {
                ErrorKind::ModelFormat, "label: not a valid serialized onnx.TensorProto");
 }
 
+// fuzz_pb in the CI run: an int4 tensor of INT64_MAX elements overflowed (count + 1) / 2, the
+// packed byte count, and the error named a negative size.
+TEST(TensorProto, Int4WithTheLargestDimension) {
+  onnx::TensorProto proto;
+  proto.add_dims(std::numeric_limits<int64_t>::max());
+  proto.set_data_type(22);  // INT4
+  proto.set_raw_data(std::string(1, '\0'));
+  expect_error(
+      [&] { onnx_io::decode_tensor_pb(to_bytes(proto.SerializeAsString()), "big"); },
+      ErrorKind::ModelFormat, "need 4611686018427387904");
+}
+
 TEST(TensorProto, ReadsOnnxTestData) {
   const std::string dir = kTestData + "/node/test_add/test_data_set_0/";
   if (!fs::exists(dir)) GTEST_SKIP() << "no ONNX test data at " << kTestData;

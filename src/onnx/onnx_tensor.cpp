@@ -202,7 +202,7 @@ int64_t typed_count(const TP& proto) {
 // Read as Int32 values, like the 8-bit types.
 HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw,
                            const std::string& label) {
-  const int64_t bytes = (count + 1) / 2;
+  const int64_t bytes = count / 2 + count % 2;  // (count + 1) / 2 overflows at INT64_MAX
   const int64_t have =
       raw ? static_cast<int64_t>(proto.raw_data().size()) : proto.int32_data_size();
   check(!raw || typed_count(proto) == 0, ErrorKind::ModelFormat,
