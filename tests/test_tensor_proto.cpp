@@ -282,9 +282,8 @@ TEST(TensorProto, Int4WithTheLargestDimension) {
   proto.add_dims(std::numeric_limits<int64_t>::max());
   proto.set_data_type(22);  // INT4
   proto.set_raw_data(std::string(1, '\0'));
-  expect_error(
-      [&] { onnx_io::decode_tensor_pb(to_bytes(proto.SerializeAsString()), "big"); },
-      ErrorKind::ModelFormat, "need 4611686018427387904");
+  expect_error([&] { onnx_io::decode_tensor_pb(to_bytes(proto.SerializeAsString()), "big"); },
+               ErrorKind::ModelFormat, "need 4611686018427387904");
 }
 
 TEST(TensorProto, ReadsOnnxTestData) {

@@ -118,6 +118,11 @@ void coalesce_rows(GemmProblem& p) {
     if (p.rows[i] == 1 && !last) continue;
     if (!out.rows.empty()) {
       int64_t inner = p.rows[i];
+      // M == 1 (the last dim; other size-1 dims were dropped above) never steps, whatever its
+      // strides, so the dim outside it becomes M where B does not step along it (B's stride
+      // along M is 0). The [S, 1, K] transpose of [1, S, K] that nn.MultiheadAttention's
+      // in-projection reads is then one GEMM of M = S, not S GEMVs each reading all of B.
+      if (inner == 1 && out.b_rows.back() == 0) continue;
       bool mergeable = out.a_rows.back() == p.a_rows[i] * inner &&
                        out.b_rows.back() == p.b_rows[i] * inner &&
                        out.bias_rows.back() == p.bias_rows[i] * inner;

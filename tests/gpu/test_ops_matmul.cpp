@@ -54,6 +54,23 @@ TEST_F(MatmulTest, BatchedGemv) {
 TEST_F(MatmulTest, BatchedRowsFoldIntoGemv) {
   check_matmul({3, 1, 40}, {40, 21});
 }
+// nn.MultiheadAttention's in-projection reads its [1, S, K] input transposed to [S, 1, K]: a
+// batch of S single rows whose M stride (S * K) is not the batch stride (K). Against a 2-D B
+// that is one GEMM of M = S; against a batched B it stays S GEMVs. The permutation moves only a
+// size-1 dim, so the stored bytes are those of the [S, 1, K] reference operand.
+TEST_F(MatmulTest, TransposedSingleRowsFoldIntoOneGemm) {
+  for (const Shape& sb : {Shape{40, 21}, Shape{37, 40, 21}}) {
+    SCOPED_TRACE(shape_str(sb));
+    HostMat a = random({1, 37, 40}), b = random(sb);
+    Reference want = reference_matmul({{37, 1, 40}, a.v}, b);
+    run_and_check(
+        graph_options(), {a, b},
+        [&](ComputeGraph& g, const std::vector<TensorRef>& in) {
+          return ops::matmul_permuted(g, {in[0], {1, 0, 2}}, {in[1], {}}, {}, 1.f);
+        },
+        want);
+  }
+}
 TEST_F(MatmulTest, BatchedSingleColumn) {
   check_matmul({2, 9, 13}, {2, 13, 1});
 }
