@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+"""Issue 11's benchmark set on the H200 in one run: export every model with both PyTorch
+exporters, time PyTorch fp32 and fp16 (eager and CUDA-graph replay) and vkgraph (fp32 and
+--fp16), compare vkgraph's outputs with PyTorch's fp32 output, and write a report.
+
+  modelset.py WORK_DIR --cli ./build-h200/vkgraph [--out $OUT] [--deadline 540]
+              [--models vit_b_16,bert,...] [--exporters dynamo,legacy] [--runs 100]
+  modelset.py WORK_DIR --cli build/vkgraph --cpu-smoke   (no GPU: tiny sizes, CPU, legacy)
+
+Models, batch 1, random weights (nothing is downloaded), seeded: torchvision vit_b_16,
+convnext_tiny, resnet50, efficientnet_b0, mobilenet_v3_large, swin_t at 224x224 (norm layers
+made non-trivial by export_zoo.realistic_norms, ViT's zero head and ConvNeXt's 1e-6 layer
+scales re-initialised); from transformers configs: bert (bert-base, seq 128, input_ids and an
+attention mask with the last quarter padded, last_hidden_state), gpt2 (gpt2 small, seq 128,
+logits) and llama (LlamaForCausalLM, 8 layers, d 1024, 16 heads, 4 KV heads (GQA), RoPE,
+RMSNorm, SiLU MLP 2816, vocab 32000, seq 128, logits). Weights are embedded in the .onnx files
+(all models here are < 2 GB).
+
+Stages, each under a share of --deadline so that the report is always written:
+  export  one worker process per model (--jobs at a time; `modelset.py --export-one`), both
+          exporters (dynamo: PyTorch's default; legacy: dynamo=False, opset 17); an export that
+          fails or runs out of time is recorded with its error and skipped.
+  torch   per model, on CUDA: the fp32 reference (TF32 off), then fp32 and fp16 (a .half()
+          copy, float inputs in half) eager and CUDA-graph replay: host wall time per call
+          (synchronised after each) and GPU time (CUDA events around back-to-back calls), p50.
+  vkgraph per export: `vkgraph bench MODEL --runs N` and with --fp16 (host and GPU p50), then
+          `vkgraph run --output-dir` in both modes for the outputs: max|err| / max|ref| against
+          the fp32 PyTorch output.
+  report  OUT/modelset.md (tables, geo-means) and OUT/modelset.json (everything), rewritten
+          after every model, so a run cut short still leaves its report.
+
+CUDA-graph capture of the Hugging Face models: their forward builds masks and position ids
+itself, and some of that work (torch.arange on the CPU, "is the mask all ones?" checks that
+synchronise) cannot be captured. So the models are wrapped (HFWrapper): position ids are a
+buffer of the wrapper, on the GPU with the model, passed explicitly; the decoders get no
+attention mask (batch 1, nothing padded: causal attention); BERT's padding mask is turned
+into the additive [1, 1, 1, S] float mask on the GPU inside the wrapper and handed to the
+encoder, skipping the model's own mask preparation; use_cache=False. The same wrapper is
+exported, so the timed module and the ONNX graph compute the same thing.
+
+--cpu-smoke: the same code on the CPU with tiny sizes (ViT and Swin at test size, CNNs at
+64x64), few iterations, the legacy exporter only and no CUDA graphs; models that need
+transformers are skipped with a message when it is not installed.
+"""
+
+import argparse
+import copy
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "models"))
+sys.path.insert(0, HERE)
+import compare as zoo_compare  # noqa: E402  error statistics
+import export_zoo  # noqa: E402  realistic_norms
+import models as h200_models  # noqa: E402  exporter options, ViT/Swin builders, graph I/O
+import peers  # noqa: E402  Clock (host and device timing)
+import quant_models  # noqa: E402  `vkgraph bench` parsing, vkgraph's environment
+import report as h200_report  # noqa: E402  number formatting
+
+VISION = ["vit_b_16", "convnext_tiny", "resnet50", "efficientnet_b0", "mobilenet_v3_large",
+          "swin_t"]
+HF = ["bert", "gpt2", "llama"]
+ALL_MODELS = VISION + HF
+EXPORTERS = ["dynamo", "legacy"]
+DISPLAY = {"bert": "bert-base S128", "gpt2": "gpt2 small S128",
+           "llama": "llama L8 d1024 GQA S128"}
+
+
+class Skip(Exception):
+    """A model this environment cannot build (e.g. transformers missing)."""
+
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+class HFWrapper(torch.nn.Module):
+    """A transformers model behind a forward that CUDA graphs can capture (module docstring)."""
+
+    def __init__(self, model, seq, encoder_only):
+        super().__init__()
+        self.model, self.encoder_only = model, encoder_only
+        self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0), persistent=False)
+
+    def forward(self, input_ids, attention_mask=None):
+        if self.encoder_only:  # BERT: embeddings, our own additive mask, the encoder
+            hidden = self.model.embeddings(input_ids=input_ids, position_ids=self.position_ids)
+            keep = attention_mask[:, None, None, :].to(hidden.dtype)
+            additive = (1.0 - keep) * torch.finfo(hidden.dtype).min
+            return self.model.encoder(hidden, attention_mask=additive)[0]
+        return self.model(input_ids=input_ids, position_ids=self.position_ids,
+                          use_cache=False)[0]
+
+
+def randomize_rms_norms(model, seed):
+    # export_zoo.realistic_norms knows nn.LayerNorm only; Llama's RMSNorm has a weight alone.
+    g = torch.Generator().manual_seed(seed + 104729)
+    with torch.no_grad():
+        for m in model.modules():
+            if type(m).__name__.endswith("RMSNorm"):
+                m.weight.copy_(0.75 + 0.5 * torch.rand(m.weight.shape, generator=g))
+
+
+def build_hf(name, smoke, seed):
+    try:
+        import transformers as tf
+    except ImportError:
+        raise Skip("transformers is not installed")
+    seq = 16 if smoke else 128
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    if name == "bert":
+        cfg = (tf.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=128, vocab_size=1000) if smoke else tf.BertConfig())
+        model = HFWrapper(tf.BertModel(cfg, add_pooling_layer=False), seq, encoder_only=True)
+        mask = np.ones((1, seq), dtype=np.int64)
+        mask[:, seq * 3 // 4:] = 0  # padding at the end, as a tokenizer leaves it
+        inputs = {"input_ids": rng.integers(1000 if not smoke else 1, cfg.vocab_size, (1, seq)),
+                  "attention_mask": mask}
+    elif name == "gpt2":
+        cfg = (tf.GPT2Config(n_embd=64, n_layer=2, n_head=2, vocab_size=1000) if smoke
+               else tf.GPT2Config())
+        model = HFWrapper(tf.GPT2LMHeadModel(cfg), seq, encoder_only=False)
+        inputs = {"input_ids": rng.integers(0, cfg.vocab_size, (1, seq))}
+    else:
+        dims = (dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, vocab_size=1000) if smoke
+                else dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                          num_attention_heads=16, num_key_value_heads=4, vocab_size=32000))
+        cfg = tf.LlamaConfig(max_position_embeddings=2048, hidden_act="silu",
+                             tie_word_embeddings=False, **dims)
+        model = HFWrapper(tf.LlamaForCausalLM(cfg), seq, encoder_only=False)
+        inputs = {"input_ids": rng.integers(0, cfg.vocab_size, (1, seq))}
+    model = export_zoo.realistic_norms(model.float().eval(), (1,), seed)
+    randomize_rms_norms(model, seed)
+    inputs = {k: v.astype(np.int64) for k, v in inputs.items()}
+    note = f"transformers {tf.__version__}, attention {getattr(cfg, '_attn_implementation', '?')}"
+    return model.eval(), inputs, note
+
+
+def build_vision(name, smoke, seed):
+    import torchvision
+
+    if name in ("vit_b_16", "swin_t"):  # tools/h200/models.py's builders (head re-init)
+        mini = {"vit_b_16": "vit_mini", "swin_t": "swin_mini"}[name] if smoke else name
+        model, x, _, _, _ = h200_models.build(mini, seed)
+        return model, {"input": x}, "torchvision" + (f" ({mini})" if smoke else "")
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None).float().eval()
+    with torch.no_grad():  # ConvNeXt's 1e-6 layer scales make its blocks nearly identity
+        for pname, p in model.named_parameters():
+            if pname.endswith("layer_scale"):
+                p.uniform_(0.05, 0.15)
+    shape = (1, 3, 64, 64) if smoke else (1, 3, 224, 224)
+    model = export_zoo.realistic_norms(model, shape, seed)
+    x = np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+    return model, {"input": x}, "torchvision" + (" at 64x64" if smoke else "")
+
+
+def build(name, smoke, seed):
+    """(eval-mode fp32 CPU module, {input name: array}, note); the same for every call."""
+    if name in HF:
+        return build_hf(name, smoke, seed)
+    if name in VISION:
+        return build_vision(name, smoke, seed)
+    raise ValueError(f"unknown model {name!r}; known: {', '.join(ALL_MODELS)}")
+
+
+# --------------------------------------------------------------------------
+# Export (one worker process per model)
+# --------------------------------------------------------------------------
+class Deadline:
+    """Raises TimeoutError in the main thread after `seconds` (SIGALRM)."""
+
+    def __init__(self, seconds):
+        self.seconds = max(1, int(seconds))
+
+    def _fire(self, *_):
+        raise TimeoutError(f"out of time after {self.seconds}s")
+
+    def __enter__(self):
+        signal.signal(signal.SIGALRM, self._fire)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *_):
+        signal.alarm(0)
+
+
+def export_one(cfg):
+    """Worker: exports one model with each exporter into cfg.dir; writes MODEL_export.json."""
+    torch.set_num_threads(cfg.threads)
+    h200_models_flags()
+    name, result = cfg.export_one, {}
+    path_json = os.path.join(cfg.dir, f"{name}_export.json")
+    try:
+        model, inputs, note = build(name, cfg.cpu_smoke, cfg.seed)
+    except Exception as e:
+        result = {ex: {"error": f"build: {type(e).__name__}: {e}"} for ex in cfg.exporters}
+        with open(path_json, "w") as f:
+            json.dump(result, f, indent=2)
+        return 0
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    for exporter in cfg.exporters:
+        key, t0 = f"{name}_{exporter}", time.time()
+        path = os.path.join(cfg.dir, key + ".onnx")
+        entry = result[exporter] = {}
+        try:
+            kw = h200_models.export_kwargs(exporter)
+            kw["opset_version"] = cfg.opset if exporter == "legacy" else cfg.dynamo_opset
+            if kw["opset_version"] is None:
+                del kw["opset_version"]
+            with Deadline(cfg.export_timeout):
+                torch.onnx.export(model, args, path, input_names=list(inputs),
+                                  output_names=["output"], **kw)
+            if os.path.exists(path + ".data"):
+                h200_models.embed_external_data(path)
+            graph_inputs, outputs, opset = h200_models.graph_io(path)
+            entry.update(onnx=key + ".onnx", inputs=graph_inputs, outputs=outputs, opset=opset,
+                         mb=round(os.path.getsize(path) / 1e6, 1))
+        except Exception as e:
+            entry["error"] = f"export: {type(e).__name__}: {str(e)[:800]}"
+            entry["traceback"] = traceback.format_exc(limit=4)[-2000:]
+            if os.path.exists(path):
+                os.remove(path)
+        entry["export_s"] = round(time.time() - t0, 1)
+        with open(path_json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
+def h200_models_flags():
+    # TF32 off through the legacy flags only: torch.export reads them and PyTorch >= 2.9
+    # refuses mixing them with the fp32_precision API (tools/h200/models.py's note).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
+        torch.backends.mha.set_fastpath_enabled(False)  # decomposed attention in ViT's export
+
+
+def export_all(cfg, names, budget_s):
+    """Runs the export workers, --jobs at a time; returns {model: {exporter: entry}}."""
+    t_end, pending, running, done = time.time() + budget_s, list(names), {}, {}
+    threads = max(1, (os.cpu_count() or 2) // max(1, cfg.jobs))
+    while pending or running:
+        while pending and len(running) < cfg.jobs:
+            name = pending.pop(0)
+            cmd = [sys.executable, os.path.abspath(__file__), cfg.dir, "--export-one", name,
+                   "--exporters", ",".join(cfg.exporters), "--seed", str(cfg.seed),
+                   "--threads", str(threads), "--opset", str(cfg.opset),
+                   "--export-timeout", str(max(1, int(t_end - time.time())))]
+            if cfg.dynamo_opset:
+                cmd += ["--dynamo-opset", str(cfg.dynamo_opset)]
+            if cfg.cpu_smoke:
+                cmd.append("--cpu-smoke")
+            log = open(os.path.join(cfg.dir, f"{name}_export.log"), "w")
+            running[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
+            print(f"[export] {name}: started", flush=True)
+        for name, (proc, log) in list(running.items()):
+            late = time.time() > t_end + 10
+            if proc.poll() is None and not late:
+                continue
+            if late and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            del running[name]
+            done[name] = read_export(cfg, name, proc.returncode)
+            print(f"[export] {name}: " + "; ".join(
+                f"{ex} " + (e.get("error", "")[:200] or f"ok, {e.get('mb')} MB, {e.get('export_s')}s")
+                for ex, e in done[name].items()), flush=True)
+        time.sleep(0.5)
+    return done
+
+
+def read_export(cfg, name, returncode):
+    result = quiet_json(os.path.join(cfg.dir, f"{name}_export.json")) or {}
+    for ex in cfg.exporters:
+        if ex not in result:
+            with open(os.path.join(cfg.dir, f"{name}_export.log"), errors="replace") as f:
+                tail = f.read()[-600:]
+            result[ex] = {"error": f"export: worker exit status {returncode} before it "
+                                   f"finished (out of time or crashed): {tail}"}
+    return result
+
+
+def quiet_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------
+# PyTorch
+# --------------------------------------------------------------------------
+def first_output(y):
+    return h200_models.flatten_outputs(y)[0]
+
+
+def error_vs(got, ref):
+    r = zoo_compare.compare(np.asarray(got), np.asarray(ref))
+    return r.get("max_abs_over_ref_absmax"), r
+
+
+def capture(model, args):
+    """A CUDA graph of model(*args) and its static output (warm-up on a side stream first)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = first_output(model(*args))
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph, static_out
+
+
+def time_torch(res, model, args, ref, clock, cfg):
+    """Fills res (eager, eager_gpu, graph, graph_gpu, error) as it goes."""
+    with torch.no_grad():
+        res["error"] = error_vs(first_output(model(*args)).float().cpu().numpy(), ref)[0]
+
+        def call():
+            model(*args)
+
+        res["eager"] = clock.host_ms(call, cfg.warmup, cfg.iters)
+        res["eager_gpu"] = clock.device_ms(call, 2, cfg.gpu_samples, cfg.gpu_calls)
+        if not clock.cuda:
+            return
+        graph, out = capture(model, args)
+        res["graph_error"] = error_vs(out.float().cpu().numpy(), ref)[0]
+        res["graph"] = clock.host_ms(graph.replay, cfg.warmup, cfg.iters)
+        res["graph_gpu"] = clock.device_ms(graph.replay, 2, cfg.gpu_samples, cfg.gpu_calls)
+
+
+def bench_torch(rec, name, cfg, device):
+    """Reference output and PyTorch timings; returns the reference (None when it failed)."""
+    model, inputs, note = build(name, cfg.cpu_smoke, cfg.seed)
+    rec["note"] = note
+    clock = peers.Clock(device)
+    args = tuple(torch.from_numpy(v).to(device) for v in inputs.values())
+    model = model.to(device)
+    with torch.no_grad():
+        ref = first_output(model(*args)).float().cpu().numpy()
+    np.save(os.path.join(cfg.dir, f"{name}_ref.npy"), ref)
+    rec["output_shape"] = list(ref.shape)
+    for tag, make in (("torch_fp32", lambda: model),
+                      ("torch_fp16", lambda: copy.deepcopy(model).half())):
+        res = rec[tag] = {}
+        try:
+            m = make()
+            a = tuple(t.half() if t.is_floating_point() else t for t in args) \
+                if tag == "torch_fp16" else args
+            time_torch(res, m, a, ref, clock, cfg)
+        except Exception as e:  # CPU half kernels are patchy; capture can fail: recorded
+            res["failed"] = f"{type(e).__name__}: {str(e)[:600]}"
+        finally:
+            m = None
+            if clock.cuda:
+                torch.cuda.empty_cache()
+    return ref
+
+
+# --------------------------------------------------------------------------
+# vkgraph
+# --------------------------------------------------------------------------
+def bench_vk(res, cfg, entry, input_files, ref, t_end):
+    """vkgraph bench and run --output-dir in fp32 and fp16 mode on one export."""
+    path = os.path.join(cfg.dir, entry["onnx"])
+    names = list(input_files)
+    feed = []
+    for i, graph_name in enumerate(entry["inputs"]):  # by name; by position if renamed
+        src = input_files.get(graph_name) or input_files[names[min(i, len(names) - 1)]]
+        feed += ["--input", f"{graph_name}={src}"]
+    for mode in ("fp32", "fp16"):
+        r = res["vk_" + mode] = {}
+        flags = ["--fp16"] if mode == "fp16" else []
+        try:
+            timeout = max(5, min(cfg.vk_timeout, t_end - time.time()))
+            r.update(quant_models.bench(cfg.cli, path, feed, cfg.runs, mode == "fp16", timeout))
+            out_dir = os.path.join(cfg.dir, f"out_{entry['onnx'][:-5]}_{mode}")
+            timeout = max(5, min(cfg.vk_timeout, t_end - time.time()))
+            quant_models.vk([cfg.cli, "run", path, *feed, "--output-dir", out_dir] + flags,
+                            timeout)
+            got = np.load(os.path.join(out_dir, quant_models.sanitize(entry["outputs"][0]) + ".npy"))
+            r["error"], r["stats"] = error_vs(got, ref)
+        except Exception as e:
+            r["failed"] = f"{type(e).__name__}: {str(e)[-1200:]}"
+
+
+# --------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------
+def p50(d, key):
+    return ((d or {}).get(key) or {}).get("p50_ms")
+
+
+def host_gpu(r):
+    if not r or "host_p50_ms" not in r:
+        return "fail" if r and "failed" in r else "-"
+    return f"{h200_report.ms(r['host_p50_ms'])} ({h200_report.ms(r['gpu_p50_ms'])})"
+
+
+def geo_mean(values):
+    values = [v for v in values if v]
+    return (math.exp(sum(math.log(v) for v in values) / len(values)), len(values)) if values else (None, 0)
+
+
+def ratios(out, mode, exporter=None):
+    """vk host / torch CUDA-graph host per model: the dynamo export (PyTorch's default), the
+    legacy one where dynamo failed; or only `exporter`'s."""
+    found = {}
+    for name, rec in out["models"].items():
+        torch_ms = p50(rec.get(f"torch_{mode}"), "graph")
+        for ex in ([exporter] if exporter else EXPORTERS):
+            vk = (rec.get("exports", {}).get(ex) or {}).get(f"vk_{mode}") or {}
+            if torch_ms and vk.get("host_p50_ms") and name not in found:
+                found[name] = vk["host_p50_ms"] / torch_ms
+    return list(found.values())
+
+
+def geo_line(out, mode):
+    g, n = geo_mean(ratios(out, mode))
+    parts = [f"{mode} geo-mean vs PyTorch {mode} CUDA graph: "
+             f"{'-' if g is None else f'{g:.2f}'} over {n} models"]
+    for ex in EXPORTERS:
+        ge, ne = geo_mean(ratios(out, mode, ex))
+        if ne:
+            parts.append(f"{ex} exports {ge:.2f} over {ne}")
+    return parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+
+
+def write_report(out, cfg):
+    with open(os.path.join(cfg.out, "modelset.json"), "w") as f:
+        json.dump(out, f, indent=2)
+    m, fmt, sci = out["meta"], h200_report.ms, h200_report.sci
+    lines = [f"# vkgraph model set, {m['time_utc']}", "",
+             f"{m.get('gpu', 'CPU')}; torch {m['torch']}, transformers {m.get('transformers')}, "
+             f"TF32 matmul {m['tf32_matmul']} cudnn {m['tf32_cudnn']}; vkgraph `{m['cli']}` "
+             f"(commit {m['commit']}), `bench --runs {cfg.runs}`. Batch 1, p50 ms; host = wall "
+             "time per call (vkgraph: upload, run, readback; PyTorch: inputs already on the "
+             "GPU, synchronised after each call); (GPU) = device time. Ratios: vkgraph host / "
+             "PyTorch CUDA-graph host. Errors: max|out - ref| / max|ref| against PyTorch fp32.",
+             "", f"**{geo_line(out, 'fp16')}**", "", f"**{geo_line(out, 'fp32')}**", "",
+             "| model | exporter | vk fp32 host (GPU) | vk fp16 host (GPU) | torch fp32 eager "
+             "(GPU) | torch fp32 graph (GPU) | torch fp16 eager (GPU) | torch fp16 graph (GPU) "
+             "| vk fp32 / torch fp32 graph | vk fp16 / torch fp16 graph | vk fp32 err "
+             "| vk fp16 err | torch fp16 err |", "|" + " --- |" * 13]
+    problems = []
+
+    def tcell(t, key):
+        return f"{fmt(p50(t, key))} ({fmt(p50(t, key + '_gpu'))})" if p50(t, key) else "-"
+
+    for name, rec in out["models"].items():
+        t32, t16 = rec.get("torch_fp32") or {}, rec.get("torch_fp16") or {}
+        for what in ("failed", "skipped"):
+            if what in rec:
+                problems.append(f"- {name}: {what}: {rec[what]}")
+        for tag, t in (("torch fp32", t32), ("torch fp16", t16)):
+            if "failed" in t:
+                problems.append(f"- {name} {tag}: {t['failed']}")
+        for ex, e in (rec.get("exports") or {}).items():
+            if "error" in e and "skipped" in rec:
+                continue  # the model's skip says why
+            if "error" in e:
+                problems.append(f"- {name} {ex}: {e['error'].splitlines()[0][:300]}")
+                continue
+            v32, v16 = e.get("vk_fp32") or {}, e.get("vk_fp16") or {}
+            for mode, v in (("fp32", v32), ("fp16", v16)):
+                if "failed" in v:
+                    problems.append(f"- {name} {ex} vkgraph {mode}: {v['failed'][-300:]}")
+            lines.append(
+                f"| {DISPLAY.get(name, name)} | {ex} | {host_gpu(v32)} | {host_gpu(v16)} | "
+                f"{tcell(t32, 'eager')} | {tcell(t32, 'graph')} | {tcell(t16, 'eager')} | "
+                f"{tcell(t16, 'graph')} | "
+                f"{h200_report.ratio(v32.get('host_p50_ms'), p50(t32, 'graph'))} | "
+                f"{h200_report.ratio(v16.get('host_p50_ms'), p50(t16, 'graph'))} | "
+                f"{sci(v32.get('error'))} | {sci(v16.get('error'))} | {sci(t16.get('error'))} |")
+    lines += ["", "Stages: " + ", ".join(f"{k} {v:.0f}s" for k, v in out["stages"].items())]
+    if problems:
+        lines += ["", "Failures and skips:", ""] + [p.replace("\n", " ") for p in problems]
+    with open(os.path.join(cfg.out, "modelset.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
+def meta(cfg, device):
+    m = {"torch": torch.__version__, "device": str(device), "cli": cfg.cli,
+         "time_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+         "tf32_cudnn": torch.backends.cudnn.allow_tf32, "smoke": cfg.cpu_smoke}
+    commit = os.path.join(os.path.dirname(os.path.abspath(cfg.cli)), "COMMIT")
+    m["commit"] = open(commit).read().strip() if os.path.exists(commit) else "unknown"
+    for mod in ("torchvision", "transformers", "onnx"):
+        try:
+            m[mod] = __import__(mod).__version__
+        except Exception:  # optional: recorded as absent
+            m[mod] = None
+    if device.type == "cuda":
+        m["gpu"] = torch.cuda.get_device_name(device)
+    return m
+
+
+# --------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------
+def run(cfg):
+    t_start = time.time()
+    t_end = t_start + cfg.deadline - 5  # a few seconds for the last report write
+    os.makedirs(cfg.dir, exist_ok=True)
+    os.makedirs(cfg.out, exist_ok=True)
+    h200_models_flags()
+    device = torch.device("cpu" if cfg.cpu_smoke else "cuda")
+    if not cfg.cpu_smoke and not torch.cuda.is_available():
+        sys.exit("modelset.py: CUDA is not available (use --cpu-smoke without a GPU)")
+    out = {"meta": meta(cfg, device), "config": {k: v for k, v in vars(cfg).items()},
+           "models": {}, "stages": {}}
+    exports = export_all(cfg, cfg.models, cfg.deadline * cfg.export_share)
+    out["stages"]["export"] = time.time() - t_start
+    for name in cfg.models:
+        rec = out["models"][name] = {"exports": exports.get(name, {})}
+        t0, left = time.time(), t_end - time.time()
+        if left < cfg.min_model_s:
+            rec["skipped"] = f"out of time ({left:.0f}s left of --deadline {cfg.deadline}s)"
+            continue
+        try:
+            with Deadline(min(cfg.torch_timeout, left)):
+                ref = bench_torch(rec, name, cfg, device)
+        except Skip as e:
+            rec["skipped"] = str(e)
+            print(f"SKIP {name}: {e}", flush=True)
+            continue
+        except Exception as e:
+            rec["failed"] = f"torch: {type(e).__name__}: {str(e)[:600]}"
+            print(f"FAIL {name}: {rec['failed']}", flush=True)
+            ref = quiet_load(os.path.join(cfg.dir, f"{name}_ref.npy"))
+        if ref is not None:
+            _, inputs, _ = build(name, cfg.cpu_smoke, cfg.seed)
+            files = {}
+            for k, v in inputs.items():
+                files[k] = os.path.join(cfg.dir, f"{name}_{k}.npy")
+                np.save(files[k], v)
+            for ex, entry in rec["exports"].items():
+                if "onnx" in entry:
+                    bench_vk(entry, cfg, entry, files, ref, t_end)
+        out["stages"][name] = time.time() - t0
+        print(f"[{name}] {time.time() - t0:.0f}s: " + ", ".join(
+            f"{ex} vk fp32 {host_gpu(e.get('vk_fp32'))} fp16 {host_gpu(e.get('vk_fp16'))}"
+            for ex, e in rec["exports"].items()) + f"; torch fp16 graph "
+            f"{p50(rec.get('torch_fp16'), 'graph')}", flush=True)
+        write_report(out, cfg)
+    out["stages"]["total"] = time.time() - t_start
+    print(write_report(out, cfg), flush=True)
+    print(f"wrote {cfg.out}/modelset.md and modelset.json")
+    return 0
+
+
+def quiet_load(path):
+    return np.load(path) if os.path.exists(path) else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", help="work folder: exports, inputs, references, vkgraph outputs")
+    ap.add_argument("--cli", default=os.path.join(REPO, "build-h200", "vkgraph"))
+    ap.add_argument("--out", default=None, help="report folder (default $OUT, else DIR)")
+    ap.add_argument("--models", default=",".join(ALL_MODELS))
+    ap.add_argument("--exporters", default=None, help="default dynamo,legacy (smoke: legacy)")
+    ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run")
+    ap.add_argument("--export-share", type=float, default=0.4,
+                    help="part of --deadline the export stage may take (0.4)")
+    ap.add_argument("--jobs", type=int, default=5, help="export workers at a time")
+    ap.add_argument("--runs", type=int, default=None, help="vkgraph bench --runs (100)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--opset", type=int, default=17, help="legacy exporter's opset")
+    ap.add_argument("--dynamo-opset", type=int, default=None, help="default: the exporter's")
+    ap.add_argument("--cpu-smoke", action="store_true", help="tiny sizes on the CPU, no CUDA")
+    ap.add_argument("--export-one", help=argparse.SUPPRESS)  # the export worker
+    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--export-timeout", type=int, default=300, help=argparse.SUPPRESS)
+    cfg = ap.parse_args()
+    cfg.models = [m for m in cfg.models.split(",") if m]
+    bad = [m for m in cfg.models if m not in ALL_MODELS]
+    if bad:
+        ap.error(f"unknown models {bad}; known: {ALL_MODELS}")
+    default_exporters = ["legacy"] if cfg.cpu_smoke else EXPORTERS
+    cfg.exporters = cfg.exporters.split(",") if cfg.exporters else default_exporters
+    if cfg.export_one:
+        return export_one(cfg)
+    cfg.out = cfg.out or os.environ.get("OUT") or cfg.dir
+    smoke = cfg.cpu_smoke
+    cfg.runs = cfg.runs or (3 if smoke else 100)
+    cfg.warmup, cfg.iters = (1, 3) if smoke else (10, 100)
+    cfg.gpu_samples, cfg.gpu_calls = (2, 2) if smoke else (10, 10)
+    cfg.vk_timeout, cfg.torch_timeout = (300, 300) if smoke else (60, 60)
+    cfg.min_model_s = 5 if smoke else 20
+    return run(cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
