@@ -30,13 +30,16 @@ Stages, each under a share of --deadline so that the report is always written:
           after every model, so a run cut short still leaves its report.
 
 CUDA-graph capture of the Hugging Face models: their forward builds masks and position ids
-itself, and some of that work (torch.arange on the CPU, "is the mask all ones?" checks that
-synchronise) cannot be captured. So the models are wrapped (HFWrapper): position ids are a
-buffer of the wrapper, on the GPU with the model, passed explicitly; the decoders get no
-attention mask (batch 1, nothing padded: causal attention); BERT's padding mask is turned
-into the additive [1, 1, 1, S] float mask on the GPU inside the wrapper and handed to the
-encoder, skipping the model's own mask preparation; use_cache=False. The same wrapper is
-exported, so the timed module and the ONNX graph compute the same thing.
+itself, and some of that work cannot be captured (tensors made on the CPU; checks such as
+"is the mask all ones?" or "are these packed sequences?" that read a GPU value back, e.g.
+transformers' find_packed_sequence_indices). So the models are wrapped (HFWrapper): position
+ids are a buffer of the wrapper, on the GPU with the model, passed explicitly; the masks are
+made on the GPU inside the wrapper as additive float masks (0 or the dtype's lowest value) of
+4 dimensions, which transformers uses as given: the decoders get the causal [1, 1, S, S] mask
+(batch 1, nothing padded), BERT's padding mask becomes [1, 1, 1, S] and goes straight to the
+encoder after the embeddings, skipping the model's own mask preparation; use_cache=False.
+The same wrapper is exported, so the timed module and the ONNX graph compute the same thing.
+A capture that still fails is recorded (torch_fp16.failed) and the eager numbers stay.
 
 --cpu-smoke: the same code on the CPU with tiny sizes (ViT and Swin at test size, CNNs at
 64x64), few iterations, the legacy exporter only and no CUDA graphs; models that need
@@ -44,7 +47,9 @@ transformers are skipped with a message when it is not installed.
 """
 
 import argparse
+import contextlib
 import copy
+import glob
 import json
 import math
 import os
@@ -81,9 +86,7 @@ class Skip(Exception):
     """A model this environment cannot build (e.g. transformers missing)."""
 
 
-# --------------------------------------------------------------------------
-# Models
-# --------------------------------------------------------------------------
+# ---- Models ----------------------------------------------------------------------------------
 class HFWrapper(torch.nn.Module):
     """A transformers model behind a forward that CUDA graphs can capture (module docstring)."""
 
@@ -91,15 +94,22 @@ class HFWrapper(torch.nn.Module):
         super().__init__()
         self.model, self.encoder_only = model, encoder_only
         self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0), persistent=False)
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()[None, None]
+        self.register_buffer("causal", causal, persistent=False)
+
+    @staticmethod
+    def additive(keep, dtype):  # 0 where attended, the dtype's lowest value elsewhere
+        return (1.0 - keep.to(dtype)) * torch.finfo(dtype).min
 
     def forward(self, input_ids, attention_mask=None):
         if self.encoder_only:  # BERT: embeddings, our own additive mask, the encoder
             hidden = self.model.embeddings(input_ids=input_ids, position_ids=self.position_ids)
-            keep = attention_mask[:, None, None, :].to(hidden.dtype)
-            additive = (1.0 - keep) * torch.finfo(hidden.dtype).min
-            return self.model.encoder(hidden, attention_mask=additive)[0]
-        return self.model(input_ids=input_ids, position_ids=self.position_ids,
-                          use_cache=False)[0]
+            mask = self.additive(attention_mask[:, None, None, :], hidden.dtype)
+            return self.model.encoder(hidden, attention_mask=mask)[0]
+        # A 4-D mask is used as given (no padding or packed-sequence checks, which synchronise)
+        mask = self.additive(self.causal, self.model.get_input_embeddings().weight.dtype)
+        return self.model(input_ids=input_ids, attention_mask=mask,
+                          position_ids=self.position_ids, use_cache=False)[0]
 
 
 def randomize_rms_norms(model, seed):
@@ -176,23 +186,20 @@ def build(name, smoke, seed):
     raise ValueError(f"unknown model {name!r}; known: {', '.join(ALL_MODELS)}")
 
 
-# --------------------------------------------------------------------------
-# Export (one worker process per model)
-# --------------------------------------------------------------------------
-class Deadline:
+# ---- Export (one worker process per model) ---------------------------------------------------
+@contextlib.contextmanager
+def deadline(seconds):
     """Raises TimeoutError in the main thread after `seconds` (SIGALRM)."""
+    seconds = max(1, int(seconds))
 
-    def __init__(self, seconds):
-        self.seconds = max(1, int(seconds))
+    def fire(*_):
+        raise TimeoutError(f"out of time after {seconds}s")
 
-    def _fire(self, *_):
-        raise TimeoutError(f"out of time after {self.seconds}s")
-
-    def __enter__(self):
-        signal.signal(signal.SIGALRM, self._fire)
-        signal.alarm(self.seconds)
-
-    def __exit__(self, *_):
+    signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
         signal.alarm(0)
 
 
@@ -201,14 +208,16 @@ def export_one(cfg):
     torch.set_num_threads(cfg.threads)
     h200_models_flags()
     name, result = cfg.export_one, {}
-    path_json = os.path.join(cfg.dir, f"{name}_export.json")
+
+    def save():
+        with open(os.path.join(cfg.dir, f"{name}_export.json"), "w") as f:
+            json.dump(result, f, indent=2)
+
     try:
-        model, inputs, note = build(name, cfg.cpu_smoke, cfg.seed)
+        model, inputs, _ = build(name, cfg.cpu_smoke, cfg.seed)
     except Exception as e:
         result = {ex: {"error": f"build: {type(e).__name__}: {e}"} for ex in cfg.exporters}
-        with open(path_json, "w") as f:
-            json.dump(result, f, indent=2)
-        return 0
+        return save()
     args = tuple(torch.from_numpy(v) for v in inputs.values())
     for exporter in cfg.exporters:
         key, t0 = f"{name}_{exporter}", time.time()
@@ -216,10 +225,9 @@ def export_one(cfg):
         entry = result[exporter] = {}
         try:
             kw = h200_models.export_kwargs(exporter)
-            kw["opset_version"] = cfg.opset if exporter == "legacy" else cfg.dynamo_opset
-            if kw["opset_version"] is None:
-                del kw["opset_version"]
-            with Deadline(cfg.export_timeout):
+            if exporter == "legacy":
+                kw["opset_version"] = 17  # dynamo: the exporter's own (18 in PyTorch 2.11)
+            with deadline(cfg.export_timeout):
                 torch.onnx.export(model, args, path, input_names=list(inputs),
                                   output_names=["output"], **kw)
             if os.path.exists(path + ".data"):
@@ -233,9 +241,7 @@ def export_one(cfg):
             if os.path.exists(path):
                 os.remove(path)
         entry["export_s"] = round(time.time() - t0, 1)
-        with open(path_json, "w") as f:
-            json.dump(result, f, indent=2)
-    return 0
+        save()
 
 
 def h200_models_flags():
@@ -254,14 +260,18 @@ def export_all(cfg, names, budget_s):
     while pending or running:
         while pending and len(running) < cfg.jobs:
             name = pending.pop(0)
+            if time.time() > t_end - 5:
+                done[name] = {ex: {"error": "export: not started, out of time"}
+                              for ex in cfg.exporters}
+                continue
             cmd = [sys.executable, os.path.abspath(__file__), cfg.dir, "--export-one", name,
                    "--exporters", ",".join(cfg.exporters), "--seed", str(cfg.seed),
-                   "--threads", str(threads), "--opset", str(cfg.opset),
+                   "--threads", str(threads),
                    "--export-timeout", str(max(1, int(t_end - time.time())))]
-            if cfg.dynamo_opset:
-                cmd += ["--dynamo-opset", str(cfg.dynamo_opset)]
-            if cfg.cpu_smoke:
-                cmd.append("--cpu-smoke")
+            cmd += ["--cpu-smoke"] if cfg.cpu_smoke else []
+            stale = os.path.join(cfg.dir, f"{name}_export.json")
+            if os.path.exists(stale):
+                os.remove(stale)
             log = open(os.path.join(cfg.dir, f"{name}_export.log"), "w")
             running[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log)
             print(f"[export] {name}: started", flush=True)
@@ -276,14 +286,14 @@ def export_all(cfg, names, budget_s):
             del running[name]
             done[name] = read_export(cfg, name, proc.returncode)
             print(f"[export] {name}: " + "; ".join(
-                f"{ex} " + (e.get("error", "")[:200] or f"ok, {e.get('mb')} MB, {e.get('export_s')}s")
+                f"{ex} " + (e.get("error", "")[:200] or f"ok, {e['mb']} MB, {e['export_s']}s")
                 for ex, e in done[name].items()), flush=True)
         time.sleep(0.5)
     return done
 
 
 def read_export(cfg, name, returncode):
-    result = quiet_json(os.path.join(cfg.dir, f"{name}_export.json")) or {}
+    result = h200_report.load_json(os.path.join(cfg.dir, f"{name}_export.json")) or {}
     for ex in cfg.exporters:
         if ex not in result:
             with open(os.path.join(cfg.dir, f"{name}_export.log"), errors="replace") as f:
@@ -293,17 +303,7 @@ def read_export(cfg, name, returncode):
     return result
 
 
-def quiet_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-# --------------------------------------------------------------------------
-# PyTorch
-# --------------------------------------------------------------------------
+# ---- PyTorch ---------------------------------------------------------------------------------
 def first_output(y):
     return h200_models.flatten_outputs(y)[0]
 
@@ -348,9 +348,13 @@ def time_torch(res, model, args, ref, clock, cfg):
 
 
 def bench_torch(rec, name, cfg, device):
-    """Reference output and PyTorch timings; returns the reference (None when it failed)."""
-    model, inputs, note = build(name, cfg.cpu_smoke, cfg.seed)
-    rec["note"] = note
+    """Saves the inputs (rec["input_files"]) and the fp32 reference (DIR/MODEL_ref.npy), then
+    times PyTorch (rec["torch_fp32"], rec["torch_fp16"])."""
+    model, inputs, rec["note"] = build(name, cfg.cpu_smoke, cfg.seed)
+    files = rec["input_files"] = {}
+    for k, v in inputs.items():
+        files[k] = os.path.join(cfg.dir, f"{name}_{k}.npy")
+        np.save(files[k], v)
     clock = peers.Clock(device)
     args = tuple(torch.from_numpy(v).to(device) for v in inputs.values())
     model = model.to(device)
@@ -372,39 +376,37 @@ def bench_torch(rec, name, cfg, device):
             m = None
             if clock.cuda:
                 torch.cuda.empty_cache()
-    return ref
 
 
-# --------------------------------------------------------------------------
-# vkgraph
-# --------------------------------------------------------------------------
-def bench_vk(res, cfg, entry, input_files, ref, t_end):
-    """vkgraph bench and run --output-dir in fp32 and fp16 mode on one export."""
+# ---- vkgraph ---------------------------------------------------------------------------------
+def bench_vk(cfg, entry, input_files, ref, t_end):
+    """vkgraph bench and run --output-dir in fp32 and fp16 mode on one export; the results go
+    into its entry (vk_fp32, vk_fp16)."""
     path = os.path.join(cfg.dir, entry["onnx"])
     names = list(input_files)
+
+    def timeout():
+        return max(5, min(cfg.vk_timeout, t_end - time.time()))
+
     feed = []
     for i, graph_name in enumerate(entry["inputs"]):  # by name; by position if renamed
         src = input_files.get(graph_name) or input_files[names[min(i, len(names) - 1)]]
         feed += ["--input", f"{graph_name}={src}"]
     for mode in ("fp32", "fp16"):
-        r = res["vk_" + mode] = {}
-        flags = ["--fp16"] if mode == "fp16" else []
+        r = entry["vk_" + mode] = {}
+        fp16 = mode == "fp16"
+        out_dir = os.path.join(cfg.dir, f"out_{entry['onnx'][:-5]}_{mode}")
         try:
-            timeout = max(5, min(cfg.vk_timeout, t_end - time.time()))
-            r.update(quant_models.bench(cfg.cli, path, feed, cfg.runs, mode == "fp16", timeout))
-            out_dir = os.path.join(cfg.dir, f"out_{entry['onnx'][:-5]}_{mode}")
-            timeout = max(5, min(cfg.vk_timeout, t_end - time.time()))
-            quant_models.vk([cfg.cli, "run", path, *feed, "--output-dir", out_dir] + flags,
-                            timeout)
-            got = np.load(os.path.join(out_dir, quant_models.sanitize(entry["outputs"][0]) + ".npy"))
-            r["error"], r["stats"] = error_vs(got, ref)
+            r.update(quant_models.bench(cfg.cli, path, feed, cfg.runs, fp16, timeout()))
+            quant_models.vk([cfg.cli, "run", path, *feed, "--output-dir", out_dir] +
+                            (["--fp16"] if fp16 else []), timeout())
+            name = quant_models.sanitize(entry["outputs"][0])
+            r["error"], r["stats"] = error_vs(np.load(os.path.join(out_dir, name + ".npy")), ref)
         except Exception as e:
             r["failed"] = f"{type(e).__name__}: {str(e)[-1200:]}"
 
 
-# --------------------------------------------------------------------------
-# Report
-# --------------------------------------------------------------------------
+# ---- Report ----------------------------------------------------------------------------------
 def p50(d, key):
     return ((d or {}).get(key) or {}).get("p50_ms")
 
@@ -417,7 +419,9 @@ def host_gpu(r):
 
 def geo_mean(values):
     values = [v for v in values if v]
-    return (math.exp(sum(math.log(v) for v in values) / len(values)), len(values)) if values else (None, 0)
+    if not values:
+        return None, 0
+    return math.exp(sum(math.log(v) for v in values) / len(values)), len(values)
 
 
 def ratios(out, mode, exporter=None):
@@ -454,7 +458,9 @@ def write_report(out, cfg):
              f"(commit {m['commit']}), `bench --runs {cfg.runs}`. Batch 1, p50 ms; host = wall "
              "time per call (vkgraph: upload, run, readback; PyTorch: inputs already on the "
              "GPU, synchronised after each call); (GPU) = device time. Ratios: vkgraph host / "
-             "PyTorch CUDA-graph host. Errors: max|out - ref| / max|ref| against PyTorch fp32.",
+             "PyTorch CUDA-graph host. PyTorch (GPU): CUDA-event time per call over "
+             f"{cfg.gpu_calls} back-to-back calls. Errors: max|out - ref| / max|ref| against "
+             "PyTorch fp32.",
              "", f"**{geo_line(out, 'fp16')}**", "", f"**{geo_line(out, 'fp32')}**", "",
              "| model | exporter | vk fp32 host (GPU) | vk fp16 host (GPU) | torch fp32 eager "
              "(GPU) | torch fp32 graph (GPU) | torch fp16 eager (GPU) | torch fp16 graph (GPU) "
@@ -515,14 +521,13 @@ def meta(cfg, device):
     return m
 
 
-# --------------------------------------------------------------------------
-# Main
-# --------------------------------------------------------------------------
+# ---- Main ------------------------------------------------------------------------------------
 def run(cfg):
     t_start = time.time()
     t_end = t_start + cfg.deadline - 5  # a few seconds for the last report write
-    os.makedirs(cfg.dir, exist_ok=True)
     os.makedirs(cfg.out, exist_ok=True)
+    for stale in glob.glob(os.path.join(cfg.dir, "*_ref.npy")):
+        os.remove(stale)  # a reference is only read back from this run
     h200_models_flags()
     device = torch.device("cpu" if cfg.cpu_smoke else "cuda")
     if not cfg.cpu_smoke and not torch.cuda.is_available():
@@ -537,26 +542,21 @@ def run(cfg):
         if left < cfg.min_model_s:
             rec["skipped"] = f"out of time ({left:.0f}s left of --deadline {cfg.deadline}s)"
             continue
+        ref_path = os.path.join(cfg.dir, f"{name}_ref.npy")
         try:
-            with Deadline(min(cfg.torch_timeout, left)):
-                ref = bench_torch(rec, name, cfg, device)
+            with deadline(min(cfg.torch_timeout, left)):
+                bench_torch(rec, name, cfg, device)
         except Skip as e:
             rec["skipped"] = str(e)
             print(f"SKIP {name}: {e}", flush=True)
             continue
-        except Exception as e:
+        except Exception as e:  # the vkgraph stage still runs when the reference exists
             rec["failed"] = f"torch: {type(e).__name__}: {str(e)[:600]}"
             print(f"FAIL {name}: {rec['failed']}", flush=True)
-            ref = quiet_load(os.path.join(cfg.dir, f"{name}_ref.npy"))
-        if ref is not None:
-            _, inputs, _ = build(name, cfg.cpu_smoke, cfg.seed)
-            files = {}
-            for k, v in inputs.items():
-                files[k] = os.path.join(cfg.dir, f"{name}_{k}.npy")
-                np.save(files[k], v)
-            for ex, entry in rec["exports"].items():
+        if os.path.exists(ref_path):
+            for entry in rec["exports"].values():
                 if "onnx" in entry:
-                    bench_vk(entry, cfg, entry, files, ref, t_end)
+                    bench_vk(cfg, entry, rec["input_files"], np.load(ref_path), t_end)
         out["stages"][name] = time.time() - t0
         print(f"[{name}] {time.time() - t0:.0f}s: " + ", ".join(
             f"{ex} vk fp32 {host_gpu(e.get('vk_fp32'))} fp16 {host_gpu(e.get('vk_fp16'))}"
@@ -567,10 +567,6 @@ def run(cfg):
     print(write_report(out, cfg), flush=True)
     print(f"wrote {cfg.out}/modelset.md and modelset.json")
     return 0
-
-
-def quiet_load(path):
-    return np.load(path) if os.path.exists(path) else None
 
 
 def main():
@@ -586,8 +582,6 @@ def main():
     ap.add_argument("--jobs", type=int, default=5, help="export workers at a time")
     ap.add_argument("--runs", type=int, default=None, help="vkgraph bench --runs (100)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--opset", type=int, default=17, help="legacy exporter's opset")
-    ap.add_argument("--dynamo-opset", type=int, default=None, help="default: the exporter's")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny sizes on the CPU, no CUDA")
     ap.add_argument("--export-one", help=argparse.SUPPRESS)  # the export worker
     ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
@@ -600,8 +594,9 @@ def main():
     default_exporters = ["legacy"] if cfg.cpu_smoke else EXPORTERS
     cfg.exporters = cfg.exporters.split(",") if cfg.exporters else default_exporters
     if cfg.export_one:
-        return export_one(cfg)
+        return export_one(cfg) or 0
     cfg.out = cfg.out or os.environ.get("OUT") or cfg.dir
+    os.makedirs(cfg.dir, exist_ok=True)
     smoke = cfg.cpu_smoke
     cfg.runs = cfg.runs or (3 if smoke else 100)
     cfg.warmup, cfg.iters = (1, 3) if smoke else (10, 100)
