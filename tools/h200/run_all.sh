@@ -45,6 +45,10 @@ VK_LD="$PWD/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 T_START=$SECONDS
 
 log() { echo "[run_all +$((SECONDS - T_START))s] $*"; }
+# setup_vulkan: the Vulkan loader and validation layer (shared with tools/h200/modelset.py's
+# device command, docs/notes/bench-4-h200.md).
+# shellcheck source=tools/h200/vulkan_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vulkan_env.sh"
 
 # limit MAX [RESERVE]: a timeout of at most MAX seconds that still leaves RESERVE seconds
 # before the deadline; at least 1, since `timeout 0` would mean no limit at all.
@@ -76,29 +80,6 @@ timed() {
   rc=$?
   record "$name" "$rc" "$t0"
   return "$rc"
-}
-
-setup_vulkan() {
-  local f icds
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  icds=$(ls /etc/xdg/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json \
-    /usr/local/share/vulkan/icd.d/*.json /usr/share/vulkan/icd.d/*.json 2>/dev/null)
-  if [ -n "$icds" ]; then
-    log "Vulkan ICDs: $(echo "$icds" | tr '\n' ' ')"
-  elif [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-    export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-    log "no ICD in the standard folders: VK_DRIVER_FILES=$VK_DRIVER_FILES"
-  else
-    log "WARNING: no Vulkan ICD found"
-  fi
-  mkdir -p /tmp/vl
-  for f in .vl/*.deb; do dpkg -x "$f" /tmp/vl; done
-  ldconfig -p | grep -q libvulkan.so.1 || return 1
-  [ -f "$VK" ] && chmod +x "$VK"
-  [ -x "$VK" ] || { log "ERROR: $VK missing (run tools/h200/pack.sh here and carry build-h200)"; return 1; }
-  [ -f .devlibs/libprotobuf.so.32 ] || log "WARNING: .devlibs/libprotobuf.so.32 missing"
 }
 
 write_info() {
