@@ -386,7 +386,10 @@ def bench_vk(cfg, entry, input_files, ref, t_end):
     names = list(input_files)
 
     def timeout():
-        return max(5, min(cfg.vk_timeout, t_end - time.time()))
+        left = t_end - time.time()
+        if left < 5:
+            raise TimeoutError("not run: --deadline reached")
+        return min(cfg.vk_timeout, left)
 
     feed = []
     for i, graph_name in enumerate(entry["inputs"]):  # by name; by position if renamed
