@@ -50,7 +50,7 @@ class ModelSetTest(unittest.TestCase):
         # fp16: a 1.0, b 4.0 -> 2.00; fp32: a 2.0, b 4.0 -> 2.83
         self.assertEqual(ms.geo_line(out, "fp16"),
                          "fp16 geo-mean vs PyTorch fp16 CUDA graph: 2.00 over 2 models "
-                         "(dynamo exports 1.00 over 1; legacy exports 5.66 over 2)")
+                         "(dynamo exports 1.00 over 1; legacy exports 5.66 over 2; worst b 4.00)")
         self.assertTrue(ms.geo_line(out, "fp32").startswith(
             "fp32 geo-mean vs PyTorch fp32 CUDA graph: 2.83 over 2 models"))
 
