@@ -236,7 +236,6 @@ def export_all(cfg, names, budget_s):
     t_end, running, done = time.time() + budget_s, {}, {}
     slow = HF + ["swin_t", "vit_b_16", "convnext_tiny"]
     pending = sorted(names, key=lambda n: n not in slow)  # the slowest exports start first
-    threads = max(1, (os.cpu_count() or 2) // max(1, cfg.jobs))
     while pending or running:
         while pending and len(running) < cfg.jobs:
             name = pending.pop(0)
@@ -246,7 +245,7 @@ def export_all(cfg, names, budget_s):
                 continue
             cmd = [sys.executable, os.path.abspath(__file__), cfg.dir, "--export-one", name,
                    "--exporters", ",".join(cfg.exporters), "--seed", str(cfg.seed),
-                   "--threads", str(threads)]
+                   "--threads", str(cfg.threads)]
             cmd += ["--cpu-smoke"] if cfg.cpu_smoke else []
             stale = os.path.join(cfg.dir, f"{name}_export.json")
             if os.path.exists(stale):
@@ -322,7 +321,10 @@ def time_torch(res, model, args, ref, clock, cfg):
 def bench_torch(rec, name, cfg, device):
     """Saves the inputs (rec["input_files"]) and the fp32 reference (DIR/MODEL_ref.npy), then
     times PyTorch (rec["torch_fp32"], rec["torch_fp16"])."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)  # as the export worker: the same BatchNorm statistics
     model, inputs, rec["note"] = build(name, cfg.cpu_smoke, cfg.seed)
+    torch.set_num_threads(threads)
     files = rec["input_files"] = {}
     for k, v in inputs.items():
         files[k] = os.path.join(cfg.dir, f"{name}_{k}.npy")
@@ -558,7 +560,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny sizes on the CPU, no CUDA")
     ap.add_argument("--export-one", help=argparse.SUPPRESS)  # the export worker
-    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     cfg = ap.parse_args()
     cfg.models = [m for m in cfg.models.split(",") if m]
     bad = [m for m in cfg.models if m not in ALL_MODELS]
@@ -566,6 +568,8 @@ def main():
         ap.error(f"unknown models {bad}; known: {ALL_MODELS}")
     default_exporters = ["legacy"] if cfg.cpu_smoke else EXPORTERS
     cfg.exporters = cfg.exporters.split(",") if cfg.exporters else default_exporters
+    # Torch threads of the export workers, and of the main process while it builds a model
+    cfg.threads = cfg.threads or max(1, (os.cpu_count() or 2) // max(1, cfg.jobs))
     if cfg.export_one:
         return export_one(cfg) or 0
     cfg.out = cfg.out or os.environ.get("OUT") or cfg.dir
