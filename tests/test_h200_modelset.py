@@ -4,6 +4,7 @@ torchvision or onnx cannot be imported (CI has no torch) or the CLI is not built
 names the CLI (default build/vkgraph). Runs under pytest or as a script."""
 
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -54,23 +55,42 @@ class ModelSetTest(unittest.TestCase):
         self.assertTrue(ms.geo_line(out, "fp32").startswith(
             "fp32 geo-mean vs PyTorch fp32 CUDA graph: 2.83 over 2 models"))
 
-    @unittest.skipUnless(os.path.exists(CLI), f"no vkgraph CLI at {CLI}")
-    def test_cpu_smoke(self):
+    def smoke(self, *args):
+        """(modelset.json, modelset.md) of a --cpu-smoke run with these arguments."""
         with tempfile.TemporaryDirectory() as work:
-            cmd = [sys.executable, SCRIPT, work, "--cli", CLI, "--cpu-smoke", "--jobs", "2",
-                   "--models", "mobilenet_v3_large,vit_b_16,bert", "--deadline", "600"]
+            cmd = [sys.executable, SCRIPT, work, "--cli", CLI, "--cpu-smoke", "--jobs", "2", *args]
             env = dict(os.environ, **LAVAPIPE)
             env.pop("OUT", None)
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
             self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-3000:])
-            with open(os.path.join(work, "modelset.json")) as f:
-                out = json.load(f)
-            with open(os.path.join(work, "modelset.md")) as f:
-                report = f.read()
+            with open(os.path.join(work, "modelset.json")) as f, \
+                    open(os.path.join(work, "modelset.md")) as g:
+                return json.load(f), g.read()
+
+    @unittest.skipUnless(os.path.exists(CLI), f"no vkgraph CLI at {CLI}")
+    def test_deadline_still_writes_the_report(self):
+        # The export stage gets 0.4 s and its worker is killed; every model is then skipped.
+        out, report = self.smoke("--models", "vit_b_16,mobilenet_v3_large", "--deadline", "1")
+        for name in ("vit_b_16", "mobilenet_v3_large"):
+            self.assertIn("out of time", out["models"][name]["skipped"])
+            self.assertIn(f"- {name}: skipped: out of time", report)
+        self.assertIn("fp16 geo-mean vs PyTorch fp16 CUDA graph: - over 0 models", report)
+
+    @unittest.skipUnless(os.path.exists(CLI), f"no vkgraph CLI at {CLI}")
+    def test_cpu_smoke(self):
+        out, report = self.smoke("--models", "mobilenet_v3_large,vit_b_16,bert",
+                                 "--exporters", "legacy,dynamo", "--deadline", "600")
         self.assertIn("fp16 geo-mean vs PyTorch fp16 CUDA graph:", report)
+        import torch
+
+        has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
         for name in ("mobilenet_v3_large", "vit_b_16"):
             rec = out["models"][name]
-            self.assertEqual(list(rec["exports"]), ["legacy"])  # the smoke mode's only one
+            dynamo = rec["exports"]["dynamo"]
+            if not has_dynamo:  # a failed export is recorded and skipped, not fatal
+                self.assertIn("no dynamo exporter", dynamo["error"])
+                self.assertNotIn("vk_fp32", dynamo)
+                self.assertIn(f"- {name} dynamo: export: RuntimeError", report)
             entry = rec["exports"]["legacy"]
             self.assertNotIn("error", entry)
             self.assertGreater(rec["torch_fp32"]["eager"]["p50_ms"], 0)
