@@ -373,6 +373,10 @@ bool Pass::reads_all_attributes(const NodeProto& root, const Fusion& f) {
   return true;
 }
 
+bool Pass::fold_ahead(const std::string& value) const {
+  return im_.fold_ahead(value);
+}
+
 const Pass::View* Pass::view(const std::string& value) const {
   auto it = views_.find(value);
   return it == views_.end() ? nullptr : &it->second;

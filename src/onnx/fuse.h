@@ -53,7 +53,7 @@ struct Activation {
 // permuted views of the elided chain's input (a view's source is never itself a view).
 class Pass {
  public:
-  explicit Pass(const Importer& importer) : im_(importer) {}
+  explicit Pass(Importer& importer) : im_(importer) {}
 
   // The fused node that replaces `node`, or nullopt to lower `node` itself. A foldable node
   // whose inputs are all host constants is left to folding.
@@ -74,6 +74,8 @@ class Pass {
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
+  // Importer::fold_ahead: whether `value` is (now) a host constant, folded ahead of model order.
+  bool fold_ahead(const std::string& value) const;
   // The node that alone consumes `value`, when that is not a model output; null otherwise.
   const onnx::NodeProto* sole_consumer(const std::string& value) const;
   // Input `i` of `node` as the node sees it: itself, or the source and permutation of an
@@ -92,7 +94,7 @@ class Pass {
  private:
   bool reads_all_attributes(const onnx::NodeProto& root, const Fusion& f);
 
-  const Importer& im_;
+  Importer& im_;
   std::map<std::string, View> views_;
   std::map<const onnx::NodeProto*, fold::Attrs> attrs_;  // of the pattern being tried
   std::set<std::string> dequantized_;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/shape_rules.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -106,17 +107,78 @@ std::optional<AttentionMask> where_mask(const Pass& p, const NodeProto& where,
   return kind;
 }
 
-// An inference Dropout (identity) that alone reads `value`, on the terms its own lowering
-// (passthrough, lower_elementwise.cpp) accepts: no mask output, training_mode a constant 0.
-const NodeProto* inference_dropout(const Pass& p, const std::string& value) {
+// A Dropout that alone reads `value` and drops nothing, on the terms its own lowering
+// (lower_dropout, lower_pointwise.cpp) accepts: training_mode a constant 0, or a constant 1
+// with a ratio of constant 0 (torch 1.13 exports Swin's attention dropout so); its mask output,
+// if named, read by nothing.
+const NodeProto* identity_dropout(const Pass& p, const std::string& value) {
+  const Importer& im = p.importer();
   const NodeProto* d = p.sole_consumer(value);
   if (!d || d->op_type() != "Dropout" || d->input(0) != value) return nullptr;
-  if (d->output_size() > 1 && !d->output(1).empty()) return nullptr;
+  if (d->output_size() > 1 && !d->output(1).empty() &&
+      (im.is_model_output(d->output(1)) || !im.consumers(d->output(1)).empty()))
+    return nullptr;
   if (d->input_size() > 2 && !d->input(2).empty()) {
-    const HostTensor* training = p.importer().constant(*d, 2);
-    if (!training || training->numel() != 1 || training->as_int(0) != 0) return nullptr;
+    const HostTensor* training = im.constant(*d, 2);
+    if (!training || training->numel() != 1) return nullptr;
+    if (training->as_int(0) != 0) {
+      const HostTensor* ratio =
+          d->input_size() > 1 && !d->input(1).empty() ? im.constant(*d, 1) : nullptr;
+      if (!ratio || ratio->numel() != 1 || ratio->as_double(0) != 0.0) return nullptr;
+    }
   }
   return d;
+}
+
+// Whether input `i` of `node` is computed or, folded ahead of model order, a host constant.
+bool available_or_folded(const Pass& p, const NodeProto& node, int i) {
+  return p.importer().available(node, i) || p.fold_ahead(node.input(i));
+}
+
+// The shape a Reshape of a tensor shaped `in` gives, where its target is a host constant.
+std::optional<Shape> reshaped(Pass& p, const NodeProto& r, const Shape& in) {
+  if (r.op_type() != "Reshape" || r.input_size() != 2 || !available_or_folded(p, r, 1))
+    return std::nullopt;
+  const HostTensor* target = p.importer().constant(r, 1);
+  if (!target || (target->dtype != DType::Int64 && target->dtype != DType::Int32))
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < target->numel(); ++i) dims.push_back(target->as_int(i));
+  try {
+    return shapes::resolve_reshape(in, dims, p.attrs(r).get_int("allowzero", 0) != 0, "Reshape");
+  } catch (const Error&) {
+    return std::nullopt;  // the Reshape, lowered alone, reports it
+  }
+}
+
+// Swin's shifted-window mask: the scores viewed as [B, windows, H, N, N] (a Reshape), a
+// constant mask added, the view undone (a Reshape back to the scores' shape).
+struct WindowMask {
+  const NodeProto *view, *add, *back;
+  std::string mask;
+  Shape shape;  // of the view
+};
+std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
+                                      const Shape& score_shape) {
+  const Importer& im = p.importer();
+  WindowMask w;
+  w.view = p.sole_consumer(scores);
+  if (!w.view || w.view->input(0) != scores) return std::nullopt;
+  std::optional<Shape> shape = reshaped(p, *w.view, score_shape);
+  if (!shape || shape->size() > 6) return std::nullopt;
+  w.shape = *shape;
+  w.add = p.sole_consumer(w.view->output(0));
+  if (!w.add || w.add->op_type() != "Add" || w.add->input_size() != 2) return std::nullopt;
+  const int other = other_input(*w.add, w.view->output(0));
+  if (w.add->input(other) == w.view->output(0) || !available_or_folded(p, *w.add, other))
+    return std::nullopt;
+  const HostTensor* m = im.constant(*w.add, other);
+  if (!m || m->dtype != DType::Float32 || !broadcasts_to(m->shape, w.shape)) return std::nullopt;
+  w.mask = w.add->input(other);
+  w.back = p.sole_consumer(w.add->output(0));
+  if (!w.back || w.back->input(0) != w.add->output(0)) return std::nullopt;
+  if (reshaped(p, *w.back, w.shape) != score_shape) return std::nullopt;
+  return w;
 }
 
 // From the scores' MatMul on: the rest of the chain, and the fused node.
@@ -164,7 +226,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (const NodeProto* m = p.sole_consumer(tail->output(0)); m && m->input_size() >= 2) {
     if (m->op_type() == "Add" && m->input_size() == 2) {
       const int other = other_input(*m, tail->output(0));
-      if (m->input(other) != tail->output(0) && im.available(*m, other) &&
+      if (m->input(other) != tail->output(0) && available_or_folded(p, *m, other) &&
           im.input(*m, other).dtype == DType::Float32 &&
           broadcasts_to(im.input(*m, other).shape, score_shape) &&
           im.input(*m, other).shape.size() <= 4) {
@@ -180,12 +242,21 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
       }
     }
   }
+  // The lowering adds a window mask to the first mask on the host: both must be constants.
+  WindowMask window{};
+  const bool constant_mask =
+      mask.empty() || (mask_kind == kMaskAdd && im.constant(*tail, tail->input(0) == mask ? 0 : 1));
+  if (constant_mask)
+    if (auto w = window_mask(p, tail->output(0), score_shape)) {
+      window = *w;
+      for (const NodeProto* n : {w->view, w->add, w->back}) next(n);
+    }
   const NodeProto* sm = p.sole_consumer(tail->output(0));
   if (!sm || sm->op_type() != "Softmax" || sm->input(0) != tail->output(0)) return std::nullopt;
   const int64_t axis = p.attrs(*sm).get_int("axis", im.opset() >= 13 ? -1 : 1);
   if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return std::nullopt;
   next(sm);
-  if (const NodeProto* d = inference_dropout(p, tail->output(0))) next(d);
+  if (const NodeProto* d = identity_dropout(p, tail->output(0))) next(d);
   const NodeProto* pv = p.sole_consumer(tail->output(0));
   if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
       pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0) || !computed(p, *pv, 1))
@@ -220,6 +291,8 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   n.add_input(s.kt.source);
   n.add_input(v.source);
   n.add_input(mask);
+  n.add_input(window.mask);
+  if (!window.mask.empty()) set_ints(n, "window_shape", window.shape);
   if (!s.q.perm.empty()) set_ints(n, "perm_q", s.q.perm);
   if (!s.kt.perm.empty()) set_ints(n, "perm_k", s.kt.perm);
   if (!v.perm.empty()) set_ints(n, "perm_v", v.perm);
@@ -261,6 +334,9 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   if (im.available(*mm, 1 - at)) return std::nullopt;
   const NodeProto* other = im.producer(mm->input(1 - at));
   if (!other || other == &mul || p.sole_consumer(other->output(0)) != mm) return std::nullopt;
+  // Its scale may come after it in node order (the legacy exporter's Sqrt): folded ahead.
+  for (int i = 0; i < other->input_size(); ++i)
+    if (!im.available(*other, i)) p.fold_ahead(other->input(i));
   const auto second = scaled(*other);
   if (!second) return std::nullopt;
   // The product of the two scales: each sqrt(scale) in onnxscript; exact enough either way.

@@ -3,7 +3,13 @@
 // scaled-dot-product attention becomes one FusedAttention node, lowered to ops::attention.
 //
 //   MatMul(Q, Kᵀ) [-> Mul/Div by a scalar constant] [-> Add(mask) | Where(bool, -inf, ·)]
-//     -> Softmax(last axis) [-> Dropout (inference)] -> MatMul(·, V) [-> Transpose]
+//     [-> Reshape -> Add(window mask) -> Reshape back] -> Softmax(last axis)
+//     [-> Dropout (inference)] -> MatMul(·, V) [-> Transpose]
+//
+// The Reshape/Add/Reshape is Swin's shifted-window mask, added to the scores viewed as
+// [B, windows, H, N, N]; both masks must be host constants (the lowering adds them up on the
+// host). Masks, scales and shapes that the exporter computes after the scores' MatMul in node
+// order are folded ahead (Importer::fold_ahead).
 //
 // Q, Kᵀ and V are read as the pass's views (elided Transposes) or as computed tensors; a K
 // given transposed is just a Kᵀ with no permutation. The dynamo/onnxscript decomposition of
@@ -27,8 +33,9 @@ std::optional<Fusion> attention_prescaled(const onnx::NodeProto& mul, Pass& pass
 // "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored),
 // "perm_out" (the permutation of [B, H, S, D] the output is stored in; absent: none),
 // "scale" (float), "mask_kind" (kMaskAdd: added to the scores; kMaskWhereTrue/False: a bool
-// tensor, whose true/false entries mask the score out with -inf).
-enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnInputs };
+// tensor, whose true/false entries mask the score out with -inf), "window_shape" (with the
+// window mask: the shape the scores are viewed in when it is added; the mask broadcasts to it).
+enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnWindowMask, kAttnInputs };
 enum AttentionMask : int64_t { kMaskAdd = 0, kMaskWhereTrue = 1, kMaskWhereFalse = 2 };
 
 }  // namespace vkgraph::onnx_import::fuse

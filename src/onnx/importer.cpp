@@ -321,7 +321,7 @@ void Importer::visit(const onnx::NodeProto& node) {
 }
 
 void Importer::visit_node(const onnx::NodeProto& node) {
-  if (absorbed_.count(&node)) return;
+  if (absorbed_.count(&node) || folded_ahead_.count(&node)) return;
   if (take_computed(node)) return;
   for (const std::string& name : uses(node))
     if (blocked_.count(name)) return block(node);
@@ -409,6 +409,27 @@ void Importer::visit_node(const onnx::NodeProto& node) {
     graph_.set_label_scope("");
     block(node);
   }
+}
+
+bool Importer::fold_ahead(const std::string& value) {
+  if (auto it = values_.find(value); it != values_.end()) return it->second.constant.has_value();
+  // A staged build takes some values from an earlier segment in model order: left alone.
+  if (!staging_.computed.empty() || blocked_.count(value) || fusion_.elided(value)) return false;
+  const onnx::NodeProto* p = producer(value);
+  if (!p || absorbed_.count(p) || captured_.count(p) || !p->domain().empty()) return false;
+  if (p->op_type() != "Constant" && !fold::can_fold(p->op_type())) return false;
+  for (const std::string& in : p->input())
+    if (!in.empty() && !values_.count(in) && !fold_ahead(in)) return false;
+  if (p->op_type() == "Constant") {
+    visit_node(*p);
+  } else {
+    fold::Attrs attrs = fold::attrs_from_node(*p);
+    if (!try_fold(*p, attrs)) return false;
+    check_attributes_read(*p, attrs);
+  }
+  folded_ahead_.insert(p);
+  auto it = values_.find(value);
+  return it != values_.end() && it->second.constant.has_value();
 }
 
 void Importer::block(const onnx::NodeProto& node) {

@@ -199,6 +199,11 @@ class Importer {
   // The node whose output `value` is; null for graph inputs and initializers.
   const onnx::NodeProto* producer(const std::string& value) const;
   bool is_model_output(const std::string& value) const { return graph_outputs_.count(value) > 0; }
+  // Folds `value` now, ahead of model order, where it is a host constant in the making: made by
+  // Constant or foldable nodes from constants and shapes of values computed already (exporters
+  // write a mask, a scale or a Reshape's shape after the first node of the pattern that needs
+  // it). The nodes folded are skipped when the importer reaches them. Whether it is a constant.
+  bool fold_ahead(const std::string& value);
 
   static Value device_value(ComputeGraph& g, TensorRef t);
   static Value host_constant(HostTensor t);
@@ -242,7 +247,8 @@ class Importer {
   std::map<std::string, const onnx::NodeProto*> producers_;
   std::set<std::string> graph_outputs_;
   fuse::Pass fusion_{*this};
-  std::set<const onnx::NodeProto*> absorbed_;  // computed by a fused node: not visited
+  std::set<const onnx::NodeProto*> absorbed_;      // computed by a fused node: not visited
+  std::set<const onnx::NodeProto*> folded_ahead_;  // by fold_ahead: not visited again
   // Nodes that wait for model input values are skipped, with all that depends on them, so
   // that one build learns every input value it needs; build() then throws for them all.
   std::set<std::string> blocked_;

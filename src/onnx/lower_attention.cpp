@@ -59,29 +59,78 @@ TensorRef additive_mask(Importer& im, const onnx::NodeProto& node, bool masked_w
                      : ops::where(im.graph(), cond, zero, inf);
 }
 
+// The shape of input `i` as the kernel reads it: the stored shape permuted by `perm`.
+Shape viewed_shape(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
+                   const char* perm) {
+  const Shape& stored = im.input(node, input).shape;
+  const std::vector<int64_t>* p = a.find_ints(perm);
+  if (!p) return stored;
+  if (p->size() != stored.size()) im.fail(node, std::string(perm) + " does not fit the input");
+  Shape s;
+  for (int64_t d : *p) s.push_back(stored.at(d));
+  return s;
+}
+
+// The element of a constant `m`, broadcast (numpy) to `to`, at the flat index `at` of `to`.
+float broadcast_at(const HostTensor& m, const Shape& to, int64_t at) {
+  int64_t index = 0, stride = 1;
+  for (size_t i = to.size(); i-- > 0;) {
+    const int64_t coord = at % to[i];
+    at /= to[i];
+    const size_t from_end = to.size() - i;
+    if (from_end > m.shape.size()) continue;
+    const int64_t dim = m.shape[m.shape.size() - from_end];
+    if (dim != 1) index += coord * stride;
+    stride *= dim;
+  }
+  return m.data<float>()[index];
+}
+
+// The scores' two additive masks as one constant of the scores' shape: the first broadcast to
+// the scores, the window mask broadcast to the scores viewed as `window_shape` (same elements).
+HostTensor windowed_mask(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                         const Shape& scores) {
+  const HostTensor* first =
+      im.has_input(node, fuse::kAttnMask) ? im.constant(node, fuse::kAttnMask) : nullptr;
+  const HostTensor* window = im.constant(node, fuse::kAttnWindowMask);
+  const std::vector<int64_t>* view = a.find_ints("window_shape");
+  if ((im.has_input(node, fuse::kAttnMask) && !first) || !window || !view ||
+      numel(Shape(view->begin(), view->end())) != numel(scores))
+    im.fail(node, "a window mask needs constant masks and a window_shape of the scores' size");
+  const Shape view_shape(view->begin(), view->end());
+  HostTensor m(DType::Float32, scores);
+  for (int64_t i = 0; i < m.numel(); ++i)
+    m.data<float>()[i] =
+        (first ? broadcast_at(*first, scores, i) : 0.f) + broadcast_at(*window, view_shape, i);
+  return m;
+}
+
 std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& node,
                                          const fold::Attrs& a) {
-  im.require_inputs(node, fuse::kAttnInputs - 1, fuse::kAttnInputs);
+  im.require_inputs(node, fuse::kAttnV + 1, fuse::kAttnInputs);
   ops::AttentionParams params;
   auto scale = a.floats.find("scale");
   if (scale != a.floats.end()) params.scale = scale->second;
   if (const std::vector<int64_t>* perm = a.find_ints("perm_out")) params.out_perm = *perm;
   const int64_t kind = a.get_int("mask_kind", fuse::kMaskAdd);
-  // The scores' rows and columns: q's second-last dim, v's.
-  auto dim = [&](int input, const char* perm, size_t from_end) {
-    const Shape& stored = im.input(node, input).shape;
-    const std::vector<int64_t>* p = a.find_ints(perm);
-    const size_t at = stored.size() - from_end;
-    return stored[p ? (*p)[at] : at];
-  };
-  if (const HostTensor* m = im.constant(node, fuse::kAttnMask)) {
-    HostTensor additive =
-        kind == fuse::kMaskAdd ? *m : causal_of_where(*m, kind == fuse::kMaskWhereTrue);
-    params.causal =
-        is_causal(additive, dim(fuse::kAttnQ, "perm_q", 2), dim(fuse::kAttnV, "perm_v", 2));
-  }
+  const Shape q = viewed_shape(im, node, a, fuse::kAttnQ, "perm_q");
+  const Shape v = viewed_shape(im, node, a, fuse::kAttnV, "perm_v");
+  if (q.size() < 2 || v.size() < 2) im.fail(node, "q and v need rank 2 at least");
+  Shape scores(q.begin(), q.end() - 1);
+  scores.push_back(v.end()[-2]);
+  const bool windowed = im.has_input(node, fuse::kAttnWindowMask);
+  if (windowed && kind != fuse::kMaskAdd) im.fail(node, "a window mask needs an additive mask");
+  std::optional<HostTensor> constant_mask;
+  if (windowed)
+    constant_mask = windowed_mask(im, node, a, scores);
+  else if (const HostTensor* m = im.constant(node, fuse::kAttnMask))
+    constant_mask = kind == fuse::kMaskAdd ? *m : causal_of_where(*m, kind == fuse::kMaskWhereTrue);
+  if (constant_mask) params.causal = is_causal(*constant_mask, q.end()[-2], v.end()[-2]);
   std::optional<TensorRef> mask;
-  if (im.has_input(node, fuse::kAttnMask) && !params.causal) {
+  if (windowed && !params.causal) {
+    mask = im.constant_tensor(std::move(*constant_mask),
+                              node.input(fuse::kAttnWindowMask) + "/windowed");
+  } else if (im.has_input(node, fuse::kAttnMask) && !params.causal) {
     switch (kind) {
       case fuse::kMaskAdd:
         mask = im.tensor(node, fuse::kAttnMask);
