@@ -254,32 +254,36 @@ bool only_view_readers(const Pass& p, const NodeProto& node) {
   return true;
 }
 
+// The view a Transpose gives: its input's source, the permutations composed.
+Pass::View transposed(const NodeProto& t, Pass& p) {
+  const Pass::View in = p.resolve(t, 0);
+  const std::vector<int64_t>* given = p.attrs(t).find_ints("perm");
+  const std::vector<int64_t> perm =
+      ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{}, p.importer().where(t));
+  // The permutation of the stored tensor: this one after the input's own.
+  Pass::View v{in.source, {}, {}};
+  for (int64_t d : perm) {
+    v.perm.push_back(in.perm.empty() ? d : in.perm[d]);
+    v.shape.push_back(in.shape[d]);
+  }
+  return v;
+}
+
 // A Transpose that only MatMuls read (directly or through more Transposes) is elided: its
 // readers read its input through strides. Chains compose into one permutation, so a chain read
 // by anything else costs one copy, from the chain's input.
 std::optional<Fusion> transpose_view(const NodeProto& t, Pass& p) {
-  const Importer& im = p.importer();
   if (t.input_size() != 1 || t.input(0).empty()) return std::nullopt;
-  const Pass::View in = p.resolve(t, 0);
-  const std::vector<int64_t>* given = p.attrs(t).find_ints("perm");
-  const std::vector<int64_t> perm =
-      ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{}, im.where(t));
-  // The permutation of the stored tensor: this one after the input's own.
-  std::vector<int64_t> composed;
-  Shape shape;
-  for (int64_t d : perm) {
-    composed.push_back(in.perm.empty() ? d : in.perm[d]);
-    shape.push_back(in.shape[d]);
-  }
+  Pass::View v = transposed(t, p);
   if (only_view_readers(p, t)) {
-    p.elide(t.output(0), {in.source, composed, shape});
+    p.elide(t.output(0), std::move(v));
     return Fusion{};
   }
-  if (in.perm.empty()) return std::nullopt;
+  if (!p.view(t.input(0))) return std::nullopt;
   NodeProto n = t;
-  n.set_input(0, in.source);
+  n.set_input(0, v.source);
   n.clear_attribute();
-  set_ints(n, "perm", composed);
+  set_ints(n, "perm", v.perm);
   return Fusion{std::move(n), {}};
 }
 
@@ -303,6 +307,9 @@ constexpr Pattern kPatterns[] = {
     {"Gemm", gemm_activation},
     // Mul(q, c) / Mul(kᵀ, c) -> MatMul -> ... -> MatMul(·, v) => FusedAttention (dynamo form)
     {"Mul", attention_prescaled},
+    // Mul/Div(q, c) -> MatMul(·, kᵀ) -> ... => FusedAttention (only q scaled: Swin, torch 1.13)
+    {"Mul", attention_scaled_q},
+    {"Div", attention_scaled_q},
     // MatMul(q, kᵀ) [-> scale] [-> mask] -> Softmax [-> Dropout] -> MatMul(·, v) => FusedAttention
     {"MatMul", attention},
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
@@ -371,6 +378,14 @@ bool Pass::reads_all_attributes(const NodeProto& root, const Fusion& f) {
   for (const NodeProto* n : f.absorbed)
     if (!read(*n)) return false;
   return true;
+}
+
+std::optional<Pass::View> Pass::view_ahead(const std::string& value) {
+  const NodeProto* t = im_.producer(value);
+  if (!t || t->op_type() != "Transpose" || t->input_size() != 1 || t->input(0).empty() ||
+      !only_view_readers(*this, *t) || (!view(t->input(0)) && !im_.available(*t, 0)))
+    return std::nullopt;
+  return transposed(*t, *this);
 }
 
 bool Pass::fold_ahead(const std::string& value) const {

@@ -74,6 +74,9 @@ class Pass {
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
+  // The view that `value`, the output of a Transpose not visited yet, will be once the pass
+  // elides it (all its readers read views), for a pattern that reads it before; else nullopt.
+  std::optional<View> view_ahead(const std::string& value);
   // Importer::fold_ahead: whether `value` is (now) a host constant, folded ahead of model order.
   bool fold_ahead(const std::string& value) const;
   // The node that alone consumes `value`, when that is not a model output; null otherwise.

@@ -352,4 +352,38 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   return match_from_scores(*mm, s, p);
 }
 
+std::optional<Fusion> attention_scaled_q(const NodeProto& n, Pass& p) {
+  const Importer& im = p.importer();
+  if (n.input_size() != 2 || n.input(0) == n.input(1)) return std::nullopt;
+  const bool divides = n.op_type() == "Div";
+  int x = -1;
+  float scale = 0.f;
+  for (int c : {1, 0}) {
+    if (divides && c == 0) continue;  // c / q is no scale of q
+    if (!computed(p, n, 1 - c) || im.constant(n, 1 - c)) continue;
+    if (auto v = scalar(im, n, c, p.resolve(n, 1 - c).shape.size())) {
+      x = 1 - c;
+      scale = divides ? 1.f / *v : *v;
+      break;
+    }
+  }
+  // x / c as x * (1 / c) is within an ulp only while 1 / c is a normal number.
+  if (x < 0 || !std::isnormal(scale)) return std::nullopt;
+  const NodeProto* mm = p.sole_consumer(n.output(0));
+  if (!mm || mm->op_type() != "MatMul" || mm->input_size() != 2 || mm->input(0) != n.output(0) ||
+      mm->input(1) == n.output(0))
+    return std::nullopt;
+  Scores s;
+  if (computed(p, *mm, 1))
+    s.kt = p.resolve(*mm, 1);
+  else if (std::optional<Pass::View> kt = p.view_ahead(mm->input(1)))
+    s.kt = *kt;
+  else
+    return std::nullopt;
+  s.q = p.resolve(n, x);
+  s.scale = scale;
+  s.absorbed = {mm};
+  return match_from_scores(*mm, s, p);
+}
+
 }  // namespace vkgraph::onnx_import::fuse

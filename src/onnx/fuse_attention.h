@@ -28,6 +28,10 @@ std::optional<Fusion> attention(const onnx::NodeProto& matmul, Pass& pass);
 // Rooted at a Mul by a scalar whose product is one operand of the scores' MatMul, the other
 // operand being a Mul by a scalar not lowered yet (the dynamo form).
 std::optional<Fusion> attention_prescaled(const onnx::NodeProto& mul, Pass& pass);
+// Rooted at a Mul or Div of q by a scalar constant whose product is the scores' MatMul's first
+// operand (Swin; torch 1.13's nn.MultiheadAttention). Kᵀ is computed already or a Transpose
+// after the Mul in node order that the pass elides (read through its view ahead).
+std::optional<Fusion> attention_scaled_q(const onnx::NodeProto& scale, Pass& pass);
 
 // FusedAttention's inputs (absent mask: an empty name) and attributes: "perm_q", "perm_k",
 // "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored),

@@ -308,11 +308,11 @@ TEST_F(OnnxAttentionExported, LegacyMultiheadAttentionAndBert) {
     expect_near(mha.fused[0], mha.plain[0], fp16 ? 1e-2f : 1e-5f);
     Runs bert = run_file("attention_bert_legacy.onnx", {{"x", x}, {"mask", mask}}, fp16);
     expect_near(bert.fused[0], bert.plain[0], fp16 ? 1e-2f : 1e-5f);
-    // MHA fused: in-projection MatMul, 3 Slices, q's Transpose (read by the Div), the Div,
-    // attention, the context's Transpose, out-projection Gemm, the batch_first Transpose.
-    // BERT fused: 3 projections, the mask's Sub and Mul, attention (a single head's Transposes
-    // are views).
-    EXPECT_EQ(mha.fused_nodes, 10u + casts(fp16, 2));
+    // MHA fused: in-projection MatMul, 3 Slices, q's Transpose (read by the Div), attention
+    // (with the Div: attention_scaled_q), the context's Transpose, out-projection Gemm, the
+    // batch_first Transpose. BERT fused: 3 projections, the mask's Sub and Mul, attention (a single
+    // head's Transposes are views).
+    EXPECT_EQ(mha.fused_nodes, 9u + casts(fp16, 2));
     EXPECT_EQ(mha.plain_nodes, 16u + casts(fp16, 2));
     EXPECT_EQ(bert.fused_nodes, 6u + casts(fp16, 3));
     EXPECT_EQ(bert.plain_nodes, 14u + casts(fp16, 3));
