@@ -213,6 +213,23 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
               int runs, size_t top, const std::string& trace_path) {
   std::vector<double> host, gpu;
   std::vector<std::vector<NodeTime>> profiles;
+  if (runs == 0) {
+    // Load time alone: of a model built at load (every input shape known), without runs.
+    const LoadTimes& lt = session.load_times();
+    std::printf("device: %s\n", session.context().properties().deviceName);
+    std::printf("load: parse %.1f ms, build %.1f ms, prepare (plan, upload, pipelines) %.1f ms\n",
+                lt.parse_ms, lt.build_ms, lt.prepare_ms);
+    print_pipeline_cache(session.context());
+    if (session.graph()) {
+      GraphStats st = session.graph()->stats();
+      std::printf(
+          "prepare: activation plan %.1f ms, constants allocated and uploaded %.1f ms "
+          "(%.2f MiB), encoder (pipelines, pools) %.1f ms\n",
+          st.prepare_plan_ms, st.prepare_upload_ms, st.constant_bytes / 1048576.0,
+          st.prepare_encoder_ms);
+    }
+    return report_validation(session.context());
+  }
   for (int i = 0; i < warmup; ++i) session.run(feeds);
   for (int i = 0; i < runs; ++i) {
     double t0 = now_ms();

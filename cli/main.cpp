@@ -91,7 +91,8 @@ void add_bench(CLI::App& app, cli::RunArgs& args) {
       "split, peak memory");
   add_feeds(bench, args);
   add_integer(bench, "--warmup", args.warmup, 0, kMaxCount, "untimed runs first");
-  add_integer(bench, "--runs", args.runs, 1, kMaxCount, "timed runs");
+  add_integer(bench, "--runs", args.runs, 0, kMaxCount,
+              "timed runs (0: load, print the load-time split, stop)");
   add_integer(bench, "--top", args.top, 1, kMaxCount, "rows of the per-node table");
   bench.add_option("--trace", args.trace, "Chrome trace with one slice per node (Perfetto)")
       ->type_name("FILE.json");

@@ -114,6 +114,10 @@ int run_model(const RunArgs& args, const Common& common, bool bench) {
   so.graph.profile = bench;
   auto t0 = std::chrono::steady_clock::now();
   Session session(args.model, so);
+  if (bench && args.runs == 0)
+    std::printf(
+        "load wall (file, context, parse, build, prepare): %.1f ms\n",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   std::map<std::string, HostTensor> feeds;
   std::mt19937 rng(1);
   for (auto& in : session.inputs()) {

@@ -94,6 +94,32 @@ TEST(Types, HalfConversion) {
   }
 }
 
+// The bulk conversion (hardware F16C where the CPU has it) matches float_to_half bit for bit:
+// every exponent with edge and random mantissas, both signs, NaNs with payloads, and a length
+// that leaves a scalar tail.
+TEST(Float16, BulkConversionMatchesScalar) {
+  std::vector<uint32_t> bits;
+  std::mt19937 rng(7);
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t exponent = 0; exponent < 256; ++exponent)
+      for (uint32_t mantissa : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2000u, 0x3000u, 0x7fffffu,
+                                static_cast<uint32_t>(rng()) & 0x7fffffu})
+        bits.push_back(sign | (exponent << 23) | mantissa);
+  for (int i = 0; i < 100000; ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  bits.push_back(0x7fc00001u);  // quiet NaN, low payload
+  bits.push_back(0xff812345u);  // signalling NaN, negative
+  bits.push_back(0x477ff000u);  // 65520: rounds to infinity
+  bits.push_back(0x477fefffu);  // just below: 65504
+  bits.push_back(0x3f800000u);  // 1.0, left out of the count
+  std::vector<float> in(bits.size());
+  std::memcpy(in.data(), bits.data(), bits.size() * sizeof(float));
+  std::vector<uint16_t> out(in.size() + 1, 0xabcd);
+  const size_t count = in.size() - 1;  // 104612: not a multiple of 8, so a scalar tail
+  floats_to_halves(in.data(), out.data(), count);
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], float_to_half(in[i])) << std::hex << bits[i];
+  EXPECT_EQ(out[count], 0xabcd);  // nothing written past the count
+}
+
 // ---- npy --------------------------------------------------------------------------------------
 
 TEST(Npy, RoundTripEveryDtypeInMemory) {

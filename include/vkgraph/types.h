@@ -19,6 +19,9 @@ const char* dtype_name(DType dtype);
 // one element (round to nearest even, NaN and infinity preserved).
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float value);
+// float_to_half over `count` elements, bit for bit; several at a time where the CPU converts
+// in hardware (x86 F16C), which loading a model's weights in float16 mode needs.
+void floats_to_halves(const float* in, uint16_t* out, size_t count);
 
 using Shape = std::vector<int64_t>;
 

@@ -1,5 +1,10 @@
 #include "vkgraph/file_io.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +30,38 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   in.read(reinterpret_cast<char*>(bytes.data()), size);
   check(in.gcount() == size, ErrorKind::Io, "cannot read " + path + " (short read)");
   return bytes;
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorKind::Io, "cannot read " + path + ": " +
+                                   (ec ? ec.message() : std::string("not a regular file")));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::Io, "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(ErrorKind::Io, "cannot determine the size of " + path + ": " + std::strerror(err));
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    // MAP_POPULATE reads the file in now, in large pieces, instead of one fault per page.
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    const int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED)
+      throw Error(ErrorKind::Io, "cannot map " + path + ": " + std::strerror(err));
+    data_ = p;
+  } else {
+    ::close(fd);
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
 }
 
 void write_file_bytes(const std::string& path, std::span<const uint8_t> bytes) {

@@ -3,6 +3,7 @@
 // (recording, replay, profiling).
 #include "vkgraph/graph/compute_graph.h"
 
+#include <chrono>
 #include <utility>
 
 #include "graph/graph_impl.h"
@@ -255,11 +256,22 @@ void ComputeGraph::prepare() {
   if (impl_->prepared) return;
   GraphIO& io = impl_->io;
   check(!io.outputs().empty(), ErrorKind::InvalidState, "graph has no outputs");
+  GraphStats& stats = impl_->state.stats;
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&t0] {
+    auto t1 = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    t0 = t1;
+    return ms;
+  };
   plan_activations(impl_->state, io.input_tensors(), io.output_tensors());
+  stats.prepare_plan_ms = lap();
   prepack_constants(impl_->state);
   io.allocate_staging();
+  stats.prepare_upload_ms = lap();
   impl_->encoder.prepare();
-  impl_->state.stats.nodes = impl_->state.nodes.size();
+  stats.prepare_encoder_ms = lap();
+  stats.nodes = impl_->state.nodes.size();
   impl_->prepared = true;
 }
 

@@ -15,14 +15,25 @@ namespace {
 // Finite constants beyond float16's range saturate to +-65504 rather than become infinite:
 // exporters write "minus infinity" masks as finfo(float32).min or -1e9, and an infinite one
 // would turn 0 * mask into NaN.
+// Converted a block at a time (clamped into a small buffer, then converted in bulk): the
+// weights of a large model pass through here once, and a per-element conversion dominated its
+// load time.
 HostTensor half_of(const HostTensor& t) {
   constexpr float kHalfMax = 65504.f;
-  HostTensor r(DType::Float16, t.shape);
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    float v = t.data<float>()[i];
-    if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
-    r.data<uint16_t>()[i] = float_to_half(v);
+  constexpr size_t kBlock = 2048;
+  HostTensor r = HostTensor::uninitialized(DType::Float16, t.shape);
+  const size_t n = static_cast<size_t>(t.numel());
+  const float* in = t.data<float>();
+  uint16_t* out = r.data<uint16_t>();
+  float block[kBlock];
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t count = std::min(kBlock, n - start);
+    for (size_t i = 0; i < count; ++i) {
+      float v = in[start + i];
+      if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
+      block[i] = v;
+    }
+    floats_to_halves(block, out + start, count);
   }
   return r;
 }

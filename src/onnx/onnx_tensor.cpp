@@ -270,14 +270,17 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
               shape_str(shape) + " need " + std::to_string(count));
   }
 
-  HostTensor out(dtype, std::move(shape));
   if (raw && type == onnx_type_of(dtype) && type != TP::BOOL) {
     // Same layout on both sides: copy the bytes (memcpy needs non-null pointers, even for 0).
+    // Not zero-filled first: the copy writes every byte, and a fill would double the cost of
+    // loading the weights.
+    HostTensor out = HostTensor::uninitialized(dtype, std::move(shape));
     if (!out.bytes.empty()) {
       std::memcpy(out.bytes.data(), proto.raw_data().data(), out.bytes.size());
     }
     return out;
   }
+  HostTensor out(dtype, std::move(shape));
   for (int64_t i = 0; i < count; ++i) {
     const int idx = static_cast<int>(i);
     switch (type) {

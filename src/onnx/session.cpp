@@ -218,10 +218,10 @@ struct Session::Impl {
 Session::Session(const std::string& path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  std::vector<uint8_t> bytes = read_file_bytes(path);
+  const MappedFile file(path);
   std::string data_dir = impl_->options.external_data_dir;
   if (data_dir.empty()) data_dir = std::filesystem::path(path).parent_path().string();
-  impl_->load(bytes.data(), bytes.size(), path, data_dir.empty() ? "." : data_dir);
+  impl_->load(file.data(), file.size(), path, data_dir.empty() ? "." : data_dir);
 }
 
 Session::Session(const void* model_bytes, size_t size, SessionOptions options)

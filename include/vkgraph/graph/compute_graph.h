@@ -121,6 +121,11 @@ struct GraphStats {
   // Times the command buffers were recorded: once, plus once per rebinding of external I/O
   // after an execution. Replays record nothing.
   size_t recordings = 0;
+  // Where prepare() spent its time: the activation plan, the constants' allocation and upload,
+  // and the encoder (pipelines from the Context's cache, descriptor and command pools).
+  double prepare_plan_ms = 0;
+  double prepare_upload_ms = 0;
+  double prepare_encoder_ms = 0;
 };
 
 struct NodeTime {
