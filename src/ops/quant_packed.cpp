@@ -327,9 +327,8 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
     return true;
   }
   if (!packed_gemm_applies(g, c)) return false;
-  const HostTensor* w = g.constant_value(c.w);
   const auto zeros = constant_zeros(g, c.w_zero, op);
-  if (!w || !zeros) return false;
+  if (!zeros) return false;
   const int64_t k = cin_g * c.kh * c.kw;
   const bool w_signed = g.info(c.w).dtype == DType::Int8;
   Gemm m;
@@ -339,6 +338,9 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
     m.taps = tap_table(g, c, (k + 3) / 4 * 4);
     if (!m.taps) return false;
   }
+  // Read after tap_table: adding a constant may move the graph's constants, and with them
+  // what an earlier constant_value() pointed to.
+  const HostTensor* w = g.constant_value(c.w);
   m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
                            [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
   m.kind = pointwise ? Kind::ConvPointwise : Kind::Conv;
