@@ -76,7 +76,20 @@ bool int32_bias(Pass& p, const NodeProto& db, int64_t channels) {
   return true;
 }
 
+// A residual Add after a QDQ Conv (a ResNet block's end): Conv's QuantizeLinear -> DQ ->
+// Add(., DQ(r)) [-> Relu | Clip] -> QuantizeLinear, computed in the Conv's epilogue.
+struct ResidualMatch {
+  const NodeProto* dq_c = nullptr;  // reads the Conv's quantized output
+  const NodeProto* add = nullptr;
+  const NodeProto* dq_r = nullptr;  // the other operand's
+  const NodeProto* act = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  const NodeProto* q_y = nullptr;
+  DType out = DType::UInt8;
+};
+
 struct Match {
+  std::optional<ResidualMatch> residual;
   const NodeProto* dq_x = nullptr;
   const NodeProto* dq_w = nullptr;
   const NodeProto* dq_b = nullptr;  // a dequantized int32 bias; null for a float one or none
@@ -126,6 +139,33 @@ bool match_output(const NodeProto& root, Pass& p, Match& m) {
   }
   m.q_y = next;
   return true;
+}
+
+std::optional<Match> match_add(const NodeProto& add, Pass& p);
+
+// The residual Add after a Conv's QuantizeLinear `q`, when every node between has no other
+// reader and the other operand is computed already (so the Conv's kernel can read it): in a
+// ResNet block, the identity for a block's last Conv, or the last Conv's output for a
+// downsampling Conv that comes after it.
+std::optional<ResidualMatch> match_residual(const NodeProto& q, Pass& p) {
+  const Importer& im = p.importer();
+  ResidualMatch r;
+  r.dq_c = p.sole_consumer(q.output(0));
+  if (!r.dq_c || dequantize_of(p, r.dq_c->output(0)) != r.dq_c || r.dq_c->input(0) != q.output(0))
+    return std::nullopt;
+  r.add = p.sole_consumer(r.dq_c->output(0));
+  if (!r.add || r.add->op_type() != "Add") return std::nullopt;
+  std::optional<Match> m = match_add(*r.add, p);
+  if (!m) return std::nullopt;
+  r.dq_r = m->dq_x == r.dq_c ? m->dq_w : m->dq_x;
+  if (r.dq_r == r.dq_c || (m->dq_x != r.dq_c && m->dq_w != r.dq_c) || !im.available(*r.dq_r, 0))
+    return std::nullopt;
+  r.act = m->act;
+  r.lo = m->lo;
+  r.hi = m->hi;
+  r.q_y = m->q_y;
+  r.out = m->out;
+  return r;
 }
 
 // The whole pattern at `root`, or nullopt. Depends only on the model's structure and its
@@ -183,6 +223,7 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
     }
   }
   if (!match_output(root, p, m)) return std::nullopt;
+  if (conv) m.residual = match_residual(*m.q_y, p);
   return m;
 }
 
@@ -239,6 +280,22 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
   a->set_name("y_dtype");
   a->set_type(onnx::AttributeProto::INT);
   a->set_i(m.out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8);
+  if (const auto& r = m.residual) {
+    for (const std::string& name :
+         {input(r->dq_r, 0), input(r->dq_r, 1), input(r->dq_r, 2), input(r->dq_c, 1),
+          input(r->dq_c, 2), input(r->q_y, 1), input(r->q_y, 2)})
+      n.add_input(name);
+    if (r->act) {
+      set_float("sum_act_lo", r->lo);
+      set_float("sum_act_hi", r->hi);
+    }
+    onnx::AttributeProto* t = n.add_attribute();
+    t->set_name("sum_dtype");
+    t->set_type(onnx::AttributeProto::INT);
+    t->set_i(r->out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8);
+    n.add_output(r->q_y->output(0));
+    return n;
+  }
   n.add_output(m.q_y->output(0));
   return n;
 }
@@ -259,6 +316,10 @@ std::optional<Fusion> qdq_linear(const NodeProto& root, Pass& p) {
   Fusion f;
   if (m->act) f.absorbed.push_back(m->act);
   f.absorbed.push_back(m->q_y);
+  if (const auto& r = m->residual) {
+    for (const NodeProto* n : {r->dq_c, r->add, r->act, r->q_y})
+      if (n) f.absorbed.push_back(n);
+  }
   f.node = fused_node(root, *m);
   return f;
 }

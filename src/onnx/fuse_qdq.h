@@ -11,6 +11,10 @@
 // output's integer range, the bias as int32. x and y are per tensor; w per tensor or per output
 // channel, a constant (narrowed to 8 bits once, at load) or, for MatMul, an 8-bit device tensor.
 //
+// A Conv's residual Add (Conv's QuantizeLinear -> DequantizeLinear -> Add(., DequantizeLinear(r))
+// [-> Relu | Clip] -> QuantizeLinear, where r is computed before the Conv) joins the QdqConv:
+// its epilogue requantizes, then adds r as the QdqAdd kernel does (ops::ResidualAdd).
+//
 // The same for a residual connection, Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu |
 // Clip] -> QuantizeLinear, all per tensor: one QdqAdd node (ops::qlinear_add), which computes
 // exactly what the three ops compute apart, without the float tensors between.
@@ -48,6 +52,18 @@ enum QdqInput : int {
   kQdqYZero,
   kQdqBias,
   kQdqBiasScale,
+  // A QdqConv with a fused residual Add (ResNet's block end: the Conv's QuantizeLinear -> DQ ->
+  // Add(., DQ(r)) [-> Relu | Clip] -> QuantizeLinear, whose output the node then has): r, its
+  // scale and zero point, the scale and zero point of the DQ reading the Conv's output, and
+  // the Add's QuantizeLinear's. Attributes "sum_act_lo", "sum_act_hi" (a Relu / Clip after the
+  // Add) and "sum_dtype" (the ONNX type of the Add's quantized output).
+  kQdqRes,
+  kQdqResScale,
+  kQdqResZero,
+  kQdqConvOutScale,
+  kQdqConvOutZero,
+  kQdqSumScale,
+  kQdqSumZero,
   kQdqInputs
 };
 

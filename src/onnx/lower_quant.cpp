@@ -235,20 +235,26 @@ DType fused_y_type(const fold::Attrs& a) {
   return a.get_int("y_dtype", 0) == onnx::TensorProto::INT8 ? DType::Int8 : DType::UInt8;
 }
 
+// `prefix` "act": the node's own output (inputs kQdqYScale, kQdqYZero); "sum_act": a fused
+// residual Add's (kQdqSumScale, kQdqSumZero).
 std::optional<std::array<int32_t, 2>> fused_range(Importer& im, const onnx::NodeProto& node,
-                                                  const fold::Attrs& a) {
-  if (!a.floats.count("act_lo")) return std::nullopt;
-  const float y_scale = im.host_value(node, fuse::kQdqYScale, "y_scale").data<float>()[0];
-  const int64_t y_zero = im.has_input(node, fuse::kQdqYZero)
-                             ? im.host_value(node, fuse::kQdqYZero, "y_zero_point").as_int(0)
-                             : 0;
+                                                  const fold::Attrs& a,
+                                                  const std::string& prefix = "act") {
+  const std::string lo = prefix + "_lo", hi = prefix + "_hi";
+  if (!a.floats.count(lo)) return std::nullopt;
+  const bool sum = prefix != "act";
+  const int scale_at = sum ? fuse::kQdqSumScale : fuse::kQdqYScale;
+  const int zero_at = sum ? fuse::kQdqSumZero : fuse::kQdqYZero;
+  const float y_scale = im.host_value(node, scale_at, "y_scale").data<float>()[0];
+  const int64_t y_zero =
+      im.has_input(node, zero_at) ? im.host_value(node, zero_at, "y_zero_point").as_int(0) : 0;
   auto q = [&](float v) -> int32_t {
     if (std::isinf(v))
       return v < 0 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
     const double r = std::nearbyint(v / y_scale) + double(y_zero);
     return static_cast<int32_t>(std::clamp(r, -1e9, 1e9));
   };
-  return std::array<int32_t, 2>{q(a.floats.at("act_lo")), q(a.floats.at("act_hi"))};
+  return std::array<int32_t, 2>{q(a.floats.at(lo)), q(a.floats.at(hi))};
 }
 
 // A QDQ residual Add (fuse_qdq.h) as one integer kernel; operands of different shapes
@@ -337,7 +343,18 @@ std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fo
   TensorRef r;
   if (conv) {
     ops::IntConvParams p = conv_params(im, node, a, im.input(node, kQdqX).shape, w_shape);
-    r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range);
+    std::optional<ops::ResidualAdd> residual;
+    if (im.has_input(node, kQdqRes)) {
+      residual = ops::ResidualAdd{
+          im.tensor(node, kQdqConvOutScale),
+          optional_tensor(im, node, kQdqConvOutZero),
+          {quantized(im, node, kQdqRes, "residual"), im.tensor(node, kQdqResScale),
+           optional_tensor(im, node, kQdqResZero)},
+          {TensorRef{}, im.tensor(node, kQdqSumScale), optional_tensor(im, node, kQdqSumZero)},
+          a.get_int("sum_dtype", 0) == onnx::TensorProto::INT8 ? DType::Int8 : DType::UInt8,
+          fused_range(im, node, a, "sum_act")};
+    }
+    r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range, residual);
   } else {
     r = ops::qlinear_matmul(g, x, wo, y, out, {bias, range});
   }

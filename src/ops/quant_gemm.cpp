@@ -2,6 +2,7 @@
 // QLinear ops one requantization in the epilogue. Zero points are subtracted as operands are
 // loaded, so convolution padding (which ONNX fills with the zero point) adds nothing.
 #include <algorithm>
+#include <bit>
 
 #include "quant_packed.h"
 
@@ -220,38 +221,107 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
             op + ": bias must be int32 with one value per output channel (" +
                 std::to_string(out_ch) + ")");
   }
+  Shape out = {batch, out_ch, ho, wo};
+  // A residual Add the packed kernel does not fuse runs after the convolution.
+  std::optional<ResidualAdd> residual_after;
+  if (requant && requant->residual) {
+    const Shape rs = g.info(requant->residual->add.residual.values).shape;
+    check(rs == (one_d ? Shape{batch, out_ch, wo} : out), ErrorKind::InvalidArgument,
+          op + ": the residual " + shape_str(rs) + " must have the output's shape");
+  }
   d.requant = requant;
   d.shader = requant ? "quant_conv_requant" : "quant_conv_i32";
-  Shape out = {batch, out_ch, ho, wo};
-  d.y = g.add_tensor(out, requant ? requant->out : DType::Int32);
   for (int64_t v : {p.groups, ws[1], h, wd, kh, kw, ho, wo, p.strides[0], p.strides[1], p.pads[0],
                     p.pads[1], p.dilations[0], p.dilations[1]})
     d.tail.push_back(checked_i32(v, op, "convolution parameter"));
-  const PackedConv packed{x,
-                          w,
-                          d.y,
-                          d.a_zero,
-                          w_zp,
-                          batch,
-                          channels,
-                          h,
-                          wd,
-                          out_ch,
-                          kh,
-                          kw,
-                          ho,
-                          wo,
-                          p.groups,
-                          {p.strides[0], p.strides[1]},
-                          {p.pads[0], p.pads[1]},
-                          {p.dilations[0], p.dilations[1]}};
+  PackedConv packed{x,
+                    w,
+                    TensorRef{},
+                    d.a_zero,
+                    w_zp,
+                    batch,
+                    channels,
+                    h,
+                    wd,
+                    out_ch,
+                    kh,
+                    kw,
+                    ho,
+                    wo,
+                    p.groups,
+                    {p.strides[0], p.strides[1]},
+                    {p.pads[0], p.pads[1]},
+                    {p.dilations[0], p.dilations[1]}};
+  if (requant && requant->residual && !packed_conv_fuses_residual(g, packed)) {
+    residual_after = requant->residual->add;
+    requant->residual.reset();
+    d.requant = requant;
+  }
+  d.y = g.add_tensor(out, requant ? (requant->residual ? requant->residual->add.out : requant->out)
+                                  : DType::Int32);
+  packed.y = d.y;
   if (!add_packed_conv(g, packed, requant, op)) {
+    if (requant && requant->residual) {  // the tap table did not fit: no packed kernel
+      residual_after = requant->residual->add;
+      requant->residual.reset();
+      d.requant = requant;
+      d.y = g.add_tensor(out, requant->out);
+    }
     d.b_zero = zero_point_i32(g, w_zp, op);
     d.b_zero_count = param_count(g, d.b_zero, out_ch, out_ch, op, "weight's zero point");
     add_gemm(g, d, op);
   }
-  if (one_d) return g.add_view(d.y, {batch, out_ch, wo});
-  return d.y;
+  TensorRef y = d.y;
+  if (residual_after) {
+    const ResidualAdd& r = *residual_after;
+    QuantizedOperand other = r.residual;
+    if (one_d) other.values = g.add_view(other.values, out);
+    y = qlinear_add(g, {y, r.conv_scale, r.conv_zero}, other, r.y_params, r.out, r.range);
+  }
+  if (one_d) return g.add_view(y, {batch, out_ch, wo});
+  return y;
+}
+
+// A scalar float32 or integer constant's value (zero points: 8-bit, or Int32 as the ONNX
+// frontend holds them), or nothing (computed, or of another type).
+std::optional<double> scalar_constant(ComputeGraph& g, std::optional<TensorRef> t, double absent) {
+  if (!t) return absent;
+  const HostTensor* v = g.constant_value(*t);
+  if (!v || v->numel() != 1) return std::nullopt;
+  if (v->dtype == DType::Float32) return v->data<float>()[0];
+  if (v->dtype == DType::Int8 || v->dtype == DType::UInt8 || v->dtype == DType::Int32)
+    return static_cast<double>(v->as_int(0));
+  return std::nullopt;
+}
+
+// The packed kernel's form of a residual Add (quant_packed.glsl's add_residual parameters), or
+// nothing where a parameter is not a constant: then qlinear_add runs after the convolution.
+std::optional<ResidualRequant> residual_requant(ComputeGraph& g, const ResidualAdd& r,
+                                                const std::string& op) {
+  require_quantized(g, r.residual.values, op, "residual");
+  const auto sc = scalar_constant(g, r.conv_scale, 0), zc = scalar_constant(g, r.conv_zero, 0);
+  const auto sr = scalar_constant(g, r.residual.scale, 0),
+             zr = scalar_constant(g, r.residual.zero_point, 0);
+  const auto so = scalar_constant(g, r.y_params.scale, 0),
+             zo = scalar_constant(g, r.y_params.zero_point, 0);
+  for (TensorRef s : {r.conv_scale, r.residual.scale, r.y_params.scale})
+    if (g.info(s).dtype != DType::Float32) return std::nullopt;
+  if (!sc || !zc || !sr || !zr || !so || !zo) return std::nullopt;
+  const QuantRange range = output_range(r.out, r.range, op);
+  auto bits = [](double v) { return std::bit_cast<int32_t>(static_cast<float>(v)); };
+  std::vector<int32_t> params = {bits(*sc),
+                                 static_cast<int32_t>(*zc),
+                                 bits(*sr),
+                                 static_cast<int32_t>(*zr),
+                                 bits(*so),
+                                 static_cast<int32_t>(*zo),
+                                 range.min,
+                                 range.max,
+                                 int32_t{g.info(r.residual.values).dtype == DType::Int8},
+                                 0,
+                                 0,
+                                 0};
+  return ResidualRequant{r, g.add_constant(HostTensor::from(DType::Int32, {12}, params))};
 }
 
 }  // namespace
@@ -281,10 +351,21 @@ TensorRef conv_integer(ComputeGraph& g, TensorRef x, TensorRef weight,
 TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
                        const IntConvParams& params, DType out,
-                       std::optional<std::array<int32_t, 2>> range) {
+                       std::optional<std::array<int32_t, 2>> range,
+                       const std::optional<ResidualAdd>& residual) {
   const std::string op = "qlinear_conv";
   Requant r = make_requant(g, x, w, y_params, out, range, op);
   r.bias = bias;
+  if (residual) {
+    // In the packed kernel's epilogue where it runs and the parameters are constants; else
+    // the same values from a qlinear_add after the convolution.
+    r.residual = residual_requant(g, *residual, op);
+    if (!r.residual) {
+      TensorRef y = integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);
+      return qlinear_add(g, {y, residual->conv_scale, residual->conv_zero}, residual->residual,
+                         residual->y_params, residual->out, residual->range);
+    }
+  }
   return integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);
 }
 

@@ -11,8 +11,8 @@
 // is multiplied; each invocation sums a TM x TN block with one 4x8-bit dot product per word
 // pair (DOT: VK_KHR_shader_integer_dot_product's OpSDot / OpUDot / OpSUDot; else unpacked
 // into 4 multiply-adds). Zero points are corrected in the epilogue (quant_packed.glsl).
-// Output: REQUANT bytes saturate(round_half_even((acc + bias) * sd * sw / sy) + zy); else the
-// int32 sums; SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
+// Output: REQUANT bytes saturate(round_half_even((acc + bias) * sd * sw / sy) + zy), then with
+// HAS_RESIDUAL a QDQ residual Add applied to them (quant_packed.glsl); else the int32 sums; SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
 #extension GL_EXT_control_flow_attributes : require
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
@@ -39,6 +39,7 @@
 layout(constant_id = 3) const bool W_SIGNED = true;
 layout(constant_id = 4) const bool D_SIGNED = false;
 layout(constant_id = 5) const bool HAS_DSUM = false;  // some weight zero point is not 0
+layout(constant_id = 6) const bool HAS_RESIDUAL = false;
 
 layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
 #if CONV
@@ -59,7 +60,11 @@ layout(std430, binding = 6) readonly buffer SW { float sw[]; };
 layout(std430, binding = 7) readonly buffer SY { float sy[]; };
 layout(std430, binding = 8) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 9) readonly buffer Bias { int bias[]; };
-#define TAPS_BINDING 10
+// A fused residual Add (HAS_RESIDUAL; else one-element placeholders): the other operand, laid
+// out as y, and its parameters (quant_packed.glsl's add_residual).
+layout(std430, binding = 10) readonly buffer R { uint8_t residual[]; };
+layout(std430, binding = 11) readonly buffer RP { ivec4 rp[3]; };
+#define TAPS_BINDING 12
 #else
 #define TAPS_BINDING 5
 #endif
@@ -309,7 +314,9 @@ void main() {
       if (p.has_bias != 0) sum += bias[c];
       float m = p.sd_count == 1 ? multiplier[i]
                                 : div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
-      y[at] = narrow_byte(requantize(sum, m, zy[0], p.qmin, p.qmax));
+      int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
+      if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].x);
+      y[at] = narrow_byte(q);
 #else
       y[at] = sum;
 #endif

@@ -76,6 +76,21 @@ bool use_dot(ComputeGraph& g) {
   return knob == 1 && f.integer_dot_product;
 }
 
+// The float kernels' split-K policy (sk.*) with the depth measured in packed words. The float
+// policy counted one multiply-add per element, so reading it in bytes split the integer
+// kernel 4x finer: ResNet-50's layer4 3x3 convs ran as 29 slices of 160 bytes (5 BK steps),
+// each writing a 32x32 int32 partial about as large as its inputs. Knobs qgemm.sk_threads,
+// qgemm.sk_min_k, qgemm.sk_min_slice (words) and qgemm.sk_max override it for sweeps.
+SplitKPolicy integer_split_k_policy(ComputeGraph& g) {
+  SplitKPolicy p = split_k_policy(g);
+  p.target_threads = tuned(g, "qgemm.sk_threads", static_cast<uint32_t>(p.target_threads));
+  p.min_k = tuned(g, "qgemm.sk_min_k", static_cast<uint32_t>(p.min_k));
+  p.min_slice =
+      std::max<int64_t>(1, tuned(g, "qgemm.sk_min_slice", static_cast<uint32_t>(p.min_slice)));
+  p.max_splits = tuned(g, "qgemm.sk_max", p.max_splits);
+  return p;
+}
+
 // Tile and split-K, as conv.cpp decides them: split a deep GEMM with few small tiles, else
 // large tiles where there are enough of them (knob qgemm.large_min, default 128). Knobs
 // qgemm.tile (32 or 64) and qgemm.splits (1: never; n: n slices) force a choice.
@@ -97,7 +112,10 @@ Plan plan(ComputeGraph& g, int64_t channels, int64_t vectors, int64_t groups, in
     split.splits = forced_splits;
     split.k_chunk = (k4 + forced_splits - 1) / forced_splits;
   } else if (forced_splits == 0 && forced_tile != kLargeTile) {
-    split = choose_split_k(tiles(kSmallTile), tile_threads(kSmallTile), k4, split_k_policy(g));
+    // Depth counted in words: one dot product each, the float kernels' one multiply-add.
+    split = choose_split_k(tiles(kSmallTile), tile_threads(kSmallTile), k4 / 4,
+                           integer_split_k_policy(g));
+    split.k_chunk *= 4;
   }
   if (split.splits > 1) {
     // Whole slices of the kernel's BK, none empty.
@@ -123,6 +141,21 @@ void bind_requant(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
                      {r.y_scale, Access::Read},
                      {r.y_zero, Access::Read},
                      {bias, Access::Read}});
+}
+
+// The GEMM's and the reduce's residual Add bindings: its operand and parameters, or
+// placeholders without one (spec constant HAS_RESIDUAL says which).
+void bind_residual(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
+  if (r.residual) {
+    b.insert(b.end(),
+             {{r.residual->add.residual.values, Access::Read}, {r.residual->params, Access::Read}});
+  } else {
+    b.insert(b.end(),
+             {{g.add_constant(HostTensor::from(DType::UInt8, {4}, std::vector<uint8_t>(4, 0))),
+               Access::Read},
+              {g.add_constant(HostTensor::from(DType::Int32, {12}, std::vector<int32_t>(12, 0))),
+               Access::Read}});
+  }
 }
 
 // What the GEMM pass and the split-K reduce share.
@@ -165,7 +198,10 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
                 {out, Access::Write},
                 {m.data_zero, Access::Read},
                 {m.weights.chan, Access::Read}};
-  if (requant && !split) bind_requant(g, d.bindings, *requant);
+  if (requant && !split) {
+    bind_requant(g, d.bindings, *requant);
+    bind_residual(g, d.bindings, *requant);
+  }
   if (m.taps) d.bindings.push_back({*m.taps, Access::Read});
   const uint64_t gx = (m.vectors + pl.tile - 1) / pl.tile,
                  gy = (m.channels + pl.tile - 1) / pl.tile, gz = m.groups * pl.splits;
@@ -174,11 +210,14 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
             " channels need too many workgroups");
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile_threads(pl.tile), 1, 1};
-  d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero}};
+  const bool residual = requant && requant->residual.has_value();
+  d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero},
+            uint32_t{residual && !split}};
   d.push = pc.take();
   // The variant in the label, so profiles (and tests) show which kernel ran.
   d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
-            (split ? " split " + std::to_string(pl.splits) : "") + ")";
+            (split ? " split " + std::to_string(pl.splits) : "") +
+            (residual && !split ? " + residual add" : "") + ")";
   g.add_dispatch(std::move(d));
   if (!split) return;
 
@@ -197,11 +236,15 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
                 {m.y, Access::Write},
                 {m.data_zero, Access::Read},
                 {m.weights.chan, Access::Read}};
-  if (requant) bind_requant(g, r.bindings, *requant);
+  if (requant) {
+    bind_requant(g, r.bindings, *requant);
+    bind_residual(g, r.bindings, *requant);
+  }
   r.groups = groups_for(static_cast<uint64_t>(total));
   r.local = {kLocal, 1, 1};
+  if (requant) r.spec = {uint32_t{residual}};
   r.push = rp.take();
-  r.label = op + " (split-K reduce)";
+  r.label = op + (residual ? " (split-K reduce + residual add)" : " (split-K reduce)");
   g.add_dispatch(std::move(r));
 }
 
@@ -257,17 +300,35 @@ std::optional<TensorRef> tap_table(ComputeGraph& g, const PackedConv& c, int64_t
 
 }  // namespace
 
+namespace {
+
+bool depthwise(const PackedConv& c) {
+  return c.in_c == c.groups && c.groups > 1;
+}
+
+// The packed GEMM's condition: constant weights and weight zero point.
+bool packed_gemm_applies(ComputeGraph& g, const PackedConv& c) {
+  return g.constant_value(c.w) && (!c.w_zero || g.constant_value(*c.w_zero));
+}
+
+}  // namespace
+
+bool packed_conv_fuses_residual(ComputeGraph& g, const PackedConv& c) {
+  return tuned(g, "qgemm.packed", 1) != 0 && !depthwise(c) && packed_gemm_applies(g, c);
+}
+
 bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
                      const std::string& op) {
   if (tuned(g, "qgemm.packed", 1) == 0) return false;
   const int64_t cin_g = c.in_c / c.groups, out_g = c.out_c / c.groups;
-  if (cin_g == 1 && c.groups > 1) {
+  if (requant && requant->residual && !packed_conv_fuses_residual(g, c)) return false;
+  if (depthwise(c)) {
     add_depthwise(g, c, requant, op);
     return true;
   }
-  const HostTensor* w = g.constant_value(c.w);
+  if (!packed_gemm_applies(g, c)) return false;
   const auto zeros = constant_zeros(g, c.w_zero, op);
-  if (!w || !zeros) return false;
+  if (!zeros) return false;
   const int64_t k = cin_g * c.kh * c.kw;
   const bool w_signed = g.info(c.w).dtype == DType::Int8;
   Gemm m;
@@ -277,6 +338,9 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
     m.taps = tap_table(g, c, (k + 3) / 4 * 4);
     if (!m.taps) return false;
   }
+  // Read after tap_table: adding a constant may move the graph's constants, and with them
+  // what an earlier constant_value() pointed to.
+  const HostTensor* w = g.constant_value(c.w);
   m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
                            [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
   m.kind = pointwise ? Kind::ConvPointwise : Kind::Conv;

@@ -24,3 +24,16 @@ int finish_sum(int partial, int zd, ivec2 chan, int k4) {
 int requantize(int acc, float multiplier, int zy, int qmin, int qmax) {
   return quantize_value(float(acc) * multiplier, zy, qmin, qmax);
 }
+
+// A QDQ residual Add fused after the requantization (quant_packed.cpp's ResidualRequant):
+//   saturate(round_half_even(((q - zc) * sc + (r - zr) * sr) / so) + zo)
+// with q the conv's quantized output, read back through its DequantizeLinear (sc, zc), and r
+// the other operand: the same float32 operations, in the same order, as quant_add.comp runs
+// on the two 8-bit tensors, so the fused result is the unfused one exactly. `rp`: {sc, zc,
+// sr, zr, so, zo, qmin, qmax, r signed}, scales as float bits.
+int add_residual(int q, uint r_byte, ivec4 rp0, ivec4 rp1, int r_signed) {
+  precise float va = float(q - rp0.y) * intBitsToFloat(rp0.x);
+  precise float vb = float(widen(r_byte, r_signed) - rp0.w) * intBitsToFloat(rp0.z);
+  precise float v = va + vb;
+  return quantize_value(div_exact(v, intBitsToFloat(rp1.x)), rp1.y, rp1.z, rp1.w);
+}

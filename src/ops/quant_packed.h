@@ -11,6 +11,13 @@
 
 namespace vkgraph::ops {
 
+// A residual Add fused into the epilogue (ops::ResidualAdd): its operand, laid out as y, and
+// its parameters as quant_packed.glsl's add_residual reads them (Int32 [12]).
+struct ResidualRequant {
+  ResidualAdd add;  // as given: what runs after the convolution where the kernel cannot fuse it
+  TensorRef params;
+};
+
 // What the requantizing epilogue needs; absent for the Int32-output ops. `a` is the data
 // operand (x, a matmul's a), `b` the weights.
 struct Requant {
@@ -19,6 +26,7 @@ struct Requant {
   std::optional<TensorRef> bias;
   QuantRange range{0, 255};
   DType out = DType::UInt8;
+  std::optional<ResidualRequant> residual;  // convolutions only; y then has add.out
 };
 
 // A 2-D integer convolution (1-D lifted), validated by the caller; y is its output tensor.
@@ -30,10 +38,13 @@ struct PackedConv {
 };
 
 // Adds the packed kernel's dispatches computing c.y and returns true, or returns false (adding
-// nothing) where it does not apply: weights or their zero point not constants, or tuning knob
-// qgemm.packed = 0.
+// nothing) where it does not apply: weights or their zero point not constants, tuning knob
+// qgemm.packed = 0, or a residual epilogue on a depthwise convolution.
 bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<Requant>& requant,
                      const std::string& op);
+// Whether add_packed_conv applies `requant`'s residual Add in its epilogue: where the packed
+// GEMM runs (not the depthwise kernel, not the portable one).
+bool packed_conv_fuses_residual(ComputeGraph& g, const PackedConv& c);
 
 // y [rows][n] = a [rows][k] x b [k][n]: one weight matrix; a's zero point Int32 with
 // `a_zero_count` values (1 or per row, cycling). Returns false as add_packed_conv, and where

@@ -1,7 +1,8 @@
 #version 450
 // Split-K reduce of the packed integer GEMM (quant_packed.comp): one invocation per output
 // element sums the slices' int32 partials (each already less zw * sum d of its slice), then
-// finishes the zero-point correction and, REQUANT, requantizes to bytes. Outputs are laid out
+// finishes the zero-point correction and, REQUANT, requantizes to bytes (and applies a fused
+// residual Add, HAS_RESIDUAL). Outputs are laid out
 // as the GEMM's: `plane` > 0 a convolution's [images][channels][plane], else a matmul's
 // [rows][channels].
 #extension GL_EXT_shader_8bit_storage : require
@@ -22,6 +23,10 @@ layout(std430, binding = 5) readonly buffer SW { float sw[]; };
 layout(std430, binding = 6) readonly buffer SY { float sy[]; };
 layout(std430, binding = 7) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 8) readonly buffer Bias { int bias[]; };
+// As quant_packed.comp's: a fused residual Add's operand and parameters.
+layout(std430, binding = 9) readonly buffer R { uint8_t residual[]; };
+layout(std430, binding = 10) readonly buffer RP { ivec4 rp[3]; };
+layout(constant_id = 3) const bool HAS_RESIDUAL = false;
 #endif
 
 layout(push_constant) uniform Params {
@@ -48,7 +53,9 @@ void main() {
 #if REQUANT
   if (p.has_bias != 0) sum += bias[c];
   float m = div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
-  y[at] = narrow_byte(requantize(sum, m, zy[0], p.qmin, p.qmax));
+  int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
+  if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].x);
+  y[at] = narrow_byte(q);
 #else
   y[at] = sum;
 #endif

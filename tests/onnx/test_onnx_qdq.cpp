@@ -11,6 +11,7 @@
 #include "model_builder.h"
 #include "quant_test_util.h"
 #include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -239,15 +240,111 @@ TEST_F(OnnxQdq, ResidualAddRunsAsOneKernel) {
     if (fp16 && !context()->features().storage_buffer_16bit) continue;
     Runs r = run_both(m, {{"xq", ints({1, 4, 6, 6}, random_ints(rng, 144, 0, 255))}}, fp16);
     ASSERT_EQ(r.fused.size(), 1u);
-    // The convolution, the Add with its Relu, the widening of the output, and the narrowing
-    // of the uint8 model input for each of the two kernels that read it.
-    EXPECT_EQ(r.fused_nodes, 5u);
+    // The convolution with the Add and its Relu in its epilogue, the widening of the output,
+    // and the narrowing of the uint8 model input for each of its two reads.
+    EXPECT_EQ(r.fused_nodes, 4u);
     EXPECT_GE(r.plain_nodes, r.fused_nodes + 4);
     expect_within_one_step(r.fused[0], r.plain[0]);
     int zeros = 0;
     for (int64_t i = 0; i < r.fused[0].numel(); ++i) zeros += r.fused[0].data<int32_t>()[i] == 0;
     EXPECT_GT(zeros, 0) << "the Relu should clamp some sums";
   }
+}
+
+// ResNet's block ends: Conv's Q -> DQ -> Add(., DQ(r)) [-> Relu] -> Q runs in the Conv's
+// epilogue. Stage 1: the residual is the block input (computed before the Conv); stage 2: a
+// downsample Conv comes after the block's last Conv, so the last Conv keeps its own Q and the
+// downsample Conv fuses the Add with the last Conv's output as its residual.
+ModelBuilder qdq_residual_blocks(std::mt19937& rng) {
+  ModelBuilder m(13);
+  m.input("xq", kUInt8, {1, 8, 7, 7});
+  m.output("y1", kUInt8);
+  m.output("y2", kInt8);
+  m.initializer("xs", Shape{}, std::vector<float>{0.04f});
+  m.int_initializer("xz", kUInt8, {}, {100});
+  // DQ(in) * DQ(w per channel) -> Conv -> Q(out_s, out_z) = name_q -> DQ = name_d.
+  auto conv = [&](const std::string& in, const std::string& name, int64_t cin, int64_t cout,
+                  int64_t k, int64_t stride, float out_s, int out_z) {
+    m.int_initializer(name + "_w", kInt8, {cout, cin, k, k},
+                      random_ints(rng, static_cast<int>(cout * cin * k * k), -127, 127));
+    std::uniform_real_distribution<float> scale(0.002f, 0.01f);
+    std::vector<float> ws(static_cast<size_t>(cout));
+    for (float& v : ws) v = scale(rng);
+    m.initializer(name + "_ws", Shape{cout}, ws);
+    m.initializer(name + "_s", Shape{}, std::vector<float>{out_s});
+    m.int_initializer(name + "_z", kUInt8, {}, {out_z});
+    set_int(m.node("DequantizeLinear", {name + "_w", name + "_ws"}, {name + "_wd"}), "axis", 0);
+    auto& c = m.node("Conv", {in, name + "_wd"}, {name + "_c"});
+    set_ints(c, "pads", std::vector<int64_t>(4, k / 2));
+    set_ints(c, "strides", {stride, stride});
+    m.node("QuantizeLinear", {name + "_c", name + "_s", name + "_z"}, {name + "_q"});
+    m.node("DequantizeLinear", {name + "_q", name + "_s", name + "_z"}, {name + "_d"});
+  };
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  conv("xd", "a", 8, 8, 3, 1, 0.05f, 0);
+  conv("a_d", "b", 8, 8, 1, 1, 0.06f, 128);
+  m.node("Add", {"b_d", "xd"}, {"sum1"});
+  m.node("Relu", {"sum1"}, {"r1"});
+  m.initializer("s1", Shape{}, std::vector<float>{0.07f});
+  m.int_initializer("z1", kUInt8, {}, {0});
+  m.node("QuantizeLinear", {"r1", "s1", "z1"}, {"y1"});
+  m.node("DequantizeLinear", {"y1", "s1", "z1"}, {"y1d"});
+  conv("y1d", "c", 8, 16, 3, 2, 0.05f, 120);
+  conv("y1d", "down", 8, 16, 1, 2, 0.08f, 130);
+  m.node("Add", {"c_d", "down_d"}, {"sum2"});
+  m.initializer("s2", Shape{}, std::vector<float>{0.09f});
+  m.int_initializer("z2", kInt8, {}, {-3});
+  m.node("QuantizeLinear", {"sum2", "s2", "z2"}, {"y2"});
+  return m;
+}
+
+TEST_F(OnnxQdq, ResidualAddRunsInTheConvEpilogue) {
+  ModelBuilder m = qdq_residual_blocks(rng);
+  const std::map<std::string, HostTensor> feeds = {
+      {"xq", ints({1, 8, 7, 7}, random_ints(rng, 8 * 49, 0, 255))}};
+  // Unfused (float ops behind dequantized tensors): within one step.
+  Runs both = run_both(m, feeds, false);
+  ASSERT_EQ(both.fused.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) expect_within_one_step(both.fused[i], both.plain[i]);
+  // The epilogue (unsplit and after a split-K reduce) against the portable kernel followed by
+  // the separate integer Add (qgemm.packed = 0): the same float operations, so equal exactly.
+  // Counts the dispatches that run an Add: in a Conv's epilogue, or as the separate kernel.
+  auto run = [&](uint32_t packed, uint32_t splits, int* fused_adds, int* separate_adds) {
+    SessionOptions o;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["qgemm.packed"] = packed;
+    tuning->knobs["qgemm.splits"] = splits;
+    o.graph.tuning = tuning;
+    o.graph.profile = true;
+    Session s = m.session(o);
+    std::vector<HostTensor> r = s.run(feeds);
+    *fused_adds = *separate_adds = 0;
+    for (const NodeTime& t : s.graph()->node_times()) {
+      *fused_adds += t.label.find("+ residual add") != std::string::npos;
+      *separate_adds += t.label.find("qlinear_add") != std::string::npos;
+    }
+    return r;
+  };
+  int fused_adds = 0, separate_adds = 0;
+  const std::vector<HostTensor> portable = run(0, 0, &fused_adds, &separate_adds);
+  EXPECT_EQ(fused_adds, 0);
+  EXPECT_EQ(separate_adds, 2);
+  for (uint32_t splits : {1u, 3u}) {
+    SCOPED_TRACE("splits " + std::to_string(splits));
+    const std::vector<HostTensor> fused = run(1, splits, &fused_adds, &separate_adds);
+    EXPECT_EQ(fused_adds, 2) << "both Adds should run in a Conv's epilogue";
+    EXPECT_EQ(separate_adds, 0);
+    for (size_t i = 0; i < 2; ++i) {
+      ASSERT_EQ(fused[i].numel(), portable[i].numel());
+      for (int64_t j = 0; j < fused[i].numel(); ++j)
+        ASSERT_EQ(fused[i].data<int32_t>()[j], portable[i].data<int32_t>()[j]) << i << " " << j;
+    }
+  }
+  int zeros = 0, low = 0;
+  for (int64_t j = 0; j < portable[0].numel(); ++j) zeros += portable[0].data<int32_t>()[j] == 0;
+  for (int64_t j = 0; j < portable[1].numel(); ++j) low += portable[1].data<int32_t>()[j] < -3;
+  EXPECT_GT(zeros, 0) << "the Relu should clamp some sums";
+  EXPECT_GT(low, 0) << "the int8 Add output should go below its zero point";
 }
 
 // Where the pattern must not fire, the model still runs, as float ops behind dequantized

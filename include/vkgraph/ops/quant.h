@@ -97,12 +97,27 @@ struct IntConvParams {
 TensorRef conv_integer(ComputeGraph& g, TensorRef x, TensorRef weight,
                        std::optional<TensorRef> x_zero_point, std::optional<TensorRef> w_zero_point,
                        const IntConvParams& params);
+// A QDQ residual Add after a quantized convolution (a ResNet block's end):
+// qlinear_add({conv's quantized output, conv_scale, conv_zero}, residual, y_params, out, range),
+// where conv_scale and conv_zero are those of the DequantizeLinear that reads the conv's output.
+struct ResidualAdd {
+  TensorRef conv_scale;
+  std::optional<TensorRef> conv_zero;
+  QuantizedOperand residual;  // the other operand, of the conv output's shape
+  QuantizedOperand y_params;
+  DType out = DType::UInt8;
+  std::optional<std::array<int32_t, 2>> range;
+};
 // ONNX QLinearConv: conv_integer plus an Int32 bias [M] (in units of x_scale * w_scale), then
-// requantized as qlinear_matmul; w's scale and zero point may be per output channel.
+// requantized as qlinear_matmul; w's scale and zero point may be per output channel. With
+// `residual`, returns that Add's result instead: computed in the convolution's epilogue where
+// the packed kernel runs and every residual parameter is a constant, else as a qlinear_add
+// after it (the same values either way).
 TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
                        const IntConvParams& params, DType out,
-                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
+                       std::optional<std::array<int32_t, 2>> range = std::nullopt,
+                       const std::optional<ResidualAdd>& residual = std::nullopt);
 
 // com.microsoft MatMulNBits: y = a @ dequant(b)^T (+ bias). a: [..., K] Float32 or Float16;
 // b: UInt8 [N, n_blocks, blob] (or any shape of that size), codes of `bits` bits packed low
