@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -112,8 +113,14 @@ __attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* in, 
   for (; i < count; ++i) out[i] = float_to_half(in[i]);
 }
 
+// F16C from CPUID itself: clang 14 (the fuzz build's) has no "f16c" for __builtin_cpu_supports.
+// "avx" there also checks that the OS saves the AVX registers.
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+           (ecx & bit_F16C) != 0;
+  }();
   return has;
 }
 #endif
