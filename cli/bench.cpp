@@ -433,8 +433,12 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
   }
   if (check && args.op != "gemm" && args.op != "nbits")
     throw Error(ErrorKind::InvalidArgument, "bench-op: --check is for gemm and nbits only");
-  go.profile = true;
+  const int64_t copies = args.op == "nbits" ? args.copies : 1;
+  // Per-node timestamps only for one op: between independent copies they would be all that
+  // orders them.
+  go.profile = copies == 1;
   ComputeGraph g(ctx, go);
+  std::vector<TensorRef> extra_outputs;  // the copies' results but the last
   uint32_t seed = 3;
   std::vector<HostTensor> kept;  // inputs kept on the host for --check
   auto random_const = [&](Shape s, DType dtype) {
@@ -460,16 +464,25 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     // com.microsoft MatMulNBits: y[M, N] = a[M, K] @ dequant(b)^T; M = 1 is the decode GEMV.
     // GB/s counts the packed weight bytes alone, which is what bounds the GEMV.
     const DType dt = fp16 ? DType::Float16 : DType::Float32;
+    // --copies C: C independent matmuls, each with its own copy of the weights (together past
+    // the L2 cache), in one run: the run's GPU time / C is the time per matmul with the
+    // dispatch and timestamp overhead of one run spread over C.
     nbits = nbits_operands(gm, gn, gk, bits, block, dt);
     ops::NBitsParams p{gk, gn, bits, block};
-    y = ops::matmul_nbits(g, g.add_constant(nbits->a), g.add_constant(nbits->b),
-                          g.add_constant(nbits->scales), p);
+    TensorRef a = g.add_constant(nbits->a);
+    for (int64_t c = 0; c < copies; ++c) {
+      TensorRef yc =
+          ops::matmul_nbits(g, a, g.add_constant(nbits->b), g.add_constant(nbits->scales), p);
+      if (c + 1 < copies) extra_outputs.push_back(yc);
+      y = yc;
+    }
     bytes = static_cast<double>(nbits->b.nbytes());
     flops = 2.0 * gm * gn * gk;
     what = "nbits " + std::to_string(gm) + "x" + std::to_string(gn) + "x" + std::to_string(gk) +
            " " + std::to_string(bits) + "-bit block " + std::to_string(block) +
            (fp16 ? " fp16" : " fp32") + " (" + std::to_string(nbits->b.nbytes()) +
-           " packed weight bytes)";
+           " packed weight bytes, " + std::to_string(nbits->scales.nbytes()) + " scale bytes)";
+    if (copies > 1) what += " x" + std::to_string(copies) + " copies";
   } else if (args.op == "conv" || args.op == "qconv") {
     // A K x K convolution padded K / 2: float (conv2d, --fp16 for float16 tensors) or QDQ-style
     // int8 (qlinear_conv: uint8 x, int8 constant weights with per-channel scales, int32 bias,
@@ -560,18 +573,29 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
                  VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                  "bench output");
   g.bind_external("y", {out.handle(), 0, out.size(), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT});
+  std::vector<vk::Buffer> extra;
+  for (size_t i = 0; i < extra_outputs.size(); ++i) {
+    const std::string name = "y" + std::to_string(i);
+    g.add_output(extra_outputs[i], name, IOMode::External);
+    extra.emplace_back(*ctx, ti.nbytes(), vk::MemoryUsage::Device,
+                       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, "bench output " + name);
+    g.bind_external(
+        name, {extra.back().handle(), 0, extra.back().size(), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT});
+  }
   g.prepare();
   std::vector<double> node_ms;
   for (int i = 0; i < runs + 3; ++i) {
     g.execute();
     if (i >= 3) {
+      // GPU time from timestamps: summed over the nodes' intervals, or the whole run's.
       double ms = 0;
       for (auto& n : g.node_times()) ms += n.gpu_ms;
-      node_ms.push_back(ms);
+      node_ms.push_back((go.profile ? ms : g.last_gpu_ms()) / static_cast<double>(copies));
     }
   }
   double p50 = percentile(node_ms, 0.5), best = percentile(node_ms, 0);
-  std::printf("bench-op %s: GPU p50 %.4f ms (min %.4f, %d runs)", what.c_str(), p50, best, runs);
+  std::printf("bench-op %s: GPU p50 %.4f ms (min %.4f, %d runs)%s", what.c_str(), p50, best, runs,
+              copies > 1 ? " per copy" : "");
   if (flops)
     std::printf(", %.2f TFLOP/s (best %.2f)", flops / (p50 * 1e-3) / 1e12,
                 flops / (best * 1e-3) / 1e12);

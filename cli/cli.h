@@ -48,6 +48,7 @@ struct BenchOpArgs {
   std::string op;                // gemm, nbits, attention, conv, qconv, qgemm, add, io, overhead
   int64_t m = 0, n = 0, k = 0;   // gemm, nbits
   int64_t bits = 4, block = 32;  // nbits
+  int64_t copies = 1;            // nbits: independent copies of the weights in one run
   int64_t batch = 0, heads = 0, seq = 0, dim = 0;  // attention (batch: conv, qconv too)
   // conv, qconv: N (batch) C H W, M (n) output channels, K (k) window, stride, groups
   int64_t channels = 0, height = 0, width = 0, stride = 1, groups = 1;

@@ -126,6 +126,8 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
   size(nbits, "K", args.k, "input features");
   add_integer(nbits, "BITS", args.bits, 2, 8, "bits per weight (4)");
   add_integer(nbits, "BLOCK", args.block, 16, 4096, "weights per scale (32)");
+  add_integer(nbits, "--copies", args.copies, 1, 64,
+              "independent matmuls, each on its own weights, in one run (time per copy)");
   CLI::App& attention =
       op("attention", "fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)");
   size(attention, "B", args.batch, "batch");

@@ -4,10 +4,10 @@ set(OPS ${CMAKE_CURRENT_LIST_DIR})
 foreach(dtype f32 f16)
   string(TOUPPER ${dtype} DT)
   vkgraph_shader(quant_quantize_${dtype} ${OPS}/quant.comp QUANTIZE=1 DTYPE_${DT}=1)
-  vkgraph_shader(quant_nbits_gemv_${dtype} ${OPS}/quant_nbits.comp GEMV=1 DTYPE_${DT}=1)
-  vkgraph_shader(quant_nbits_gemv_subgroup_${dtype} ${OPS}/quant_nbits.comp GEMV=1
+  vkgraph_shader(quant_nbits_gemv_${dtype} ${OPS}/quant_nbits_gemv.comp DTYPE_${DT}=1)
+  vkgraph_shader(quant_nbits_gemv_subgroup_${dtype} ${OPS}/quant_nbits_gemv.comp
                  SUBGROUP_REDUCE=1 DTYPE_${DT}=1)
-  vkgraph_shader(quant_nbits_tiled_${dtype} ${OPS}/quant_nbits.comp TILED=1 DTYPE_${DT}=1)
+  vkgraph_shader(quant_nbits_tiled_${dtype} ${OPS}/quant_nbits_tiled.comp DTYPE_${DT}=1)
 endforeach()
 vkgraph_shader(quant_dequantize_u8 ${OPS}/quant.comp DEQUANTIZE=1)
 vkgraph_shader(quant_dequantize_i32 ${OPS}/quant.comp DEQUANTIZE=1 X_I32=1)

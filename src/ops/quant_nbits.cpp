@@ -1,12 +1,100 @@
-// com.microsoft MatMulNBits (quant_nbits.comp): weight-only low-bit matmul. The packed codes
-// stay packed in memory and are unpacked in registers; M = 1 (decode) runs a GEMV that streams
-// each weight word once, larger M a tiled kernel that dequantizes each weight slice once per
-// 32 rows of a.
+// com.microsoft MatMulNBits: weight-only low-bit matmul. The packed codes stay packed in
+// memory and are unpacked in registers. M = 1 (decode, no g_idx) runs a GEMV built to stream
+// the weights at memory bandwidth (quant_nbits_gemv.comp); larger M (and g_idx) a tiled GEMM
+// that unpacks each weight slice once into shared memory for 64 rows of a
+// (quant_nbits_tiled.comp). Design: docs/notes/w4-5.md.
+#include <algorithm>
+#include <cstring>
+
 #include "quant_util.h"
 #include "vkgraph/ops/tuning.h"
 #include "vkgraph/vk/context.h"
 
 namespace vkgraph::ops {
+namespace {
+
+// How one MatMulNBits weight is laid out: N rows of K codes in blocks.
+struct NBitsLayout {
+  int64_t n, k, bits, block, blocks, row_words, zero_row_bytes;
+  int32_t zero_mode;
+  // Words of a row that hold codes with k < K (the rest is block padding).
+  int64_t words() const { return std::min(row_words, (k * bits + 31) / 32); }
+};
+
+constexpr uint32_t kLanes = 32;  // invocations per row set (quant_nbits_gemv.comp's LANES)
+constexpr uint32_t kSets = 4;    // row sets per workgroup (SETS)
+
+// The GEMV's 16-byte-load layout of a constant weight (PREPACKED): rows padded to a multiple
+// of 4 words; within each full step of `vec` * 32 words, natural word s0 + v * 32 + l (lane l's
+// v-th word) moves to s0 + ((v / 4) * 32 + l) * 4 + v % 4, so lane l's words of a step are
+// vec / 4 consecutive uvec4s. The last partial step keeps the natural order.
+HostTensor prepack_gemv_weights(const HostTensor& b, const NBitsLayout& l, int64_t vec,
+                                int64_t stride) {
+  HostTensor out(DType::UInt8, {l.n, stride * 4});
+  const int64_t step = vec * kLanes, full = l.words() / step * step;
+  const uint8_t* src = b.bytes.data();
+  uint8_t* dst = out.bytes.data();
+  for (int64_t r = 0; r < l.n; ++r) {
+    const uint8_t* row = src + r * l.row_words * 4;
+    uint8_t* to = dst + r * stride * 4;
+    for (int64_t s0 = 0; s0 < full; s0 += step)
+      for (int64_t v = 0; v < vec; ++v)
+        for (int64_t lane = 0; lane < kLanes; ++lane)
+          std::memcpy(to + 4 * (s0 + ((v / 4) * kLanes + lane) * 4 + v % 4),
+                      row + 4 * (s0 + v * kLanes + lane), 4);
+    std::memcpy(to + 4 * full, row + 4 * full, 4 * (l.row_words - full));
+  }
+  return out;
+}
+
+// The decode GEMV. Knobs: nbits.subgroup = 0 forces the shared-memory reduction,
+// nbits.rows the rows per row set (default 2 where that leaves >= 512 row sets, else 1),
+// nbits.vec the words per lane and row in flight (a multiple of 4, default 8), nbits.prepack
+// = 0 reads a constant weight in its natural layout.
+void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
+              TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l, bool has_bias,
+              const std::string& suffix) {
+  const std::string op = "matmul_nbits";
+  const vk::DeviceFeatures& f = g.context().features();
+  const Tuning* tuning = g.options().tuning.get();
+  auto knob = [&](const char* name, uint32_t fallback) {
+    return tuning ? tuning->knob(name, fallback) : fallback;
+  };
+  const bool subgroup = f.subgroup_arithmetic && knob("nbits.subgroup", 1) != 0;
+  const uint32_t rows = std::clamp(knob("nbits.rows", l.n >= 2 * 512 ? 2u : 1u), 1u, kLanes);
+  const uint32_t vec = std::clamp(knob("nbits.vec", 8) / 4 * 4, 4u, 32u);
+  const HostTensor* value = g.constant_value(b);
+  const bool prepack = value && l.words() >= int64_t{vec} * kLanes && knob("nbits.prepack", 1) != 0;
+  int64_t stride = l.row_words;
+  TensorRef words = b;
+  if (prepack) {
+    stride = (l.row_words + 3) / 4 * 4;
+    words = g.add_constant(prepack_gemv_weights(*value, l, vec, stride));
+  }
+  PushConstants pc;
+  pc.add(checked_i32(l.n, op, "N")).add(checked_i32(l.k, op, "K"));
+  pc.add(static_cast<int32_t>(l.block)).add(checked_i32(l.blocks, op, "blocks"));
+  pc.add(checked_i32(stride, op, "row words")).add(checked_i32(l.words(), op, "words"));
+  pc.add(checked_i32(l.zero_row_bytes, op, "zero point bytes")).add(l.zero_mode);
+  pc.add(int32_t{has_bias});
+  DispatchDesc d;
+  d.shader = std::string(subgroup ? "quant_nbits_gemv_subgroup_" : "quant_nbits_gemv_") + suffix;
+  d.bindings = {{a, Access::Read},         {words, Access::Read},    {scales, Access::Read},
+                {zp_packed, Access::Read}, {zp_float, Access::Read}, {bias, Access::Read},
+                {y, Access::Write}};
+  const int64_t per_group = int64_t{kSets} * rows;
+  const int64_t groups = (l.n + per_group - 1) / per_group;
+  check(groups <= 65535, ErrorKind::Unsupported,
+        op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  d.groups = {static_cast<uint32_t>(groups), 1, 1};
+  d.local = {kLanes * kSets, 1, 1};
+  d.spec = {rows, vec, static_cast<uint32_t>(l.bits), uint32_t{prepack}};
+  d.push = pc.take();
+  d.label = op;
+  g.add_dispatch(std::move(d));
+}
+
+}  // namespace
 
 TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales,
                        const NBitsParams& params, std::optional<TensorRef> zero_points,
@@ -72,50 +160,27 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
   out.back() = n;
   TensorRef y = g.add_tensor(out, fdt);
   if (m == 0) return y;
+  const NBitsLayout layout{n, k, bits, block, blocks, blocks * blob / 4, zero_row_bytes, zero_mode};
+  if (m == 1 && !g_idx) {
+    add_gemv(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
+    return y;
+  }
   PushConstants pc;
   pc.add(checked_i32(m, op, "rows")).add(checked_i32(n, op, "N")).add(checked_i32(k, op, "K"));
   pc.add(static_cast<int32_t>(bits)).add(static_cast<int32_t>(block));
-  pc.add(checked_i32(blocks, op, "blocks")).add(checked_i32(blocks * blob / 4, op, "row words"));
+  pc.add(checked_i32(blocks, op, "blocks")).add(checked_i32(layout.row_words, op, "row words"));
   pc.add(checked_i32(zero_row_bytes, op, "zero point bytes")).add(zero_mode);
   pc.add(int32_t{g_idx.has_value()}).add(int32_t{bias.has_value()});
   DispatchDesc d;
-  const bool gemv = m == 1;
-  // The GEMV's rows: one subgroup each where the device reduces across subgroups (whole
-  // subgroups of a 128-invocation workgroup), else 32 invocations each. Tuning knob
-  // "nbits.subgroup" = 0 forces the shared-memory variant.
-  constexpr uint32_t kGemvThreads = 128;
-  const vk::DeviceFeatures& f = g.context().features();
-  const Tuning* tuning = g.options().tuning.get();
-  const bool subgroup = gemv && f.subgroup_arithmetic && f.subgroup_size > 0 &&
-                        (f.subgroup_size & (f.subgroup_size - 1)) == 0 &&
-                        kGemvThreads % f.subgroup_size == 0 &&
-                        (!tuning || tuning->knob("nbits.subgroup", 1) != 0);
-  // Rows of b each subgroup computes together, reusing a's loads: as many as keep 1024
-  // workgroups (H200, 4-bit, K 4096: N 4096 at 1 row 455 GB/s, at 2 rows 415; N 11008 at 2
-  // rows 728, at 1 row 662, at 4 rows 677). Knob "nbits.rows".
-  const uint32_t subgroups = subgroup ? kGemvThreads / f.subgroup_size : 1;
-  uint32_t fit_rows = 1;
-  while (fit_rows < 4 && n / (subgroups * fit_rows * 2) >= 1024) fit_rows *= 2;
-  const uint32_t sg_rows = std::max(1u, tuning ? tuning->knob("nbits.rows", fit_rows) : fit_rows);
-  const uint32_t rows = subgroup ? subgroups * sg_rows : kGemvThreads / 32;
-  d.shader = std::string(!gemv      ? "quant_nbits_tiled_"
-                         : subgroup ? "quant_nbits_gemv_subgroup_"
-                                    : "quant_nbits_gemv_") +
-             suffix;
+  d.shader = "quant_nbits_tiled_" + suffix;
   d.bindings = {{a, Access::Read},         {b, Access::Read},        {scales, Access::Read},
                 {zp_packed, Access::Read}, {zp_float, Access::Read}, {gi, Access::Read},
                 {bs, Access::Read},        {y, Access::Write}};
-  if (gemv) {
-    d.groups = {static_cast<uint32_t>((n + rows - 1) / rows), 1, 1};
-    const uint32_t unroll = std::max(1u, tuning ? tuning->knob("nbits.unroll", 4) : 4u);
-    d.spec = {rows, sg_rows, unroll};
-  } else {
-    d.groups = {static_cast<uint32_t>((n + 63) / 64), static_cast<uint32_t>((m + 31) / 32), 1};
-  }
+  d.groups = {static_cast<uint32_t>((n + 63) / 64), static_cast<uint32_t>((m + 63) / 64), 1};
   check(d.groups[0] <= 65535 && d.groups[1] <= 65535, ErrorKind::Unsupported,
         op + ": M = " + std::to_string(m) + ", N = " + std::to_string(n) +
             " exceed the dispatch limits");
-  d.local = {gemv ? kGemvThreads : 256u, 1, 1};
+  d.local = {256, 1, 1};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
