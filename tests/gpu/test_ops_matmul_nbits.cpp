@@ -1,7 +1,9 @@
 // MatMulNBits against a reference that dequantizes the packed weights in double and multiplies:
 // the GEMV (M = 1) and tiled (M > 1) kernels, 2/4/8-bit codes, K not a multiple of the block
 // size, zero points absent (2^(bits-1)), packed uint8 and unpacked float, g_idx, bias, float32
-// and float16 activations (tests/onnx/test_onnx_quant.cpp: the ONNX lowering).
+// and float16 activations, weights as inputs and as constants (the GEMV's re-laid layout),
+// garbage codes in the padding past K, outputs poisoned (tests/onnx/test_onnx_quant.cpp: the
+// ONNX lowering).
 #include <cmath>
 #include <cstring>
 
@@ -9,6 +11,9 @@
 #include "quant_test_util.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/ops/tuning.h"
+#include "vkgraph/vk/barrier.h"
+#include "vkgraph/vk/buffer.h"
+#include "vkgraph/vk/command.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -19,11 +24,72 @@ HostTensor to_half(const HostTensor& t) {
   return h;
 }
 
+// Where the weights come from: graph inputs (the GEMV reads them in MatMulNBits' layout) or
+// constants (re-laid for 16-byte loads at load, where a row has a full step of words).
+enum class Weights { Input, Constant };
+
+// A device buffer filled with 0xff bytes (NaN in float32 and float16), so an output element the
+// kernel never writes is caught.
+class PoisonedBuffer {
+ public:
+  PoisonedBuffer(vk::Context& ctx, size_t bytes)
+      : ctx_(ctx),
+        bytes_(bytes),
+        buffer_(ctx, bytes, vk::MemoryUsage::Device,
+                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                    VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                "poisoned output") {
+    vk::StagingBuffer staging(ctx, bytes, vk::StagingBuffer::Direction::ToDevice, "poison");
+    std::vector<uint8_t> poison(bytes, 0xff);
+    staging.copy_in(poison.data(), bytes);
+    vk::OneShot shot(ctx);
+    shot.cmd().copy_buffer(staging, buffer_, 0, 0, bytes);
+    vk::PipelineBarrier before_compute;
+    before_compute.add_global(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    shot.cmd().record_barrier(before_compute);
+    shot.submit_and_wait();
+  }
+  ExternalBuffer external() const {
+    return {buffer_.handle(), 0, buffer_.size(), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
+  }
+  void read(void* out) {
+    vk::StagingBuffer staging(ctx_, bytes_, vk::StagingBuffer::Direction::FromDevice, "read");
+    vk::OneShot shot(ctx_);
+    vk::PipelineBarrier after_compute;
+    after_compute.add_global(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    shot.cmd().record_barrier(after_compute);
+    shot.cmd().copy_buffer(buffer_, staging, 0, 0, bytes_);
+    shot.cmd().record_barrier(vk::device_to_host_barrier());
+    shot.submit_and_wait();
+    staging.copy_out(out, bytes_);
+  }
+
+ private:
+  vk::Context& ctx_;
+  size_t bytes_;
+  vk::Buffer buffer_;
+};
+
+// The packed rows with random codes in the last block's padding past K: no kernel may read them.
+std::vector<uint8_t> with_padding_garbage(const NBitsWeight& wt, std::mt19937& rng) {
+  std::vector<uint8_t> packed = wt.packed;
+  const int64_t row_bits = wt.blocks * wt.block * wt.bits;
+  for (int64_t r = 0; r < wt.n; ++r)
+    for (int64_t bit = r * row_bits + wt.k * wt.bits; bit < (r + 1) * row_bits; ++bit)
+      packed[bit / 8] |= static_cast<uint8_t>((rng() & 1u) << (bit % 8));
+  return packed;
+}
+
 class MatMulNBitsTest : public GpuTest {
  protected:
-  // Runs matmul_nbits on a [m, k] (float16 when `half`: a, scales, float zeros, bias) and
-  // checks it against the double reference, relative to the sum of |a| |w| of each result.
-  void check(int64_t m, const NBitsWeight& wt, bool half, Zeros zeros, GraphOptions go = {}) {
+  // Runs matmul_nbits on a [m, k] (float16 when `half`: a, scales, float zeros, bias) into a
+  // poisoned output and checks it against the double reference, relative to the sum of
+  // |a| |w| of each result.
+  void check(int64_t m, const NBitsWeight& wt, bool half, Zeros zeros, GraphOptions go = {},
+             Weights weights = Weights::Input) {
     std::vector<float> a = random_floats(m * wt.k);
     if (half)
       for (float& v : a) v = half_to_float(float_to_half(v));
@@ -31,38 +97,43 @@ class MatMulNBitsTest : public GpuTest {
       HostTensor t = HostTensor::from(DType::Float32, std::move(s), v);
       return half ? to_half(t) : t;
     };
-    std::vector<double> scales_used(wt.scales.begin(), wt.scales.end());
     ComputeGraph g(context(), go);
     std::vector<HostTensor> feeds;
     auto in = [&](HostTensor t) {
       feeds.push_back(t);
       return g.add_input(t.shape, t.dtype, "in" + std::to_string(feeds.size()));
     };
+    // Weights, scales and zero points: inputs or constants alike.
+    auto weight = [&](HostTensor t) {
+      return weights == Weights::Constant ? g.add_constant(std::move(t)) : in(std::move(t));
+    };
     const int64_t blob = wt.block * wt.bits / 8;
     TensorRef at = in(fl({m, wt.k}, a));
     HostTensor b(DType::UInt8, {wt.n, wt.blocks, blob});
-    b.bytes.assign(wt.packed.begin(), wt.packed.end());
-    TensorRef bt = in(b);
-    TensorRef st = in(fl({wt.n, wt.blocks}, wt.scales));
+    const std::vector<uint8_t> packed = with_padding_garbage(wt, rng);
+    b.bytes.assign(packed.begin(), packed.end());
+    TensorRef bt = weight(b);
+    TensorRef st = weight(fl({wt.n, wt.blocks}, wt.scales));
     std::optional<TensorRef> zt, gt, biast;
     if (zeros == Zeros::Packed) {
       HostTensor z(DType::UInt8, {int64_t(wt.zero_packed.size())});
       z.bytes.assign(wt.zero_packed.begin(), wt.zero_packed.end());
-      zt = in(z);
+      zt = weight(z);
     } else if (zeros == Zeros::Float) {
-      zt = in(fl({wt.n, wt.blocks}, wt.zero_float));
+      zt = weight(fl({wt.n, wt.blocks}, wt.zero_float));
     }
     if (!wt.g_idx.empty()) gt = in(HostTensor::from(DType::Int32, {wt.k}, wt.g_idx));
     if (!wt.bias.empty()) biast = in(fl({wt.n}, wt.bias));
     ops::NBitsParams p{wt.k, wt.n, wt.bits, wt.block};
     TensorRef y = ops::matmul_nbits(g, at, bt, st, p, zt, gt, biast);
-    g.add_output(y, "y");
+    HostTensor got(half ? DType::Float16 : DType::Float32, {m, wt.n});
+    PoisonedBuffer out(*context(), got.nbytes());
+    g.add_output(y, "y", IOMode::External);
+    g.bind_external("y", out.external());
     for (size_t i = 0; i < feeds.size(); ++i)
       g.copy_to_input(i, feeds[i].bytes.data(), feeds[i].nbytes());
     g.execute();
-    HostTensor got(half ? DType::Float16 : DType::Float32, {m, wt.n});
-    std::memset(got.bytes.data(), 0xff, got.bytes.size());  // NaN in both precisions
-    g.copy_from_output(0, got.bytes.data(), got.bytes.size());
+    out.read(got.bytes.data());
     // The GPU dequantizes with float32 scales; float16 inputs store the scale rounded.
     int bad = 0;
     for (int64_t i = 0; i < m; ++i)
@@ -141,6 +212,42 @@ TEST_F(MatMulNBitsTest, GemvBothReductions) {
       NBitsWeight wt2(rng, k, 7, 2, 16, Zeros::Default, k == 40, false);
       check(1, wt2, false, Zeros::Default, go);
     }
+  }
+}
+
+// The decode GEMV in both weight layouts and the tiled GEMM at a prompt-like M = 37: odd K and
+// N (partial blocks, partial steps of words, partial groups of rows), blocks of 16, 32 and 128,
+// zero points absent, packed and float, 2, 4 and 8 bits, float32 and float16. nbits.vec = 4
+// gives rows this short full steps (128 words), so constants take the re-laid layout; one case
+// keeps the default 8 words per lane.
+TEST_F(MatMulNBitsTest, GemvLayoutsAndTiledAcrossBlocks) {
+  struct Case {
+    int64_t k, n, bits, block;
+    Zeros zeros;
+    uint32_t rows, vec;
+  };
+  const bool fp16 = context()->features().storage_buffer_16bit;
+  for (const Case& c :
+       {Case{1100, 67, 4, 32, Zeros::Default, 2, 4}, Case{777, 33, 4, 16, Zeros::Packed, 1, 4},
+        Case{1030, 19, 4, 128, Zeros::Float, 3, 4}, Case{515, 45, 8, 32, Zeros::Packed, 2, 4},
+        Case{1024, 40, 8, 128, Zeros::Default, 1, 4}, Case{2100, 9, 2, 16, Zeros::Float, 2, 4},
+        Case{2100, 21, 4, 32, Zeros::Packed, 2, 8}}) {
+    NBitsWeight wt(rng, c.k, c.n, c.bits, c.block, c.zeros, false, c.n % 2 == 1);
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["nbits.rows"] = c.rows;
+    tuning->knobs["nbits.vec"] = c.vec;
+    go.tuning = tuning;
+    for (Weights weights : {Weights::Input, Weights::Constant})
+      for (int64_t m : {1, 37})
+        for (bool half : {false, true}) {
+          if (half && !fp16) continue;
+          SCOPED_TRACE("bits " + std::to_string(c.bits) + " block " + std::to_string(c.block) +
+                       " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " m " +
+                       std::to_string(m) + (half ? " fp16" : " fp32") +
+                       (weights == Weights::Constant ? " constant" : " input"));
+          check(m, wt, half, c.zeros, go, weights);
+        }
   }
 }
 
