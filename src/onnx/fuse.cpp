@@ -6,6 +6,7 @@
 #include "onnx/fuse_attention.h"
 #include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
+#include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -297,6 +298,10 @@ constexpr Pattern kPatterns[] = {
     // QDQ: DequantizeLinear(x, w[, b]) -> Conv/MatMul/Gemm/Add [-> Relu/Clip] -> QuantizeLinear
     // => QdqConv/QdqMatMul/QdqGemm/QdqAdd, one integer kernel; their DequantizeLinears elided
     {"DequantizeLinear", qdq_dequantize},
+    // DequantizeLinear(blocked low-bit constant w) -> MatMul(x, .) => WeightOnlyMatMul, the
+    // DequantizeLinear elided (ahead of qdq_linear, which refuses elided inputs it cannot read)
+    {"DequantizeLinear", weight_only_dequantize},
+    {"MatMul", weight_only_matmul},
     {"Conv", qdq_linear},
     {"MatMul", qdq_linear},
     {"Gemm", qdq_linear},
@@ -329,9 +334,10 @@ constexpr Pattern kPatterns[] = {
 
 const std::map<std::string, std::string>& model_op_types() {
   static const std::map<std::string, std::string> types = {
-      {"FusedConv", "Conv"},        {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
-      {"FusedAttention", "MatMul"}, {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
-      {"QdqGemm", "Gemm"},          {"QdqAdd", "Add"},     {"FusedRmsNorm", "RMSNormalization"}};
+      {"FusedConv", "Conv"},         {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
+      {"FusedAttention", "MatMul"},  {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
+      {"QdqGemm", "Gemm"},           {"QdqAdd", "Add"},     {"FusedRmsNorm", "RMSNormalization"},
+      {"WeightOnlyMatMul", "MatMul"}};
   return types;
 }
 

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "onnx/fuse_qdq.h"
+#include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
@@ -229,6 +230,63 @@ std::vector<Value> lower_matmul_nbits(Importer& im, const onnx::NodeProto& node,
   return {Importer::device_value(im.graph(), y)};
 }
 
+// WeightOnlyMatMul (fuse_weight_only.h). The blocked weight w_q [K, N] is re-laid at load in
+// MatMulNBits' layout: per output row n, codes packed low bit first along K, blocks padded with
+// code 0; signed codes shifted by 2^(bits-1) to unsigned, their zero points with them (an absent
+// signed one is then 2^(bits-1), the kernel's default; an absent unsigned one is 0, packed
+// explicitly). Scales transposed to [N, blocks] in x's float type.
+std::vector<Value> lower_weight_only_matmul(Importer& im, const onnx::NodeProto& node,
+                                            const fold::Attrs& a) {
+  using namespace fuse;
+  const HostTensor* w = im.constant(node, kWeightOnlyW);
+  const HostTensor* s = im.constant(node, kWeightOnlyScale);
+  if (!w || !s) im.fail(node, "the weights and scales must be constants");
+  const Value& wv = im.input(node, kWeightOnlyW);
+  const int64_t bits = wv.four_bit ? 4 : 8, block = a.get_int("block_size", 0);
+  const int64_t k = w->shape[0], n = w->shape[1], blocks = (k + block - 1) / block;
+  const int64_t offset = wv.int8_type == DType::Int8 ? int64_t{1} << (bits - 1) : 0;
+  // Codes `values` [rows, cols] as unsigned `bits`-bit fields, entry (r, c) at bit
+  // c * row_bits + r * bits, so a column of values is one packed row.
+  auto pack_columns = [&](const HostTensor& values, int64_t rows, int64_t row_bits, Shape shape) {
+    HostTensor out(DType::UInt8, std::move(shape));
+    std::fill(out.bytes.begin(), out.bytes.end(), uint8_t{0});
+    const int64_t cols = values.numel() / rows;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t code = values.as_int(r * cols + c) + offset, bit = c * row_bits + r * bits;
+        out.bytes[bit / 8] |= static_cast<uint8_t>(code << (bit % 8));
+      }
+    return out;
+  };
+  HostTensor b = pack_columns(*w, k, blocks * block * bits, {n, blocks, block * bits / 8});
+  const TensorRef x = im.tensor(node, kWeightOnlyX);
+  ComputeGraph& g = im.graph();
+  const DType fdt = g.info(x).dtype;
+  HostTensor scales(fdt, {n, blocks});
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const float v = static_cast<float>(s->as_double(blk * n + c));
+      if (fdt == DType::Float16)
+        scales.data<uint16_t>()[c * blocks + blk] = float_to_half(v);
+      else
+        scales.data<float>()[c * blocks + blk] = v;
+    }
+  std::optional<TensorRef> zero_points;
+  const int64_t zero_row_bits = (blocks * bits + 7) / 8 * 8;
+  if (im.has_input(node, kWeightOnlyZero)) {
+    zero_points = g.add_constant(pack_columns(*im.constant(node, kWeightOnlyZero), blocks,
+                                              zero_row_bits, {n * zero_row_bits / 8}));
+  } else if (offset == 0) {
+    HostTensor zeros(DType::UInt8, {n * zero_row_bits / 8});
+    std::fill(zeros.bytes.begin(), zeros.bytes.end(), uint8_t{0});
+    zero_points = g.add_constant(std::move(zeros));
+  }
+  const ops::NBitsParams p{k, n, bits, block};
+  TensorRef y = ops::matmul_nbits(g, x, g.add_constant(std::move(b)),
+                                  g.add_constant(std::move(scales)), p, zero_points);
+  return {Importer::device_value(g, y)};
+}
+
 // y's type and a fused Relu / Clip of a QDQ node (fuse_qdq.h) as y's integer range:
 // Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), Q rounding v / y_scale half to even.
 DType fused_y_type(const fold::Attrs& a) {
@@ -374,6 +432,7 @@ void register_quant(LoweringTable& t) {
   t["ConvInteger"] = lower_conv_integer;
   t["QLinearConv"] = lower_qlinear_conv;
   t["com.microsoft.MatMulNBits"] = lower_matmul_nbits;
+  t[fuse::fused_key("WeightOnlyMatMul")] = lower_weight_only_matmul;
 }
 
 }  // namespace vkgraph::onnx_import

@@ -132,6 +132,97 @@ TEST_F(QuantTest, OnnxInt4BlockedQuantizeAndUInt4Weights) {
     }
 }
 
+// A blocked low-bit constant weight dequantized into a MatMul (an LLM linear layer from opset
+// 21's blocked DequantizeLinear) runs as one weight-only kernel (fuse_weight_only.h): int4,
+// uint4, int8 and uint8 codes, with and without zero points, blocks of 16 and 32 along K = 70
+// (the last partial), x with M = 1 (the GEMV) and M = 6 (rank 3, the tiled GEMM), fp32 and
+// fp16 mode; against a double reference and the unfused path. A weight also read as a model
+// output keeps its DequantizeLinear (and the fusion does not fire).
+TEST_F(QuantTest, BlockedLowBitWeightMatMulRunsAsWeightOnlyKernel) {
+  constexpr int kInt4 = 22, kUInt4 = 21;
+  const int64_t k = 70, n = 9;
+  struct Case {
+    int type;
+    int64_t block;
+    bool zero_point, weight_is_output;
+  };
+  for (const Case& c :
+       {Case{kInt4, 32, false, false}, Case{kInt4, 16, true, false}, Case{kUInt4, 32, true, false},
+        Case{kUInt4, 16, false, false}, Case{onnx::TensorProto::INT8, 16, true, false},
+        Case{onnx::TensorProto::UINT8, 32, false, false}, Case{kInt4, 32, true, true}}) {
+    const bool four = c.type == kInt4 || c.type == kUInt4;
+    const bool is_signed = c.type == kInt4 || c.type == onnx::TensorProto::INT8;
+    const int lo = is_signed ? (four ? -8 : -128) : 0;
+    const int hi = (four ? 15 : 255) + lo;
+    const int64_t blocks = (k + c.block - 1) / c.block;
+    std::vector<int> w = random_ints(rng, k * n, lo, hi);
+    std::vector<int> zp =
+        c.zero_point ? random_ints(rng, blocks * n, lo, hi) : std::vector<int>(blocks * n, 0);
+    std::vector<float> scale = random_floats(blocks * n, 0.01f, 0.05f);
+    for (const Shape& x_shape : {Shape{1, k}, Shape{2, 3, k}}) {
+      SCOPED_TRACE("type " + std::to_string(c.type) + " block " + std::to_string(c.block) +
+                   (c.zero_point ? " zero points" : "") + " x rank " +
+                   std::to_string(x_shape.size()));
+      ModelBuilder m(21);
+      if (x_shape.size() == 2)
+        m.input("x", onnx::TensorProto::FLOAT, {1, k});
+      else
+        m.input("x", onnx::TensorProto::FLOAT, {2, 3, k});
+      m.output("y", onnx::TensorProto::FLOAT);
+      if (c.weight_is_output) m.output("wd", onnx::TensorProto::FLOAT);
+      if (four)
+        m.initializer(packed_4bit("w", c.type, {k, n}, w, true));
+      else
+        m.int_initializer("w", c.type, {k, n}, w);
+      m.initializer("w_scale", Shape{blocks, n}, scale);
+      if (c.zero_point) {
+        if (four)
+          m.initializer(packed_4bit("w_zero", c.type, {blocks, n}, zp, false));
+        else
+          m.int_initializer("w_zero", c.type, {blocks, n}, zp);
+      }
+      onnx::NodeProto& dq = c.zero_point
+                                ? m.node("DequantizeLinear", {"w", "w_scale", "w_zero"}, {"wd"})
+                                : m.node("DequantizeLinear", {"w", "w_scale"}, {"wd"});
+      for (auto [name, v] : {std::pair{"axis", int64_t{0}}, {"block_size", c.block}}) {
+        onnx::AttributeProto* a = dq.add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(v);
+      }
+      m.node("MatMul", {"x", "wd"}, {"y"});
+      const int64_t rows = numel(x_shape) / k;
+      std::vector<float> x = random_floats(rows * k, -1.f, 1.f);
+      for (bool fp16 : {false, true}) {
+        SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+        Runs r = run_both(m, {{"x", f32(x_shape, x)}}, fp16);
+        // Fused: the weight-only matmul alone; unfused: DequantizeLinear (and its zero point's
+        // widening), then MatMul.
+        if (c.weight_is_output)
+          EXPECT_EQ(r.fused_nodes, r.plain_nodes);
+        else
+          EXPECT_LT(r.fused_nodes, r.plain_nodes);
+        if (!c.weight_is_output) EXPECT_EQ(r.fused_nodes, 1u);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0, mag = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              const int64_t blk = l / c.block * n + j;
+              const double s = fp16 ? half_to_float(float_to_half(scale[blk])) : scale[blk];
+              const double xv = fp16 ? half_to_float(float_to_half(x[i * k + l])) : x[i * k + l];
+              const double term = xv * (w[l * n + j] - zp[blk]) * s;
+              want += term;
+              mag += std::abs(term);
+            }
+            const double tol = (fp16 ? 2e-3 : 2e-5) * (mag + 1e-3);
+            EXPECT_NEAR(r.fused[0].as_double(i * n + j), want, tol) << i << ", " << j;
+            EXPECT_NEAR(r.plain[0].as_double(i * n + j), want, tol) << i << ", " << j;
+          }
+      }
+    }
+  }
+}
+
 TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
   NBitsWeight wt(rng, 50, 12, 4, 16, Zeros::Packed, false, false);
   const int64_t m = 3, blob = wt.block / 2;
