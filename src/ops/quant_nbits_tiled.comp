@@ -7,6 +7,7 @@
 // 32. Each slice of w is unpacked once (a word's codes share one scale and zero: blocks are
 // whole words) into shared memory and reused by all 64 rows of a; both tiles are read as vec4,
 // so 16 fmas take two shared loads. The weights of one tile are read once per 64 rows of a.
+// The next slice's global loads are issued into registers before the current slice's fmas.
 // DTYPE_*: a, scales, float zero points, bias and y; sums are float32.
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
@@ -47,48 +48,75 @@ float zero_of(int n, int block) {
 shared vec4 As[BK][BM / 4 + 1];
 shared vec4 Ws[BK][BN / 4];
 
+// One slice's global loads, held in registers while the slice before is multiplied: a (BM *
+// BK values, consecutive invocations on consecutive k of a row, coalesced) and w (packed words,
+// consecutive invocations on consecutive rows n, so their shared stores hit distinct banks).
+#define A_PER (BM * BK / THREADS)
+#define W_PER 2  // words per invocation and slice at most: 8-bit codes, 64 * 32 / 4 / 256
+float a_reg[A_PER];
+uint w_reg[W_PER];
+
+void load_slice(int k0, int n0, int m0, int tid, int per_word, int slice_words) {
+  [[unroll]] for (int i = 0; i < A_PER; ++i) {
+    const int e = tid + i * THREADS, r = e / BK, k = k0 + e % BK, m = m0 + r;
+    a_reg[i] = m < p.M && k < p.K ? float(a[m * p.K + k]) : 0.0;
+  }
+  [[unroll]] for (int i = 0; i < W_PER; ++i) {
+    const int e = tid + i * THREADS, c = e % BN, wi = e / BN, n = n0 + c;
+    const int kw = k0 + wi * per_word;
+    w_reg[i] = e < BN * slice_words && n < p.N && kw < p.K ? b[n * p.row_words + kw / per_word] : 0u;
+  }
+}
+
+// The held slice into shared memory, w unpacked: a word's codes share one scale and zero.
+void store_slice(int k0, int n0, int tid, int per_word, int slice_words) {
+  const uint mask = (1u << uint(p.bits)) - 1u;
+  [[unroll]] for (int i = 0; i < A_PER; ++i) {
+    const int e = tid + i * THREADS, r = e / BK;
+    As[e % BK][r / 4][r % 4] = a_reg[i];
+  }
+  [[unroll]] for (int i = 0; i < W_PER; ++i) {
+    const int e = tid + i * THREADS, c = e % BN, wi = e / BN, n = n0 + c;
+    if (e >= BN * slice_words) break;
+    const int kw = k0 + wi * per_word;
+    const bool live = n < p.N && kw < p.K;
+    const uint word = w_reg[i];
+    if (p.has_g_idx == 0) {
+      const int block = kw / p.block_size;
+      const float scale = live ? float(scales[n * p.blocks + block]) : 0.0;
+      const float zero = live ? zero_of(n, block) : 0.0;
+      for (int j = 0; j < per_word; ++j) {
+        const float code = float((word >> uint(j * p.bits)) & mask);
+        Ws[wi * per_word + j][c / 4][c % 4] = kw + j < p.K ? (code - zero) * scale : 0.0;
+      }
+    } else {
+      for (int j = 0; j < per_word; ++j) {
+        const int k = kw + j;
+        float v = 0.0;
+        if (live && k < p.K) {
+          const int block = g_idx[k];
+          const float code = float((word >> uint(j * p.bits)) & mask);
+          v = (code - zero_of(n, block)) * float(scales[n * p.blocks + block]);
+        }
+        Ws[wi * per_word + j][c / 4][c % 4] = v;
+      }
+    }
+  }
+}
+
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
   const int tn = tid % (BN / 4), tm = tid / (BN / 4);
   const int n0 = int(gl_WorkGroupID.x) * BN, m0 = int(gl_WorkGroupID.y) * BM;
   const int per_word = 32 / p.bits, slice_words = BK / per_word;
-  const uint mask = (1u << uint(p.bits)) - 1u;
   vec4 acc[4];
   [[unroll]] for (int i = 0; i < 4; ++i) acc[i] = vec4(0.0);
+  load_slice(0, n0, m0, tid, per_word, slice_words);
   for (int k0 = 0; k0 < p.K; k0 += BK) {
-    // a: consecutive invocations read consecutive k of a row (coalesced).
-    for (int e = tid; e < BM * BK; e += THREADS) {
-      const int r = e / BK, kk = e % BK, m = m0 + r, k = k0 + kk;
-      As[kk][r / 4][r % 4] = m < p.M && k < p.K ? float(a[m * p.K + k]) : 0.0;
-    }
-    // w: one packed word per step, consecutive invocations on consecutive rows n (so the
-    // shared stores of a warp hit distinct banks), unpacked with one scale and zero.
-    for (int e = tid; e < BN * slice_words; e += THREADS) {
-      const int c = e % BN, wi = e / BN, n = n0 + c, kw = k0 + wi * per_word;
-      const bool live = n < p.N && kw < p.K;
-      const uint word = live ? b[n * p.row_words + kw / per_word] : 0u;
-      if (p.has_g_idx == 0) {
-        const int block = kw / p.block_size;
-        const float scale = live ? float(scales[n * p.blocks + block]) : 0.0;
-        const float zero = live ? zero_of(n, block) : 0.0;
-        for (int j = 0; j < per_word; ++j) {
-          const float code = float((word >> uint(j * p.bits)) & mask);
-          Ws[wi * per_word + j][c / 4][c % 4] = kw + j < p.K ? (code - zero) * scale : 0.0;
-        }
-      } else {
-        for (int j = 0; j < per_word; ++j) {
-          const int k = kw + j;
-          float v = 0.0;
-          if (live && k < p.K) {
-            const int block = g_idx[k];
-            const float code = float((word >> uint(j * p.bits)) & mask);
-            v = (code - zero_of(n, block)) * float(scales[n * p.blocks + block]);
-          }
-          Ws[wi * per_word + j][c / 4][c % 4] = v;
-        }
-      }
-    }
+    store_slice(k0, n0, tid, per_word, slice_words);
     barrier();
+    // The next slice's loads go out before this slice's fmas, which hide their latency.
+    if (k0 + BK < p.K) load_slice(k0 + BK, n0, m0, tid, per_word, slice_words);
     [[unroll]] for (int kk = 0; kk < BK; ++kk) {
       const vec4 av = As[kk][tm], wv = Ws[kk][tn];
       acc[0] = fma(vec4(av.x), wv, acc[0]);
