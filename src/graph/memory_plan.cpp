@@ -83,12 +83,15 @@ void plan_activations(GraphState& g, const std::vector<TensorRef>& inputs,
   g.stats.activation_buffers = slots.size();
 }
 
-// Constants are uploaded once, through one staging buffer and one submission.
+// Constants are uploaded once, through one staging buffer and one submission. One that no node,
+// input or output reads (plan_activations found no use: say a weight an op replaced by a copy
+// re-laid for its kernel) gets a minimal buffer and no upload.
 void prepack_constants(GraphState& g) {
   g.stats.constant_bytes = 0;  // a retried prepare() uploads again
+  auto unread = [](const Storage& s) { return s.first_use == INT32_MAX; };
   uint64_t total = 0;
   for (auto& s : g.storages)
-    if (s.kind == StorageKind::Constant) total += (s.bytes + 15) / 16 * 16;
+    if (s.kind == StorageKind::Constant && !unread(s)) total += (s.bytes + 15) / 16 * 16;
   if (std::none_of(g.storages.begin(), g.storages.end(),
                    [](const Storage& s) { return s.kind == StorageKind::Constant; }))
     return;
@@ -99,10 +102,10 @@ void prepack_constants(GraphState& g) {
   uint64_t offset = 0;
   for (auto& s : g.storages) {
     if (s.kind != StorageKind::Constant) continue;
-    s.own = vk::Buffer(*g.context, std::max<uint64_t>(s.bytes, 16), vk::MemoryUsage::Device,
-                       kTensorUsage, "constant '" + s.name + "'");
+    s.own = vk::Buffer(*g.context, unread(s) ? 16 : std::max<uint64_t>(s.bytes, 16),
+                       vk::MemoryUsage::Device, kTensorUsage, "constant '" + s.name + "'");
     g.stats.constant_bytes += s.own.size();
-    if (s.bytes == 0) continue;
+    if (s.bytes == 0 || unread(s)) continue;
     std::memcpy(static_cast<uint8_t*>(staging.mapped()) + offset, s.value->bytes.data(), s.bytes);
     shot.cmd().copy_buffer(staging, s.own, offset, 0, s.bytes);
     offset += (s.bytes + 15) / 16 * 16;

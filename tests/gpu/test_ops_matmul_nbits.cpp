@@ -251,6 +251,34 @@ TEST_F(MatMulNBitsTest, GemvLayoutsAndTiledAcrossBlocks) {
   }
 }
 
+// A constant weight re-laid for the GEMV is on the device once: the original, which no dispatch
+// reads any more, is not uploaded (prepare's constant bytes: the re-laid rows are padded to
+// whole uvec4s, at most 12 bytes a row more than the natural layout's).
+TEST_F(MatMulNBitsTest, RelaidWeightUploadedOnce) {
+  NBitsWeight wt(rng, 1100, 67, 4, 32, Zeros::Default, false, false);
+  auto constant_bytes = [&](uint32_t prepack) {
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["nbits.prepack"] = prepack;
+    tuning->knobs["nbits.vec"] = 4;
+    go.tuning = tuning;
+    ComputeGraph g(context(), go);
+    HostTensor b(DType::UInt8, {wt.n, wt.blocks, wt.block / 2});
+    b.bytes.assign(wt.packed.begin(), wt.packed.end());
+    TensorRef x = g.add_input({1, wt.k}, DType::Float32, "x");
+    TensorRef y = ops::matmul_nbits(
+        g, x, g.add_constant(b),
+        g.add_constant(HostTensor::from(DType::Float32, {wt.n, wt.blocks}, wt.scales)),
+        ops::NBitsParams{wt.k, wt.n, wt.bits, wt.block});
+    g.add_output(y, "y");
+    g.prepare();
+    return g.stats().constant_bytes;
+  };
+  const uint64_t natural = constant_bytes(0), relaid = constant_bytes(1);
+  EXPECT_GE(relaid, natural);
+  EXPECT_LE(relaid, natural + 12 * uint64_t(wt.n) + 16);
+}
+
 TEST_F(MatMulNBitsTest, Float16Activations) {
   if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
   for (Zeros z : {Zeros::Default, Zeros::Float}) {
