@@ -64,7 +64,8 @@ void load_slice(int k0, int n0, int m0, int tid, int per_word, int slice_words) 
   [[unroll]] for (int i = 0; i < W_PER; ++i) {
     const int e = tid + i * THREADS, c = e % BN, wi = e / BN, n = n0 + c;
     const int kw = k0 + wi * per_word;
-    w_reg[i] = e < BN * slice_words && n < p.N && kw < p.K ? b[n * p.row_words + kw / per_word] : 0u;
+    const bool live = e < BN * slice_words && n < p.N && kw < p.K;
+    w_reg[i] = live ? b[n * p.row_words + kw / per_word] : 0u;
   }
 }
 
