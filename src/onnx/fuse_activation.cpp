@@ -186,7 +186,7 @@ std::optional<DecomposedActivation> decomposed_activation(const Pass& pass, cons
   for (const NodeProto* reader : im.consumers(x)) {
     const NodeProto* n = reader;
     for (int step = 0; n && step < 8; ++step) {
-      if (n->op_type() == "Mul" && n->output_size() == 1 &&
+      if (n->op_type() == "Mul" && n->input_size() == 2 && n->output_size() == 1 &&
           std::find(ends.begin(), ends.end(), n) == ends.end())
         ends.push_back(n);
       n = n->output_size() == 1 ? pass.sole_consumer(n->output(0)) : nullptr;
