@@ -211,12 +211,12 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
 }
 
 // Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
-// row-major operands in whole tiles (its loads are 16-byte vectors with no bounds checks).
+// row-major operands in whole tiles of N and K (its loads are 16-byte vectors; only rows past
+// M are checked).
 bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const CoopmatTile& t) {
   const vk::DeviceFeatures& f = g.context().features();
   return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && p.a_sk == 1 &&
-         p.b_sn == 1 && p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.m() % t.tile_m() == 0 &&
-         p.n % t.tile_n() == 0 && p.k % t.bk == 0;
+         p.b_sn == 1 && p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.n % t.tile_n() == 0 && p.k % t.bk == 0;
 }
 
 // The cooperative-matrix tile for `p`: the default, or the small one when the default would

@@ -7,8 +7,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 // fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
 // accumulators): C = act(alpha A B + beta bias + residual), A [M, K] and B [K, N] row-major, C [M, N]
-// fp16. The host sends only shapes that fill whole tiles (M % BM, N % BN, K % BK == 0) and no
-// batch; others take matmul_tiled.comp's DTYPE_F16 variant.
+// fp16. The host sends only shapes that fill whole tiles in N and K (N % BN, K % BK == 0) and no
+// batch; others take matmul_tiled.comp's DTYPE_F16 variant. M may end inside the last row of
+// tiles (ViT's 197 tokens): rows past M load as zeros and their results are not stored.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one
@@ -55,7 +56,7 @@ void fetch(int m0, int n0, int k0) {
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
     uint r = i / (BK / 8), v = i % (BK / 8);
-    ra[l] = a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)];
+    ra[l] = m0 + int(r) < p.M ? a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)] : uvec4(0);
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
@@ -111,10 +112,13 @@ void main() {
     buf = (buf + 1) % STAGES;
   }
 
+  // A tile past M's end stores through the epilogue's shared-memory path, which can skip rows.
+  const bool m_edge = m0 + int(BM) > p.M;
   [[unroll]] for (uint i = 0; i < FM; ++i)
     [[unroll]] for (uint j = 0; j < FN; ++j) {
       uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
-      if (!EPILOGUE) {
+      if (int(row) >= p.M) continue;  // the whole fragment is past M (uniform in the subgroup)
+      if (!EPILOGUE && !m_edge) {
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
         coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
@@ -125,6 +129,7 @@ void main() {
       subgroupBarrier();
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
+        if (m >= p.M) continue;
         float y = p.alpha * uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
         if ((p.inputs & EPILOGUE_BIAS) != 0)
           y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);

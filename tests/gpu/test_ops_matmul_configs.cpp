@@ -275,7 +275,8 @@ TEST_F(MatmulFloat16, MatchesReference) {
 }
 
 // Where the device has cooperative matrices: the 128 x 128 and the 64 x 64 tile, each storing
-// fragments directly and through the bias epilogue.
+// fragments directly and through the bias epilogue; M ending inside a tile (ViT's 197 tokens,
+// fewer rows than one tile), where rows past M load as zeros and are not stored.
 TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
   for (uint64_t small_below : {uint64_t{0}, uint64_t{1} << 20}) {
     SCOPED_TRACE("coopmat_small_below " + std::to_string(small_below));
@@ -287,6 +288,10 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
     check(256, 96, 128, false, true);
     check(128, 64, 256, false, false, true);
     check(256, 96, 128, false, true, true);
+    check(197, 64, 256, false, false);
+    check(197, 96, 128, false, true);
+    check(70, 64, 256, false, false, true);
+    check(200, 32, 128, false, true, true);
   }
 }
 
