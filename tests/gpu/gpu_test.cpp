@@ -1,7 +1,5 @@
 #include "gpu_test.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdlib>
 
 namespace vkgraph::testing {
@@ -72,27 +70,6 @@ std::vector<float> GpuTest::random_floats(size_t n, float lo, float hi) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
-}
-
-HostTensor GpuTest::random_float_tensor(Shape shape, float lo, float hi) {
-  HostTensor t = HostTensor::uninitialized(DType::Float32, std::move(shape));
-  const std::vector<float> v = random_floats(static_cast<size_t>(t.numel()), lo, hi);
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t;
-}
-
-double relative_error(const HostTensor& got, const HostTensor& want) {
-  EXPECT_EQ(got.shape, want.shape);
-  EXPECT_EQ(got.dtype, DType::Float32);
-  EXPECT_EQ(want.dtype, DType::Float32);
-  if (got.shape != want.shape) return INFINITY;
-  double err = 0, scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.data<float>()[i], b = want.data<float>()[i];
-    err = std::max(err, std::isnan(a) ? INFINITY : std::fabs(a - b));
-    scale = std::max(scale, std::fabs(b));
-  }
-  return err / scale;
 }
 
 }  // namespace vkgraph::testing

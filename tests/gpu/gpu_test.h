@@ -26,13 +26,7 @@ class GpuTest : public ::testing::Test {
   static void expect_no_validation_messages(vk::Context& ctx);
   std::mt19937 rng{1234};
   std::vector<float> random_floats(size_t n, float lo = -1.f, float hi = 1.f);
-  // A Float32 tensor of random_floats.
-  HostTensor random_float_tensor(Shape shape, float lo = -1.f, float hi = 1.f);
 };
-
-// max |got - want| / max |want| over Float32 tensors of one shape (NaN in `got` counts as an
-// infinite error): the measure tools/h200/models.py reports.
-double relative_error(const HostTensor& got, const HostTensor& want);
 
 // Fixture for ops' argument checks: a graph to build in, fresh float32 inputs, and errors that
 // must name the op ("conv2d: ...") and say what is wrong.

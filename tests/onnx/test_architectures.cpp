@@ -3,6 +3,7 @@
 // narrower blocks), exported on the H200 by PyTorch 2.11 (dynamo, opset 20; legacy TorchScript,
 // opset 17) with PyTorch's fp32 CUDA outputs: `tools/h200/models.py export DIR --models
 // swin_mini,vit_mini`. The full-size models are compared on the H200 by the same script.
+#include "float_test_util.h"
 #include "gpu_test.h"
 #include "vkgraph/session.h"
 #include "vkgraph/tensor_io.h"

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "float_test_util.h"
 #include "model_builder.h"
 #include "shape_test_util.h"
 
@@ -81,7 +82,7 @@ ModelBuilder legacy_bert(int64_t s, bool mask, bool probs_out = false, int64_t a
 class OnnxAttention : public GpuTest {
  protected:
   HostTensor rand(Shape shape, float lo = -2, float hi = 2) {
-    return random_float_tensor(std::move(shape), lo, hi);
+    return random_float_tensor(rng, std::move(shape), lo, hi);
   }
   std::map<std::string, HostTensor> qkv(Shape q, Shape kv) {
     return {{"q", rand(q)}, {"k", rand(kv)}, {"v", rand(kv, -1, 1)}};

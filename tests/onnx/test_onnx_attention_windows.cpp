@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "float_test_util.h"
 #include "model_builder.h"
 #include "shape_test_util.h"
 #include "vkgraph/tensor_io.h"
@@ -99,7 +100,7 @@ ModelBuilder swin_attention(const std::vector<float>& bias, bool shifted, bool m
 class OnnxAttentionWindows : public GpuTest {
  protected:
   HostTensor rand(Shape shape, float lo = -2, float hi = 2) {
-    return random_float_tensor(std::move(shape), lo, hi);
+    return random_float_tensor(rng, std::move(shape), lo, hi);
   }
   bool half_ok() { return context()->features().storage_buffer_16bit; }
 };
