@@ -54,6 +54,13 @@ std::string onnx_type_name(int32_t onnx_type);
 // ModelFormat for malformed protos, Unsupported for external data, segments and the types above,
 // and for float64 values beyond float32's range (the proto is a model constant).
 HostTensor tensor_from_proto(const onnx::TensorProto& proto);
+// What tensor_from_proto would give, after every one of its checks (so with its errors), read
+// without touching the data: the DType and shape.
+struct ProtoTensorType {
+  DType dtype;
+  Shape shape;
+};
+ProtoTensorType check_tensor_proto(const onnx::TensorProto& proto);
 // Writes dims, data_type and raw_data (little-endian, as onnx.numpy_helper does).
 onnx::TensorProto tensor_to_proto(const HostTensor& tensor, const std::string& name = "");
 

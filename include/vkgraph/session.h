@@ -79,6 +79,14 @@ struct HostBinding {
   Shape shape;
 };
 
+// A model input in the caller's memory, read during Session::run_views only (never kept).
+struct HostView {
+  DType dtype = DType::Float32;
+  Shape shape;
+  const void* data = nullptr;
+  size_t bytes = 0;  // at `data`: exactly the tensor's
+};
+
 struct LoadTimes {
   double parse_ms = 0;    // protobuf parse and model checks
   double build_ms = 0;    // import: folding, fusion, graph construction
@@ -103,6 +111,10 @@ class Session {
   // `output_names`, or all outputs in model order when it is empty.
   std::vector<HostTensor> run(const std::map<std::string, HostTensor>& feeds,
                               const std::vector<std::string>& output_names = {});
+  // run() over borrowed memory: each input is copied once, straight from `feeds` into the
+  // graph's staging (what bindings use to feed arrays without a HostTensor copy first).
+  std::vector<HostTensor> run_views(const std::map<std::string, HostView>& feeds,
+                                    const std::vector<std::string>& output_names = {});
 
   // Zero-copy runs on app memory (IO binding): the graph is built with External inputs and
   // outputs bound to the memory with ComputeGraph::bind_host_pointer. prepare_bound builds it

@@ -141,17 +141,19 @@ bool is_bfloat16(const ValueInfo& info) {
 
 }  // namespace
 
-HostTensor narrowed_from_float64(py::array array, const std::string& name) {
+py::array narrowed_from_float64(py::array array, const std::string& name) {
   const py::dtype float64 = numpy_dtype(kDouble);
   if (!array.dtype().attr("isnative").cast<bool>() || !(array.flags() & py::array::c_style) ||
       !same_element_type(array.dtype(), float64))
     array = array.attr("astype")(float64, py::arg("order") = "C");
-  HostTensor t(DType::Float32, Shape(array.shape(), array.shape() + array.ndim()));
-  const auto count = static_cast<size_t>(t.numel());
+  std::vector<py::ssize_t> shape(array.shape(), array.shape() + array.ndim());
+  const py::dtype f32 = numpy_dtype(kFloat);
+  py::array narrowed(f32, shape, c_strides(shape, f32));
+  const size_t count = nbytes_of(array) / sizeof(double);
   onnx_io::narrow_float64(std::span(static_cast<const double*>(array.data()), count),
-                          std::span(t.data<float>(), count), "input '" + name + "'",
-                          ErrorKind::InvalidArgument);
-  return t;
+                          std::span(static_cast<float*>(narrowed.mutable_data()), count),
+                          "input '" + name + "'", ErrorKind::InvalidArgument);
+  return narrowed;
 }
 
 bool same_element_type(const py::dtype& a, const py::dtype& b) {
@@ -203,7 +205,7 @@ py::array float32_to_bfloat16_bits(const py::handle& value) {
   return bits;
 }
 
-HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
+py::array input_array(const py::handle& value, const ValueInfo& info) {
   py::array array = py::array::ensure(value);
   if (!array)
     throw Error(ErrorKind::InvalidArgument,
@@ -216,22 +218,25 @@ HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info) {
                 "unexpected input data type for '" + info.name + "': got " +
                     onnx_type_string_of(array.dtype()) + ", expected " + type_string(info) +
                     (bfloat16 ? " (as uint16 bit patterns or ml_dtypes.bfloat16)" : ""));
-  if (bfloat16) array = bfloat16_bits_to_float32(array);
-  const py::dtype computed = numpy_dtype(onnx_type_of(info.dtype));
+  if (bfloat16) return bfloat16_bits_to_float32(array);
   if (same_element_type(want, numpy_dtype(kDouble)) && info.dtype == DType::Float32)
     return narrowed_from_float64(array, info.name);
   // astype copies into a C-contiguous, native-order array of the computed type; arrays that
   // are already that are used as they are.
+  const py::dtype computed = numpy_dtype(onnx_type_of(info.dtype));
   if (!same_element_type(array.dtype(), computed) || !array.dtype().attr("isnative").cast<bool>() ||
       !(array.flags() & py::array::c_style))
     array = array.attr("astype")(computed, py::arg("order") = "C");
-  Shape shape(array.shape(), array.shape() + array.ndim());
-  HostTensor t;
-  t.dtype = info.dtype;
-  t.shape = std::move(shape);
-  const auto* data = static_cast<const uint8_t*>(array.data());
-  t.bytes.assign(data, data + nbytes_of(array));
-  return t;
+  return array;
+}
+
+HostView view_of(const py::array& array, DType dtype) {
+  HostView v;
+  v.dtype = dtype;
+  v.shape.assign(array.shape(), array.shape() + array.ndim());
+  v.data = array.data();
+  v.bytes = nbytes_of(array);
+  return v;
 }
 
 py::array to_numpy(HostTensor&& tensor, const ValueInfo& info) {

@@ -21,14 +21,18 @@ std::string type_string(const ValueInfo& info);
 // The NumPy dtype a model value is fed and returned in.
 py::dtype declared_dtype(const ValueInfo& info);
 
-// A C-contiguous copy of `value` as a HostTensor of info.dtype. Refuses, as InvalidArgument,
-// anything whose element type is not the declared one (onnxruntime does not convert either);
-// converts non-contiguous and non-native-byte-order arrays. Needs the GIL.
-HostTensor to_host_tensor(const py::handle& value, const ValueInfo& info);
+// `value` as run() reads it: C-contiguous, native byte order, in info.dtype's element type.
+// The array itself when it is that already (no copy: Session::run_views reads it in place),
+// else one converted copy. Refuses, as InvalidArgument, anything whose element type is not the
+// declared one (onnxruntime does not convert either). Needs the GIL.
+py::array input_array(const py::handle& value, const ValueInfo& info);
 
-// A Float32 HostTensor of a float64 array (any layout), through onnx_io::narrow_float64: a
+// A HostView of an input_array result; valid while `array` lives.
+HostView view_of(const py::array& array, DType dtype);
+
+// A float32 array of a float64 array (any layout), through onnx_io::narrow_float64: a
 // finite value beyond float32's range is InvalidArgument naming input `name`. Needs the GIL.
-HostTensor narrowed_from_float64(py::array array, const std::string& name);
+py::array narrowed_from_float64(py::array array, const std::string& name);
 
 // A NumPy array of the declared type; zero-copy when that is the computed type (the array
 // owns the tensor's bytes). Needs the GIL.

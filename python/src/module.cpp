@@ -113,11 +113,7 @@ PYBIND11_MODULE(_vkgraph, m) {
   m.def(
       "narrow_float64",
       [](const py::array& array, const std::string& name) {
-        ValueInfo info;
-        info.name = name;
-        info.dtype = DType::Float32;
-        info.onnx_type = 1;  // FLOAT
-        return vkgraph::python::to_numpy(vkgraph::python::narrowed_from_float64(array, name), info);
+        return vkgraph::python::narrowed_from_float64(array, name);
       },
       py::arg("array"), py::arg("name"));
 
@@ -148,6 +144,7 @@ PYBIND11_MODULE(_vkgraph, m) {
       .def("prepare_bound", &PySession::prepare_bound, py::arg("inputs"))
       .def("run_bound", &PySession::run_bound, py::arg("inputs"), py::arg("outputs"))
       .def("time_native_runs", &PySession::time_native_runs, py::arg("feeds"), py::arg("runs"))
+      .def("feed_addresses", &PySession::feed_addresses, py::arg("feeds"))
       .def("write_profile", &PySession::write_profile, py::arg("path"))
       .def_property_readonly("profiling", &PySession::profiling)
       .def("validation_messages", &PySession::validation_messages)

@@ -132,15 +132,29 @@ const ValueInfo* PySession::find_input(const std::string& name) const {
   return nullptr;
 }
 
-py::list PySession::run(const py::object& output_names, const py::dict& feeds) {
-  session();  // refuse a closed session before converting anything
-  std::map<std::string, HostTensor> tensors;
+std::map<std::string, HostView> PySession::views_of(const py::dict& feeds,
+                                                    std::vector<py::array>& arrays,
+                                                    bool refuse_unknown) const {
+  std::map<std::string, HostView> views;
   for (auto [key, value] : feeds) {
     std::string name = py::str(key);
     const ValueInfo* info = find_input(name);
-    // An unknown name goes through empty: Session::run refuses it, listing the real inputs.
-    tensors.emplace(name, info ? to_host_tensor(value, *info) : HostTensor{});
+    if (!info) {
+      if (refuse_unknown) throw Error(ErrorKind::InvalidArgument, "unknown input '" + name + "'");
+      // Goes through empty: Session::run_views refuses it, listing the real inputs.
+      views.emplace(name, HostView{});
+      continue;
+    }
+    arrays.push_back(input_array(value, *info));
+    views.emplace(name, view_of(arrays.back(), info->dtype));
   }
+  return views;
+}
+
+py::list PySession::run(const py::object& output_names, const py::dict& feeds) {
+  session();                      // refuse a closed session before converting anything
+  std::vector<py::array> arrays;  // what the views point into, alive until the run returns
+  const std::map<std::string, HostView> views = views_of(feeds, arrays, false);
   std::vector<std::string> names;
   if (!output_names.is_none()) names = output_names.cast<std::vector<std::string>>();
   std::vector<HostTensor> results;
@@ -150,7 +164,7 @@ py::list PySession::run(const py::object& output_names, const py::dict& feeds) {
     std::lock_guard lock(run_mutex_);
     Session& locked = session();  // close() may have run while this thread waited
     const auto start = std::chrono::steady_clock::now();
-    results = locked.run(tensors, names);
+    results = locked.run_views(views, names);
     outs = locked.outputs();
     if (options_.profile && locked.graph())
       trace_.push_back({std::chrono::duration<double, std::micro>(start - created_).count(),
@@ -237,23 +251,26 @@ py::dict PySession::run_bound(const py::dict& inputs, const py::dict& outputs) {
 }
 
 std::vector<double> PySession::time_native_runs(const py::dict& feeds, int runs) {
-  std::map<std::string, HostTensor> tensors;
-  for (auto [key, value] : feeds) {
-    std::string name = py::str(key);
-    const ValueInfo* info = find_input(name);
-    if (!info) throw Error(ErrorKind::InvalidArgument, "unknown input '" + name + "'");
-    tensors.emplace(name, to_host_tensor(value, *info));
-  }
+  std::vector<py::array> arrays;
+  const std::map<std::string, HostView> views = views_of(feeds, arrays, true);
   std::vector<double> seconds;
   py::gil_scoped_release release;
   std::lock_guard lock(run_mutex_);
   for (int i = 0; i < runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    session().run(tensors);
+    session().run_views(views);
     seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return seconds;
+}
+
+py::dict PySession::feed_addresses(const py::dict& feeds) const {
+  std::vector<py::array> arrays;
+  py::dict addresses;
+  for (auto& [name, view] : views_of(feeds, arrays, true))
+    addresses[py::str(name)] = reinterpret_cast<uintptr_t>(view.data);
+  return addresses;
 }
 
 void PySession::write_profile(const std::string& path) {

@@ -1,6 +1,7 @@
 #pragma once
 // The native half of vkgraph.InferenceSession: one vkgraph::Session, the lock that makes it
 // safe to call from several Python threads, and the profile of its runs.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <chrono>
@@ -64,6 +65,10 @@ class PySession {
   // in the loop: the baseline the benchmark compares run() against (tools/bench_python.py).
   std::vector<double> time_native_runs(const py::dict& feeds, int runs);
 
+  // {name: address} of the memory run() would read each fed input from: the array's own data
+  // when it is fed in place. For the tests of that.
+  py::dict feed_addresses(const py::dict& feeds) const;
+
   // Writes the Chrome trace of the runs since creation (or the last call) and clears them.
   void write_profile(const std::string& path);
   bool profiling() const { return options_.profile; }
@@ -77,6 +82,11 @@ class PySession {
  private:
   Session& session() const;  // throws InvalidState once closed
   const ValueInfo* find_input(const std::string& name) const;
+  // Views of the fed arrays for Session::run_views, each array used in place where it is
+  // already C-contiguous and of the computed type; `arrays` keeps them (and any converted
+  // copies) alive. An unknown name is refused here or left for the Session to refuse.
+  std::map<std::string, HostView> views_of(const py::dict& feeds, std::vector<py::array>& arrays,
+                                           bool refuse_unknown) const;
   const ValueInfo& output_info(size_t index) const;
 
   NativeOptions options_;

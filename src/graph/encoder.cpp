@@ -31,17 +31,22 @@ Encoder::~Encoder() {
 void Encoder::prepare() {
   vk::Context& ctx = *g_.context;
   uint32_t sets = 0, descriptors = 0;
+  // Asked for all at once, so that the ones not compiled yet compile on several threads.
+  std::vector<vk::PipelineKey> keys;
+  std::vector<Node*> dispatches;
   for (auto& n : g_.nodes) {
     if (n.kind != Node::Kind::Dispatch) continue;
     auto& d = n.dispatch;
     std::vector<uint32_t> spec = {d.local[0], d.local[1], d.local[2]};
     spec.insert(spec.end(), d.spec.begin(), d.spec.end());
-    n.pipeline =
-        &ctx.pipelines().get({d.shader.resolve().name, static_cast<uint32_t>(d.bindings.size()),
-                              static_cast<uint32_t>(d.push.size()), spec});
+    keys.push_back({d.shader.resolve().name, static_cast<uint32_t>(d.bindings.size()),
+                    static_cast<uint32_t>(d.push.size()), std::move(spec)});
+    dispatches.push_back(&n);
     sets++;
     descriptors += static_cast<uint32_t>(d.bindings.size());
   }
+  std::vector<const vk::Pipeline*> pipelines = ctx.pipelines().get_all(keys);
+  for (size_t i = 0; i < dispatches.size(); ++i) dispatches[i]->pipeline = pipelines[i];
   descriptors_ = std::make_unique<vk::DescriptorPool>(ctx, sets, descriptors);
   commands_ = std::make_unique<vk::CommandPool>(ctx);
   fence_ = std::make_unique<vk::Fence>(ctx);

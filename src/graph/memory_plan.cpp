@@ -1,9 +1,9 @@
 #include "graph/memory_plan.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
+#include "vk/parallel_copy.h"
 #include "vkgraph/vk/command.h"
 
 namespace vkgraph {
@@ -106,7 +106,8 @@ void prepack_constants(GraphState& g) {
                        vk::MemoryUsage::Device, kTensorUsage, "constant '" + s.name + "'");
     g.stats.constant_bytes += s.own.size();
     if (s.bytes == 0 || unread(s)) continue;
-    std::memcpy(static_cast<uint8_t*>(staging.mapped()) + offset, s.value->bytes.data(), s.bytes);
+    vk::parallel_copy(static_cast<uint8_t*>(staging.mapped()) + offset, s.value->bytes.data(),
+                      s.bytes);
     shot.cmd().copy_buffer(staging, s.own, offset, 0, s.bytes);
     offset += (s.bytes + 15) / 16 * 16;
   }

@@ -347,8 +347,10 @@ std::optional<Fusion> Pass::rewrite(const NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
   // Folding goes first where it may: a foldable op of host constants is computed on the host.
   bool on_device = false;
+  // Asks whether each input is a constant without reading it (constant() would read a weight
+  // from the model's proto).
   for (int i = 0; i < node.input_size(); ++i)
-    on_device |= !node.input(i).empty() && !im_.constant(node, i);
+    on_device |= !node.input(i).empty() && !(im_.available(node, i) && im_.input(node, i).constant);
   if (!on_device && fold::can_fold(node.op_type())) return std::nullopt;
   for (const Pattern& pattern : kPatterns) {
     if (node.op_type() != pattern.root) continue;

@@ -11,34 +11,6 @@
 
 namespace vkgraph::onnx_import {
 
-namespace {
-// Finite constants beyond float16's range saturate to +-65504 rather than become infinite:
-// exporters write "minus infinity" masks as finfo(float32).min or -1e9, and an infinite one
-// would turn 0 * mask into NaN.
-// Converted a block at a time (clamped into a small buffer, then converted in bulk): the
-// weights of a large model pass through here once, and a per-element conversion dominated its
-// load time.
-HostTensor half_of(const HostTensor& t) {
-  constexpr float kHalfMax = 65504.f;
-  constexpr size_t kBlock = 2048;
-  HostTensor r = HostTensor::uninitialized(DType::Float16, t.shape);
-  const size_t n = static_cast<size_t>(t.numel());
-  const float* in = t.data<float>();
-  uint16_t* out = r.data<uint16_t>();
-  float block[kBlock];
-  for (size_t start = 0; start < n; start += kBlock) {
-    const size_t count = std::min(kBlock, n - start);
-    for (size_t i = 0; i < count; ++i) {
-      float v = in[start + i];
-      if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
-      block[i] = v;
-    }
-    floats_to_halves(block, out + start, count);
-  }
-  return r;
-}
-}  // namespace
-
 Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
                    const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16,
@@ -104,9 +76,9 @@ void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
   for (auto& init : g.initializer()) {
     if (init.name().empty()) throw Error(ErrorKind::ModelFormat, "initializer without a name");
     Value v;
-    v.constant = onnx_io::tensor_from_proto(init);
-    v.shape = v.constant->shape;
-    v.dtype = v.constant->dtype;
+    v.constant = HostConstant::of_initializer(init);
+    v.shape = v.constant.shape();
+    v.dtype = v.constant.dtype();
     set_quantized_type(v, init.data_type());
     values_[init.name()] = std::move(v);
   }
@@ -265,6 +237,12 @@ void Importer::build() {
 bool Importer::try_fold(const onnx::NodeProto& node, const fold::Attrs& attrs) {
   const std::string& op = node.op_type();
   if (!fold::can_fold(op)) return false;
+  // Every input known first: reading a constant reads it from the model's proto, which a
+  // weight only uploaded (Gather's table, MatMul's bias) never needs.
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty() && !input(node, i).constant &&
+        !((op == "Shape" || op == "Size") && i == 0))
+      return false;
   std::vector<const HostTensor*> inputs;
   std::vector<HostTensor> placeholders;  // Shape/Size need only the shape
   placeholders.reserve(node.input_size());
@@ -519,7 +497,7 @@ TensorRef Importer::tensor(Value& v, const std::string& name) {
   for (TensorRef t : {v.tensor, v.other})
     if (t.valid() && graph_.info(t).dtype == want) return t;
   TensorRef made = v.constant
-                       ? graph_.add_constant(demote ? half_of(*v.constant) : *v.constant, name)
+                       ? graph_.add_constant(demote ? v.constant.half() : v.constant.copy(), name)
                        : ops::cast(graph_, v.tensor, want);
   (v.tensor.valid() ? v.other : v.tensor) = made;
   return made;

@@ -15,6 +15,7 @@
 
 #include "onnx/fold.h"
 #include "onnx/fuse.h"
+#include "onnx/host_constant.h"
 #include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/ops.h"
@@ -23,7 +24,7 @@ namespace vkgraph::onnx_import {
 
 // A value of the model: known on the host (a constant), on the device, or both.
 struct Value {
-  std::optional<HostTensor> constant;
+  HostConstant constant;
   TensorRef tensor;  // valid once on the device
   // In float16 mode a float32 value may live on the device in float16 (`tensor` is then a
   // Float16 tensor); `other` caches it in the other precision once a consumer needed that.

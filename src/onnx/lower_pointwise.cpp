@@ -55,8 +55,9 @@ std::vector<Value> lower_dropout(Importer& im, const onnx::NodeProto& node, cons
     Value mask;
     mask.shape = outs[0].shape;
     mask.dtype = DType::Bool;
-    mask.constant = HostTensor(DType::Bool, mask.shape);
-    std::fill(mask.constant->bytes.begin(), mask.constant->bytes.end(), uint8_t{1});
+    HostTensor ones(DType::Bool, mask.shape);
+    std::fill(ones.bytes.begin(), ones.bytes.end(), uint8_t{1});
+    mask.constant = std::move(ones);
     outs.push_back(std::move(mask));
   }
   return outs;

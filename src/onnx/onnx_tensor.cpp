@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/parallel_for.h"
 #include "vkgraph/error.h"
 #include "vkgraph/file_io.h"
 
@@ -200,8 +201,8 @@ int64_t typed_count(const TP& proto) {
 // INT4 / UINT4 (ONNX 1.16, opset 21): two values per byte, the first in the low nibble, in
 // raw_data or one packed byte per int32_data entry (as onnx.helper.make_tensor writes them).
 // Read as Int32 values, like the 8-bit types.
-HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw,
-                           const std::string& label) {
+void check_4bit_proto(const TP& proto, const Shape& shape, int64_t count, bool raw,
+                      const std::string& label) {
   const int64_t bytes = count / 2 + count % 2;  // (count + 1) / 2 overflows at INT64_MAX
   const int64_t have =
       raw ? static_cast<int64_t>(proto.raw_data().size()) : proto.int32_data_size();
@@ -210,6 +211,9 @@ HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw
   check(have == bytes, ErrorKind::ModelFormat,
         label + ": holds " + std::to_string(have) + " packed bytes, dims " + shape_str(shape) +
             " need " + std::to_string(bytes));
+}
+
+HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw) {
   const bool is_signed = proto.data_type() == kOnnxInt4;
   HostTensor out(DType::Int32, std::move(shape));
   for (int64_t i = 0; i < count; ++i) {
@@ -221,11 +225,18 @@ HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw
   return out;
 }
 
-// `where` prefixes every message (a file path, or empty); `narrow_error` is the kind a float64
-// value beyond float32's range throws: Unsupported for a model constant, InvalidArgument for
-// data to run on.
-HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narrow_error) {
-  const std::string label =
+// A TensorProto whose dims, type and amount of data were checked, before anything is read.
+struct CheckedProto {
+  std::string label;
+  DType dtype;
+  Shape shape;
+  int64_t count;
+  bool raw;
+};
+
+// `where` prefixes every message (a file path, or empty).
+CheckedProto check_proto(const TP& proto, const std::string& where) {
+  std::string label =
       where + "tensor '" + proto.name() + "' (" + onnx_type_name(proto.data_type()) + ")";
   if (proto.data_location() == TP::EXTERNAL || proto.external_data_size() > 0) {
     throw Error(ErrorKind::Unsupported,
@@ -252,8 +263,10 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
 
   // Check the amount of data before allocating anything sized from dims.
   const bool raw = proto.has_raw_data();
-  const int32_t type = proto.data_type();
-  if (is_4bit_onnx_type(type)) return from_4bit_proto(proto, std::move(shape), count, raw, label);
+  if (is_4bit_onnx_type(proto.data_type())) {
+    check_4bit_proto(proto, shape, count, raw, label);
+    return {std::move(label), dtype, std::move(shape), count, raw};
+  }
   const size_t src_elem = onnx_elem_size(proto.data_type());
   if (raw) {
     check(typed_count(proto) == 0, ErrorKind::ModelFormat,
@@ -269,15 +282,27 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
           label + ": holds " + std::to_string(typed_count(proto)) + " values, dims " +
               shape_str(shape) + " need " + std::to_string(count));
   }
+  return {std::move(label), dtype, std::move(shape), count, raw};
+}
+
+// `narrow_error` is the kind a float64 value beyond float32's range throws: Unsupported for a
+// model constant, InvalidArgument for data to run on.
+HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narrow_error) {
+  CheckedProto checked = check_proto(proto, where);
+  const std::string& label = checked.label;
+  const DType dtype = checked.dtype;
+  Shape& shape = checked.shape;
+  const int64_t count = checked.count;
+  const bool raw = checked.raw;
+  const int32_t type = proto.data_type();
+  if (is_4bit_onnx_type(type)) return from_4bit_proto(proto, std::move(shape), count, raw);
 
   if (raw && type == onnx_type_of(dtype) && type != TP::BOOL) {
     // Same layout on both sides: copy the bytes (memcpy needs non-null pointers, even for 0).
     // Not zero-filled first: the copy writes every byte, and a fill would double the cost of
     // loading the weights.
     HostTensor out = HostTensor::uninitialized(dtype, std::move(shape));
-    if (!out.bytes.empty()) {
-      std::memcpy(out.bytes.data(), proto.raw_data().data(), out.bytes.size());
-    }
+    parallel_memcpy(out.bytes.data(), proto.raw_data().data(), out.bytes.size());
     return out;
   }
   HostTensor out(dtype, std::move(shape));
@@ -320,6 +345,11 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
 
 HostTensor tensor_from_proto(const TP& proto) {
   return from_proto(proto, "", ErrorKind::Unsupported);
+}
+
+ProtoTensorType check_tensor_proto(const TP& proto) {
+  CheckedProto checked = check_proto(proto, "");
+  return {checked.dtype, std::move(checked.shape)};
 }
 
 TP tensor_to_proto(const HostTensor& tensor, const std::string& name) {

@@ -312,20 +312,27 @@ std::map<std::string, Shape> Session::Impl::check_feeds(const Feeds& feeds) cons
 
 std::vector<HostTensor> Session::run(const std::map<std::string, HostTensor>& feeds,
                                      const std::vector<std::string>& output_names) {
+  std::map<std::string, HostView> views;
+  for (auto& [name, t] : feeds)
+    views.emplace(name, HostView{t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
+  return run_views(views, output_names);
+}
+
+std::vector<HostTensor> Session::run_views(const std::map<std::string, HostView>& feeds,
+                                           const std::vector<std::string>& output_names) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.run_mutex);
   Feeds views;
-  for (auto& [name, t] : feeds)
-    views.emplace(name, Feed{t.dtype, &t.shape, t.bytes.data(), t.bytes.size()});
+  for (auto& [name, v] : feeds) views.emplace(name, Feed{v.dtype, &v.shape, v.data, v.bytes});
   ComputeGraph& g = s.graph_for(views, IOMode::Staged);
   for (size_t i = 0; i < g.num_inputs(); ++i) {
-    const HostTensor& t = feeds.at(g.input_name(i));
+    const HostView& v = feeds.at(g.input_name(i));
     // Exactly the tensor's bytes: more would mean the shape and the data disagree.
-    if (t.nbytes() != tensor_bytes(t.dtype, t.shape))
+    if (v.bytes != tensor_bytes(v.dtype, v.shape))
       throw Error(ErrorKind::InvalidArgument, "input '" + g.input_name(i) + "' holds " +
-                                                  std::to_string(t.nbytes()) + " bytes for shape " +
-                                                  shape_str(t.shape));
-    g.copy_to_input(i, t.bytes.data(), t.bytes.size());
+                                                  std::to_string(v.bytes) + " bytes for shape " +
+                                                  shape_str(v.shape));
+    g.copy_to_input(i, v.data, v.bytes);
   }
   g.execute();
   std::vector<HostTensor> results;

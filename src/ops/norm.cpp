@@ -100,6 +100,21 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
   return y;
 }
 
+// LayerNormalization's and RMSNormalization's rows: one per index of x's dims before `axis`,
+// normalised over the rest, which scale (and bias) broadcast to.
+RowLayout trailing_rows(ComputeGraph& g, const std::string& op, TensorRef x, int64_t axis,
+                        TensorRef scale, std::optional<TensorRef> bias) {
+  const Shape xs = checked_input(g, x, 1, op, "at least 1-D");
+  const int a = normalize_axis(axis, xs.size(), op);
+  const Shape dims(xs.begin() + a, xs.end());
+  RowLayout layout{product(xs.begin(), xs.begin() + a), numel(dims), 1, {}, {}};
+  check(layout.cols > 0, ErrorKind::InvalidArgument,
+        op + ": normalized dims " + shape_str(dims) + " are empty");
+  layout.scale = broadcast_index(g, scale, dims, op, "scale");
+  if (bias) layout.bias = broadcast_index(g, *bias, dims, op, "bias");
+  return layout;
+}
+
 }  // namespace
 
 TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, TensorRef bias,
@@ -132,26 +147,13 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
 TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optional<TensorRef> bias,
                      int64_t axis, float epsilon) {
   const std::string op = "layer_norm";
-  const Shape xs = checked_input(g, x, 1, op, "at least 1-D");
-  const int a = normalize_axis(axis, xs.size(), op);
-  const Shape dims(xs.begin() + a, xs.end());
-  RowLayout layout{product(xs.begin(), xs.begin() + a), numel(dims), 1, {}, {}};
-  check(layout.cols > 0, ErrorKind::InvalidArgument,
-        op + ": normalized dims " + shape_str(dims) + " are empty");
-  layout.scale = broadcast_index(g, scale, dims, op, "scale");
-  if (bias) layout.bias = broadcast_index(g, *bias, dims, op, "bias");
+  const RowLayout layout = trailing_rows(g, op, x, axis, scale, bias);
   return norm_rows(g, op, x, scale, bias, layout, epsilon);
 }
 
 TensorRef rms_norm(ComputeGraph& g, TensorRef x, TensorRef scale, int64_t axis, float epsilon) {
   const std::string op = "rms_norm";
-  const Shape xs = checked_input(g, x, 1, op, "at least 1-D");
-  const int a = normalize_axis(axis, xs.size(), op);
-  const Shape dims(xs.begin() + a, xs.end());
-  RowLayout layout{product(xs.begin(), xs.begin() + a), numel(dims), 1, {}, {}};
-  check(layout.cols > 0, ErrorKind::InvalidArgument,
-        op + ": normalized dims " + shape_str(dims) + " are empty");
-  layout.scale = broadcast_index(g, scale, dims, op, "scale");
+  const RowLayout layout = trailing_rows(g, op, x, axis, scale, std::nullopt);
   return norm_rows(g, op, x, scale, std::nullopt, layout, epsilon, /*rms=*/true);
 }
 

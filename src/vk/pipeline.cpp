@@ -1,8 +1,13 @@
 #include "vkgraph/vk/pipeline.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
+#include <set>
 
+#include "core/parallel_for.h"
 #include "vk/faults.h"
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/error.h"
@@ -149,22 +154,33 @@ VkShaderModule PipelineCache::module(const std::string& name) {
 }
 
 const Pipeline& PipelineCache::get(const PipelineKey& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) return it->second;
+  return *get_all({key}).front();
+}
+
+// The create info of one pipeline, with the storage it points into.
+struct PipelineCache::Pending {
+  const PipelineKey* key;
+  Pipeline pipeline;
+  std::vector<VkSpecializationMapEntry> entries;
+  VkSpecializationInfo spec{};
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  std::exception_ptr error;
+};
+
+void PipelineCache::describe(Pending& p) {
+  const PipelineKey& key = *p.key;
   uint32_t max_push = context_.limits().maxPushConstantsSize;
   if (key.push_size > max_push)
     throw Error(ErrorKind::Unsupported,
                 "shader " + key.shader + " needs " + std::to_string(key.push_size) +
                     " bytes of push constants; device allows " + std::to_string(max_push));
-  Pipeline p;
-  p.set_layout = set_layout(key.bindings);
+  p.pipeline.set_layout = set_layout(key.bindings);
   auto lk = std::make_pair(key.bindings, key.push_size);
   if (!layouts_.count(lk)) {
     VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, key.push_size};
     VkPipelineLayoutCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     ci.setLayoutCount = 1;
-    ci.pSetLayouts = &p.set_layout;
+    ci.pSetLayouts = &p.pipeline.set_layout;
     ci.pushConstantRangeCount = key.push_size ? 1 : 0;
     ci.pPushConstantRanges = &range;
     VkPipelineLayout layout;
@@ -172,26 +188,62 @@ const Pipeline& PipelineCache::get(const PipelineKey& key) {
                   [&] { return vkCreatePipelineLayout(context_.device(), &ci, nullptr, &layout); });
     layouts_[lk] = layout;
   }
-  p.layout = layouts_[lk];
+  p.pipeline.layout = layouts_[lk];
 
-  std::vector<VkSpecializationMapEntry> entries(key.spec.size());
-  for (uint32_t i = 0; i < key.spec.size(); ++i) entries[i] = {i, i * 4, 4};
-  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
-                            key.spec.size() * 4, key.spec.data()};
-  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  ci.stage.module = module(key.shader);
-  ci.stage.pName = "main";
-  ci.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &spec;
-  ci.layout = p.layout;
+  p.entries.resize(key.spec.size());
+  for (uint32_t i = 0; i < key.spec.size(); ++i) p.entries[i] = {i, i * 4, 4};
+  p.spec = {static_cast<uint32_t>(p.entries.size()), p.entries.data(), key.spec.size() * 4,
+            key.spec.data()};
+  p.info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  p.info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  p.info.stage.module = module(key.shader);
+  p.info.stage.pName = "main";
+  p.info.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &p.spec;
+  p.info.layout = p.pipeline.layout;
+}
+
+std::vector<const Pipeline*> PipelineCache::get_all(const std::vector<PipelineKey>& keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The distinct keys not created yet; layouts and modules first, on this thread (cheap, and
+  // their maps are not shared with the workers).
+  std::vector<Pending> pending;
+  std::set<const PipelineKey*, bool (*)(const PipelineKey*, const PipelineKey*)> seen(
+      [](const PipelineKey* a, const PipelineKey* b) { return *a < *b; });
+  for (const PipelineKey& key : keys)
+    if (!pipelines_.count(key) && seen.insert(&key).second) pending.push_back(Pending{&key});
+  for (Pending& p : pending) describe(p);
+
+  // The compiles on several threads, each taking the next one left: they differ widely in
+  // cost. The driver synchronises the shared VkPipelineCache itself (it is not created
+  // externally synchronized), so the disk cache gets every thread's pipelines.
   auto t0 = std::chrono::steady_clock::now();
-  create_object(context_, "vkCreateComputePipelines(" + key.shader + ")", [&] {
-    return vkCreateComputePipelines(context_.device(), cache_, 1, &ci, nullptr, &p.pipeline);
+  std::atomic<size_t> next{0};
+  const auto threads = static_cast<unsigned>(std::min<size_t>(pending.size(), host_threads()));
+  parallel_ranges(threads, threads, 1, [&](size_t, size_t) {
+    for (size_t i; (i = next++) < pending.size();) {
+      Pending& p = pending[i];
+      try {
+        create_object(context_, "vkCreateComputePipelines(" + p.key->shader + ")", [&] {
+          return vkCreateComputePipelines(context_.device(), cache_, 1, &p.info, nullptr,
+                                          &p.pipeline.pipeline);
+        });
+      } catch (...) {
+        p.error = std::current_exception();
+      }
+    }
   });
   stats_.create_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return pipelines_[key] = p;
+  // Kept even when another failed, so that the destructor destroys them.
+  for (Pending& p : pending)
+    if (!p.error) pipelines_[*p.key] = p.pipeline;
+  for (Pending& p : pending)
+    if (p.error) std::rethrow_exception(p.error);
+
+  std::vector<const Pipeline*> result;
+  result.reserve(keys.size());
+  for (const PipelineKey& key : keys) result.push_back(&pipelines_.at(key));
+  return result;
 }
 
 DescriptorPool::DescriptorPool(Context& context, uint32_t max_sets, uint32_t max_buffers)

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "foundation_test.h"
+#include "graph_testing.h"
 #include "vk/pipeline_disk_cache.h"
 #include "vkgraph/file_io.h"
 #include "vkgraph/ops.h"
@@ -206,6 +207,66 @@ TEST(PipelineCacheFileName, NamesFormatVendorDeviceDriverAndUuid) {
   for (uint32_t i = 0; i < VK_UUID_SIZE; ++i) p.pipelineCacheUUID[i] = static_cast<uint8_t>(i);
   EXPECT_EQ(vk::pipeline_cache_file_name(p),
             "pipelines-v1-10de-2335-91280100-000102030405060708090a0b0c0d0e0f.bin");
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
+
+namespace vkgraph::testing {
+namespace {
+
+// A graph's pipelines come in one batch (PipelineCache::get_all): the distinct keys not made
+// yet compile on several threads, once each, and land in the disk cache like any other.
+class PipelineBatch : public PipelineDiskCache {
+ protected:
+  static vk::PipelineKey unary_key(const std::string& op, uint32_t local_x = 64) {
+    return {"unary_" + op + "_f32", 2, 64, {local_x, 1, 1}};
+  }
+};
+
+TEST_F(PipelineBatch, DistinctKeysCompileOnceEachInOrder) {
+  auto ctx = cached_context();
+  vk::PipelineCache& cache = ctx->pipelines();
+  const size_t before = cache.size();
+  const std::vector<vk::PipelineKey> keys = {
+      unary_key("exp"),      unary_key("abs"),  unary_key("exp"), unary_key("ceil"),
+      unary_key("exp", 128), unary_key("acos"), unary_key("abs"),
+  };
+  const std::vector<const vk::Pipeline*> got = cache.get_all(keys);
+  ASSERT_EQ(got.size(), keys.size());
+  EXPECT_EQ(cache.size() - before, 5u);  // exp, abs, ceil, exp at 128, acos
+  EXPECT_EQ(cache.stats().pipelines, cache.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_NE(got[i]->pipeline, VK_NULL_HANDLE);
+    EXPECT_EQ(got[i], &cache.get(keys[i]));  // the same object, one at a time too
+    for (size_t j = 0; j < keys.size(); ++j)
+      EXPECT_EQ(got[i] == got[j], !(keys[i] < keys[j]) && !(keys[j] < keys[i])) << j;
+  }
+  // Asked again, with one new key among them: only that one is made.
+  const size_t made = cache.size();
+  cache.get_all({unary_key("abs"), unary_key("floor"), unary_key("exp")});
+  EXPECT_EQ(cache.size(), made + 1);
+  run_graph(ctx);  // graphs built on the context still run
+}
+
+TEST_F(PipelineBatch, AFailedCompileKeepsTheOthers) {
+  auto ctx = cached_context();
+  vk::PipelineCache& cache = ctx->pipelines();
+  const std::vector<vk::PipelineKey> keys = {unary_key("exp"), unary_key("abs"), unary_key("ceil"),
+                                             unary_key("acos")};
+  // Layouts and modules first (the same shaders at another local size), so that the next
+  // creations are the four compiles.
+  cache.get_all(
+      {unary_key("exp", 32), unary_key("abs", 32), unary_key("ceil", 32), unary_key("acos", 32)});
+  const size_t before = cache.size();
+  fail_creation(*ctx, 2, VK_ERROR_OUT_OF_HOST_MEMORY);  // one of them, on whichever thread
+  expect_error([&] { cache.get_all(keys); }, ErrorKind::OutOfMemory, {"vkCreateComputePipelines"});
+  fail_creation(*ctx, 0);
+  EXPECT_EQ(cache.size(), before + 3);  // the other three were kept
+  const std::vector<const vk::Pipeline*> got = cache.get_all(keys);
+  EXPECT_EQ(cache.size(), before + 4);
+  for (const vk::Pipeline* p : got) EXPECT_NE(p->pipeline, VK_NULL_HANDLE);
 }
 
 }  // namespace

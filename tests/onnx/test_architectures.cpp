@@ -3,27 +3,13 @@
 // narrower blocks), exported on the H200 by PyTorch 2.11 (dynamo, opset 20; legacy TorchScript,
 // opset 17) with PyTorch's fp32 CUDA outputs: `tools/h200/models.py export DIR --models
 // swin_mini,vit_mini`. The full-size models are compared on the H200 by the same script.
-#include <algorithm>
-#include <cmath>
-
+#include "float_test_util.h"
 #include "gpu_test.h"
 #include "vkgraph/session.h"
 #include "vkgraph/tensor_io.h"
 
 namespace vkgraph::testing {
 namespace {
-
-// max |got - want| / max |want|, the measure tools/h200/models.py reports.
-double relative_error(const HostTensor& got, const HostTensor& want) {
-  EXPECT_EQ(got.shape, want.shape);
-  double err = 0, scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.data<float>()[i], b = want.data<float>()[i];
-    err = std::max(err, std::isnan(a) ? INFINITY : std::fabs(a - b));
-    scale = std::max(scale, std::fabs(b));
-  }
-  return err / scale;
-}
 
 class Architectures : public GpuTest {};
 

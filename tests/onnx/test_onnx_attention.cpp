@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "float_test_util.h"
 #include "model_builder.h"
 #include "shape_test_util.h"
 
@@ -81,10 +82,7 @@ ModelBuilder legacy_bert(int64_t s, bool mask, bool probs_out = false, int64_t a
 class OnnxAttention : public GpuTest {
  protected:
   HostTensor rand(Shape shape, float lo = -2, float hi = 2) {
-    HostTensor t(DType::Float32, shape);
-    std::vector<float> v = random_floats(t.numel(), lo, hi);
-    std::copy(v.begin(), v.end(), t.data<float>());
-    return t;
+    return random_float_tensor(rng, std::move(shape), lo, hi);
   }
   std::map<std::string, HostTensor> qkv(Shape q, Shape kv) {
     return {{"q", rand(q)}, {"k", rand(kv)}, {"v", rand(kv, -1, 1)}};

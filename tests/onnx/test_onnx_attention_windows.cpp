@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "float_test_util.h"
 #include "model_builder.h"
 #include "shape_test_util.h"
 #include "vkgraph/tensor_io.h"
@@ -99,10 +100,7 @@ ModelBuilder swin_attention(const std::vector<float>& bias, bool shifted, bool m
 class OnnxAttentionWindows : public GpuTest {
  protected:
   HostTensor rand(Shape shape, float lo = -2, float hi = 2) {
-    HostTensor t(DType::Float32, shape);
-    std::vector<float> v = random_floats(t.numel(), lo, hi);
-    std::copy(v.begin(), v.end(), t.data<float>());
-    return t;
+    return random_float_tensor(rng, std::move(shape), lo, hi);
   }
   bool half_ok() { return context()->features().storage_buffer_16bit; }
 };
@@ -187,17 +185,6 @@ TEST_F(OnnxAttentionWindows, PrescaledWithTheSecondScaleLater) {
     EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 4));
     EXPECT_EQ(r.plain_nodes, 6u + casts(fp16, 4));
   }
-}
-
-// max |got - want| / max |want|.
-double relative_error(const HostTensor& got, const HostTensor& want) {
-  double err = 0, scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double a = got.data<float>()[i], b = want.data<float>()[i];
-    err = std::max(err, std::isnan(a) ? INFINITY : std::fabs(a - b));
-    scale = std::max(scale, std::fabs(b));
-  }
-  return err / scale;
 }
 
 // The torchvision exports of tests/models (PyTorch 2.11, both exporters; test_architectures.cpp

@@ -55,7 +55,7 @@ const char* disk_cache_state_name(DiskCacheState state);
 
 struct PipelineCacheStats {
   size_t pipelines = 0;  // created so far
-  double create_ms = 0;  // wall time spent in vkCreateComputePipelines
+  double create_ms = 0;  // wall time spent in vkCreateComputePipelines (threads overlap)
   DiskCacheState disk = DiskCacheState::Off;
   std::string path;  // the cache file; empty when Off
   size_t loaded_bytes = 0;
@@ -70,6 +70,10 @@ class PipelineCache {
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
   const Pipeline& get(const PipelineKey& key);
+  // The pipelines of `keys`, in order; the distinct ones not made yet are compiled on several
+  // threads (a graph's prepare asks for all of its own at once). References stay valid for the
+  // cache's life.
+  std::vector<const Pipeline*> get_all(const std::vector<PipelineKey>& keys);
   size_t size() const;
   // Writes the driver's cache data to the file when it grew since it was loaded or last
   // saved. Returns whether it wrote; false when Off. Throws Error(Io) when writing fails.
@@ -80,6 +84,8 @@ class PipelineCache {
   std::vector<uint8_t> load(const std::string& directory);
   VkDescriptorSetLayout set_layout(uint32_t bindings);
   VkShaderModule module(const std::string& name);
+  struct Pending;
+  void describe(Pending& p);  // layouts, module and create info of a pipeline to make
   Context& context_;
   mutable std::mutex mutex_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
