@@ -48,6 +48,8 @@ class ChainMatcher {
     const NodeProto* n = im_.producer(value);
     if (!n || n->op_type() != op || n->input_size() != inputs || n->output_size() != 1)
       return nullptr;
+    // A node already absorbed means a cycle (a malformed graph whose node reads its own output).
+    if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) return nullptr;
     return n;
   }
 

@@ -66,6 +66,14 @@ std::vector<int64_t> resolve_pads(Importer& im, const onnx::NodeProto& node, con
   if (auto_pad == "VALID") return pads;
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
     im.fail(node, "unsupported auto_pad '" + auto_pad + "'");
+  // Checked here, before the arithmetic below (a stride of 0 divided by zero); the 2^31 bound
+  // keeps every product in int64.
+  constexpr int64_t kMax = int64_t{1} << 31;
+  for (size_t i = 0; i < n; ++i)
+    if (strides[i] < 1 || strides[i] > kMax || dilations[i] < 1 || dilations[i] > kMax ||
+        kernel[i] < 1 || kernel[i] > kMax || in[2 + i] < 0 || in[2 + i] > kMax)
+      im.fail(node, "auto_pad " + auto_pad + " needs positive strides, dilations and kernel "
+                    "sizes below 2^31 (axis " + std::to_string(i) + ")");
   for (size_t i = 0; i < n; ++i) {
     int64_t size = in[2 + i];
     int64_t out = (size + strides[i] - 1) / strides[i];
