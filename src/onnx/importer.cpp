@@ -367,7 +367,7 @@ void Importer::visit_node(const onnx::NodeProto& node) {
   std::optional<fuse::Fusion> fusion;
   try {
     if (fuse_) fusion = fusion_.rewrite(node);
-    if (fusion && !fusion->node) return;  // elided: a Transpose read as a view, or a dequantize
+    if (fusion && !fusion->node) return add_views(node);  // elided: a view, or a dequantize
     if (!fusion && try_fold(node, attrs)) return check_attributes_read(node, attrs);
     attrs.forget_reads();  // a folder that declined does not speak for the lowering
     if (!fusion) return lower(node, attrs, false);
@@ -419,6 +419,21 @@ bool Importer::fold_ahead(const std::string& value) {
   folded_ahead_.insert(p);
   auto it = values_.find(value);
   return it != values_.end() && it->second.constant.has_value();
+}
+
+void Importer::add_views(const onnx::NodeProto& node) {
+  for (const std::string& name : node.output()) {
+    const fuse::Pass::View* view = fusion_.view(name);
+    if (!view) continue;
+    // Known by its shape (Shape folds it) but not stored: tensor() copies it out on demand.
+    const Value& source = values_.at(view->source);
+    Value& v = values_[name];
+    v.shape = view->shape;
+    v.dtype = source.dtype;
+    v.int8_type = source.int8_type;
+    v.four_bit = source.four_bit;
+    v.sources = source.sources;
+  }
 }
 
 void Importer::block(const onnx::NodeProto& node) {
@@ -493,6 +508,13 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 TensorRef Importer::tensor(Value& v, const std::string& name) {
   const bool demote = node_half_ && v.dtype == DType::Float32;
   const DType want = demote ? DType::Float16 : v.dtype;
+  // A view the fusion pass elided, read by a node that takes no strides: copied out once, in
+  // the precision of the first reader (its source's tensor() decides, as for this value).
+  if (!v.tensor.valid() && !v.constant)
+    if (const fuse::Pass::View* view = fusion_.view(name)) {
+      TensorRef source = tensor(values_.at(view->source), view->source);
+      v.tensor = ops::as_strided(graph_, source, view->shape, view->strides, view->offset);
+    }
   node_demoted_ |= demote;
   for (TensorRef t : {v.tensor, v.other})
     if (t.valid() && graph_.info(t).dtype == want) return t;
