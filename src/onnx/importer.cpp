@@ -421,6 +421,11 @@ bool Importer::fold_ahead(const std::string& value) {
   return it != values_.end() && it->second.constant.has_value();
 }
 
+bool Importer::on_device(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() && (it->second.tensor.valid() || fusion_.view(name));
+}
+
 void Importer::add_views(const onnx::NodeProto& node) {
   for (const std::string& name : node.output()) {
     const fuse::Pass::View* view = fusion_.view(name);
@@ -450,8 +455,7 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
     if (fold::can_fold(node.op_type())) {
       std::set<std::string> computed;
       for (const std::string& name : node.input())
-        if (!name.empty() && !values_.at(name).constant && values_.at(name).tensor.valid())
-          computed.insert(name);
+        if (!name.empty() && !values_.at(name).constant && on_device(name)) computed.insert(name);
       if (!computed.empty())
         throw NeedsComputedValues(where(node) + ": runs on the host, and its inputs " +
                                       quoted_list(computed) + " are computed by the model",
@@ -555,7 +559,7 @@ void Importer::needs_host_value(const onnx::NodeProto& node, const std::string& 
                                 const std::string& what) const {
   const Value& v = value(name);
   if (!v.sources.empty()) needs_values(node, what, v.sources);
-  if (!v.tensor.valid()) fail(node, what + " must be known at load time");
+  if (!on_device(name)) fail(node, what + " must be known at load time");
   throw NeedsComputedValues(where(node) + ": " + what + " depends on '" + name +
                                 "', which the model computes: the Session runs the model in "
                                 "segments and reads it back",
@@ -589,7 +593,7 @@ void Importer::require_host_values(const onnx::NodeProto& node,
     if (!has_input(node, i) || input(node, i).constant) continue;
     const std::set<std::string>& s = input(node, i).sources;
     sources.insert(s.begin(), s.end());
-    if (s.empty() && input(node, i).tensor.valid()) computed.insert(node.input(i));
+    if (s.empty() && on_device(node.input(i))) computed.insert(node.input(i));
   }
   if (!sources.empty()) needs_values(node, "its shape", sources);
   if (!computed.empty())

@@ -3,7 +3,7 @@
 // torch 2.11 exporters) or three Slices (torch 1.13), then the per-head Reshape/Transpose; the
 // fused model runs the projection and one attention reading offset views of it. Checked against
 // a float64 reference and against the model run unfused, in float32 and float16 mode, outputs
-// poisoned by a first run on NaN input.
+// poisoned by a first run on NaN input. And the out-projection's residual Add, joined to its Gemm.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -188,6 +188,44 @@ TEST_F(OnnxAttentionViews, PackedQkvSplitIsReadInPlace) {
                                                            : (batch == 1 ? 13 : 14);
         EXPECT_EQ(plain.graph()->stats().nodes, plain_nodes + casts);
       }
+}
+
+// nn.MultiheadAttention's out-projection: Gemm on [S·B, E], viewed back as [S, B, E] (and, in
+// ViT, transposed over the batch of 1), then the skip connection: one FusedGemm with the
+// residual in its epilogue. A Transpose that moves dims of more than one element reorders the
+// elements: then the Add stays a node.
+TEST_F(OnnxAttentionViews, OutProjectionResidualJoinsTheGemm) {
+  for (bool reorders : {false, true})
+    for (bool fp16 : {false, true}) {
+      if (fp16 && !context()->features().storage_buffer_16bit) continue;
+      SCOPED_TRACE(std::string(reorders ? "reordering Transpose" : "batch-1 Transpose") +
+                   (fp16 ? " fp16" : ""));
+      const int64_t batch = reorders ? 2 : 1;
+      ModelBuilder m(17);
+      m.input("ctx", kFloat, {kS * batch, kE});
+      m.input("skip", kFloat, {batch, kS, kE});
+      m.output("y", kFloat);
+      m.initializer("w", Shape{kE, kE}, random_floats(kE * kE, -0.3f, 0.3f));
+      m.initializer("c", Shape{kE}, random_floats(kE, -0.5f, 0.5f));
+      m.initializer("sbe", std::vector<int64_t>{kS, batch, kE});
+      set_int(m.node("Gemm", {"ctx", "w", "c"}, {"proj"}), "transB", 1);
+      m.node("Reshape", {"proj", "sbe"}, {"proj3"});
+      set_ints(m.node("Transpose", {"proj3"}, {"bse"}), "perm", {1, 0, 2});
+      m.node("Add", {"bse", "skip"}, {"y"});
+      HostTensor ctx(DType::Float32, {kS * batch, kE}), skip(DType::Float32, {batch, kS, kE});
+      const std::vector<float> a = random_floats(ctx.numel(), -2, 2),
+                               r = random_floats(skip.numel(), -2, 2);
+      std::copy(a.begin(), a.end(), ctx.data<float>());
+      std::copy(r.begin(), r.end(), skip.data<float>());
+      Runs runs = run_both(m, {{"ctx", ctx}, {"skip", skip}}, fp16);
+      expect_near(runs.fused[0], runs.plain[0], fp16 ? 1e-2f : 1e-5f);
+      // Fused: the Gemm with the residual (the Reshape a view, the batch-1 Transpose in order);
+      // else Gemm, the Transpose's copy, Add. Unfused: Gemm, Add (and the copy). Float16 mode:
+      // the casts of ctx, skip and y.
+      const size_t casts = fp16 ? 3 : 0;
+      EXPECT_EQ(runs.fused_nodes, (reorders ? 3u : 1u) + casts);
+      EXPECT_EQ(runs.plain_nodes, (reorders ? 3u : 2u) + casts);
+    }
 }
 
 }  // namespace
