@@ -106,6 +106,8 @@ std::optional<Pass::View> gathered_of(Pass& p, const NodeProto& n, const Pass::V
 
 std::optional<Pass::View> sliced(Pass& p, const NodeProto& n, const Pass::View& in) {
   const bool inputs = p.importer().opset() >= 10;
+  if (inputs && (n.input_size() < 3 || n.input(1).empty() || n.input(2).empty()))
+    return std::nullopt;  // the lowering reports it
   const auto starts = ints_of(p, n, 1, inputs ? nullptr : "starts");
   const auto ends = ints_of(p, n, 2, inputs ? nullptr : "ends");
   const auto axes = ints_of(p, n, 3, inputs ? nullptr : "axes");
