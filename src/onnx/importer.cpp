@@ -467,6 +467,10 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   graph_.set_label_scope(op_type + " '" + node.name() + "'");
   node_half_ = fp16_ && it->second.half;
   node_demoted_ = false;
+  // An elided view has no tensor until a reader needs one: stored now for any node lowered,
+  // since a lowering may pass its input's Value on (Identity) rather than ask for the tensor.
+  for (const std::string& name : node.input())
+    if (!name.empty() && fusion_.view(name)) tensor(values_.at(name), name);
   std::vector<Value> outs = it->second.lower(*this, node, attrs);
   graph_.set_label_scope("");
   check_attributes_read(node, attrs);
