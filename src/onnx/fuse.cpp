@@ -2,10 +2,12 @@
 
 #include <cmath>
 
+#include "core/shape_rules.h"
 #include "onnx/fuse_activation.h"
 #include "onnx/fuse_attention.h"
 #include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
+#include "onnx/fuse_view.h"
 #include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
 
@@ -157,6 +159,87 @@ std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
   return f;
 }
 
+// The shape a Reshape of a tensor shaped `in` gives, its target a host constant (folded ahead
+// when the exporter writes it later).
+std::optional<Shape> reshape_target(Pass& p, const NodeProto& r, const Shape& in) {
+  if (r.op_type() != "Reshape" || r.input_size() != 2) return std::nullopt;
+  if (!p.importer().available(r, 1)) p.fold_ahead(r.input(1));
+  const HostTensor* target = p.importer().constant(r, 1);
+  if (!target || (target->dtype != DType::Int64 && target->dtype != DType::Int32))
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < target->numel(); ++i) dims.push_back(target->as_int(i));
+  try {
+    return shapes::resolve_reshape(in, dims, p.attrs(r).get_int("allowzero", 0) != 0, "Reshape");
+  } catch (const Error&) {
+    return std::nullopt;  // the Reshape, lowered alone, reports it
+  }
+}
+
+// Whether a Transpose of `shape` by `perm` keeps the elements in memory order: only dims of one
+// element move.
+bool keeps_order(const Shape& shape, const std::vector<int64_t>& perm) {
+  int64_t last = -1;
+  for (int64_t d : perm) {
+    if (shape[d] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
+
+// Gemm -> Reshape [-> Transpose of dims of one element] -> Add(residual) => FusedGemm with the
+// residual in its epilogue: nn.MultiheadAttention's out-projection, a Gemm on [S·B, E] viewed
+// back as [S, B, E] (and, in ViT, [B, S, E] with B = 1) before the skip connection. The chain
+// keeps the Gemm's elements in order, so the residual, of the Add's shape and contiguous, adds
+// element by element; the fused node's output is the Gemm's viewed as the Add's shape.
+std::optional<Fusion> gemm_residual(const NodeProto& gemm, Pass& p) {
+  const Importer& im = p.importer();
+  if (gemm.input_size() < 2 || !im.available(gemm, 0) || !im.available(gemm, 1))
+    return std::nullopt;
+  const fold::Attrs& ga = p.attrs(gemm);
+  const Shape& a = im.input(gemm, 0).shape;
+  const Shape& b = im.input(gemm, 1).shape;
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  const Shape y{ga.get_int("transA", 0) ? a[1] : a[0], ga.get_int("transB", 0) ? b[0] : b[1]};
+  Fusion f;
+  const NodeProto* r = p.sole_consumer(gemm.output(0));
+  if (!r || r->input(0) != gemm.output(0)) return std::nullopt;
+  std::optional<Shape> shape = reshape_target(p, *r, y);
+  if (!shape) return std::nullopt;
+  f.absorbed.push_back(r);
+  const NodeProto* tail = r;
+  for (const NodeProto* t = p.sole_consumer(tail->output(0));
+       t && t->op_type() == "Transpose" && t->input_size() == 1;
+       t = p.sole_consumer(tail->output(0))) {
+    const std::vector<int64_t>* given = p.attrs(*t).find_ints("perm");
+    if (!given || given->size() != shape->size()) return std::nullopt;
+    const std::vector<int64_t> perm = ops::resolve_perm(*shape, *given, im.where(*t));
+    if (!keeps_order(*shape, perm)) return std::nullopt;
+    Shape permuted;
+    for (int64_t d : perm) permuted.push_back((*shape)[d]);
+    *shape = permuted;
+    f.absorbed.push_back(tail = t);
+  }
+  const NodeProto* add = p.sole_consumer(tail->output(0));
+  if (!add || add->op_type() != "Add" || add->input_size() != 2) return std::nullopt;
+  const int other = other_input(*add, tail->output(0));
+  if (add->input(other) == tail->output(0) || !im.available(*add, other) ||
+      im.constant(*add, other) || im.input(*add, other).dtype != DType::Float32 ||
+      im.input(*add, other).shape != *shape)
+    return std::nullopt;
+  f.absorbed.push_back(add);
+  NodeProto n = fused_node(gemm, "FusedGemm");
+  *n.mutable_attribute() = gemm.attribute();
+  *n.mutable_input() = gemm.input();
+  while (n.input_size() < kGemmResidual) n.add_input("");
+  n.add_input(add->input(other));
+  set_ints(n, "output_shape", *shape);
+  set_output(n, f, gemm);
+  f.node = std::move(n);
+  return f;
+}
+
 // numpy.matmul's result shape (empty when the operands do not multiply: nothing then fuses
 // that needs it, and the lowering reports the problem).
 Shape matmul_shape(const Shape& a, const Shape& b) {
@@ -188,7 +271,12 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
 std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   const Importer& im = p.importer();
   if (mm.input_size() != 2 || mm.input(0).empty() || mm.input(1).empty()) return std::nullopt;
-  const Pass::View a = p.resolve(mm, 0), b = p.resolve(mm, 1);
+  // FusedMatMul reads permutations; another view it reads copied out (Importer::tensor).
+  auto operand = [&](int i) {
+    Pass::View v = p.resolve(mm, i);
+    return v.strided() ? Pass::View{mm.input(i), {}, v.shape} : v;
+  };
+  const Pass::View a = operand(0), b = operand(1);
   Fusion f;
   NodeProto n = fused_node(mm, "FusedMatMul");
   n.add_input(a.source);
@@ -243,51 +331,6 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   return f;
 }
 
-// Whether every reader of `node`'s output reads views (MatMul) or composes them (Transpose),
-// and the output is not a model output.
-bool only_view_readers(const Pass& p, const NodeProto& node) {
-  const Importer& im = p.importer();
-  if (im.is_model_output(node.output(0))) return false;
-  const auto& readers = im.consumers(node.output(0));
-  if (readers.empty()) return false;
-  for (const NodeProto* r : readers)
-    if (r->op_type() != "MatMul" && r->op_type() != "Transpose") return false;
-  return true;
-}
-
-// The view a Transpose gives: its input's source, the permutations composed.
-Pass::View transposed(const NodeProto& t, Pass& p) {
-  const Pass::View in = p.resolve(t, 0);
-  const std::vector<int64_t>* given = p.attrs(t).find_ints("perm");
-  const std::vector<int64_t> perm =
-      ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{}, p.importer().where(t));
-  // The permutation of the stored tensor: this one after the input's own.
-  Pass::View v{in.source, {}, {}};
-  for (int64_t d : perm) {
-    v.perm.push_back(in.perm.empty() ? d : in.perm[d]);
-    v.shape.push_back(in.shape[d]);
-  }
-  return v;
-}
-
-// A Transpose that only MatMuls read (directly or through more Transposes) is elided: its
-// readers read its input through strides. Chains compose into one permutation, so a chain read
-// by anything else costs one copy, from the chain's input.
-std::optional<Fusion> transpose_view(const NodeProto& t, Pass& p) {
-  if (t.input_size() != 1 || t.input(0).empty()) return std::nullopt;
-  Pass::View v = transposed(t, p);
-  if (only_view_readers(p, t)) {
-    p.elide(t.output(0), std::move(v));
-    return Fusion{};
-  }
-  if (!p.view(t.input(0))) return std::nullopt;
-  NodeProto n = t;
-  n.set_input(0, v.source);
-  n.clear_attribute();
-  set_ints(n, "perm", v.perm);
-  return Fusion{std::move(n), {}};
-}
-
 // The patterns, by the op type of the node they start at, tried in order; the first that
 // matches rewrites the node.
 struct Pattern {
@@ -310,6 +353,8 @@ constexpr Pattern kPatterns[] = {
     {"Conv", conv_epilogue},
     // Gemm -> activation => FusedGemm
     {"Gemm", gemm_activation},
+    // Gemm -> Reshape [-> Transpose of dims of 1] -> Add(residual) => FusedGemm
+    {"Gemm", gemm_residual},
     // Mul(q, c) / Mul(kᵀ, c) -> MatMul -> ... -> MatMul(·, v) => FusedAttention (dynamo form)
     {"Mul", attention_prescaled},
     // Mul/Div(q, c) -> MatMul(·, kᵀ) -> ... => FusedAttention (only q scaled: Swin, torch 1.13)
@@ -328,8 +373,13 @@ constexpr Pattern kPatterns[] = {
     {"Mul", activation_chain},
     {"Pow", activation_chain},
     {"Add", activation_chain},
-    // Transpose read only by MatMul/Transpose => elided, read as a strided view
-    {"Transpose", transpose_view},
+    // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice read as a view (fuse_view.h) => elided
+    {"Transpose", view_node},
+    {"Reshape", view_node},
+    {"Squeeze", view_node},
+    {"Unsqueeze", view_node},
+    {"Gather", view_node},
+    {"Slice", view_node},
 };
 
 const std::map<std::string, std::string>& model_op_types() {
@@ -390,10 +440,8 @@ bool Pass::reads_all_attributes(const NodeProto& root, const Fusion& f) {
 
 std::optional<Pass::View> Pass::view_ahead(const std::string& value) {
   const NodeProto* t = im_.producer(value);
-  if (!t || t->op_type() != "Transpose" || t->input_size() != 1 || t->input(0).empty() ||
-      !only_view_readers(*this, *t) || (!view(t->input(0)) && !im_.available(*t, 0)))
-    return std::nullopt;
-  return transposed(*t, *this);
+  if (!t || view(value)) return std::nullopt;  // visited already: elided or lowered
+  return elided_view(*t, *this);
 }
 
 bool Pass::fold_ahead(const std::string& value) const {

@@ -59,11 +59,19 @@ class Pass {
   // whose inputs are all host constants is left to folding.
   std::optional<Fusion> rewrite(const onnx::NodeProto& node);
 
-  // A Transpose output the pass elided: readers see `source` permuted by `perm`.
+  // The output of a data-movement node the pass elided (fuse_view.h): readers see elements of
+  // `source` (a computed value) through an element offset and a stride per dim. `perm` is set
+  // when the view is `source` permuted and nothing else (FusedMatMul reads only those).
+  // Resolving a value that is no view gives the value itself: no perm, no strides.
   struct View {
     std::string source;
     std::vector<int64_t> perm;
-    Shape shape;  // the view's (permuted) shape
+    Shape shape;  // the view's shape
+    int64_t offset = 0;
+    std::vector<int64_t> strides;  // in elements of source, one per dim of shape
+    // A view that is more than a permutation (an offset, split or merged dims): only readers
+    // that take strides read it in place; for others the importer copies it out.
+    bool strided() const { return !strides.empty() && perm.empty(); }
   };
   const View* view(const std::string& value) const;
   // Whether `value` is the output of a node the pass elided (a Transpose read as a view, or a
@@ -74,8 +82,8 @@ class Pass {
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
-  // The view that `value`, the output of a Transpose not visited yet, will be once the pass
-  // elides it (all its readers read views), for a pattern that reads it before; else nullopt.
+  // The view that `value`, the output of a data-movement node not visited yet, will be once
+  // the pass elides it, for a pattern that reads it before; else nullopt.
   std::optional<View> view_ahead(const std::string& value);
   // Importer::fold_ahead: whether `value` is (now) a host constant, folded ahead of model order.
   bool fold_ahead(const std::string& value) const;
@@ -138,5 +146,10 @@ enum ConvInput : int {
 // Input positions of FusedMatMul: the operands (the sources of elided views), the [N] bias and
 // the residual added after the scale, before the activation; absent ones are empty names.
 enum MatMulInput : int { kMatMulA, kMatMulB, kMatMulBias, kMatMulResidual, kMatMulInputs };
+
+// FusedGemm's inputs: Gemm's A, B, C, then the residual added after alpha·AB + beta·C (absent:
+// an empty name or none); with a residual, attribute "output_shape" is the shape its output is
+// viewed as (the Add's: the Reshape and Transposes between Gemm and Add keep the order).
+enum GemmInput : int { kGemmA, kGemmB, kGemmC, kGemmResidual, kGemmInputs };
 
 }  // namespace vkgraph::onnx_import::fuse

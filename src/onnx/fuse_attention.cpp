@@ -69,6 +69,23 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+// How the kernel reads operand `x` (q, k, v): "perm_x" for a permutation of the stored tensor;
+// "shape_x", "strides_x", "offset_x" for another view; nothing as stored.
+void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
+  if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);
+  if (!view.strided()) return;
+  set_ints(n, ("shape_" + x).c_str(), view.shape);
+  set_ints(n, ("strides_" + x).c_str(), view.strides);
+  set_attr(n, ("offset_" + x).c_str(), view.offset);
+}
+
+// The stored shape of the computed value `name`.
+Shape stored_shape(const Importer& im, const std::string& name) {
+  NodeProto probe;
+  probe.add_input(name);
+  return im.input(probe, 0).shape;
+}
+
 // What the pattern has learnt about the scores' MatMul and its operands.
 struct Scores {
   Pass::View q, kt;
@@ -198,7 +215,8 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   const int64_t heads = rank == 4 ? qs[0] * qs[1] : qs[0];
   const int64_t kMax32 = std::numeric_limits<uint32_t>::max();
   if (qs.back() < 1 || qs.back() > 256 || heads > 65535 || (qs[rank - 2] + 7) / 8 > 65535 ||
-      numel(qs) > kMax32 || numel(ks) > kMax32)
+      numel(qs) > kMax32 || numel(ks) > kMax32 || numel(stored_shape(im, s.q.source)) > kMax32 ||
+      numel(stored_shape(im, s.kt.source)) > kMax32)
     return std::nullopt;
   Shape score_shape(qs.begin(), qs.end() - 1);
   score_shape.push_back(ks.back());
@@ -267,7 +285,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
     return std::nullopt;
   for (size_t i = 0; i + 2 < rank; ++i)
     if (v.shape[i] != ks[i]) return std::nullopt;
-  if (!is_float32(im, v.source)) return std::nullopt;
+  if (!is_float32(im, v.source) || numel(stored_shape(im, v.source)) > kMax32) return std::nullopt;
   next(pv);
   // The heads merged back (Transpose [B, H, S, D] -> [B, S, H, D] before the Reshape to
   // [B, S, H * D]): the kernel stores that layout itself instead of a copy after it.
@@ -293,9 +311,9 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   n.add_input(mask);
   n.add_input(window.mask);
   if (!window.mask.empty()) set_ints(n, "window_shape", window.shape);
-  if (!s.q.perm.empty()) set_ints(n, "perm_q", s.q.perm);
-  if (!s.kt.perm.empty()) set_ints(n, "perm_k", s.kt.perm);
-  if (!v.perm.empty()) set_ints(n, "perm_v", v.perm);
+  set_view(n, "q", s.q);
+  set_view(n, "k", s.kt);
+  set_view(n, "v", v);
   if (!perm_out.empty()) set_ints(n, "perm_out", perm_out);
   set_attr(n, "scale", s.scale);
   set_attr(n, "mask_kind", static_cast<int64_t>(mask_kind));

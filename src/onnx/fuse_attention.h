@@ -34,8 +34,9 @@ std::optional<Fusion> attention_prescaled(const onnx::NodeProto& mul, Pass& pass
 std::optional<Fusion> attention_scaled_q(const onnx::NodeProto& scale, Pass& pass);
 
 // FusedAttention's inputs (absent mask: an empty name) and attributes: "perm_q", "perm_k",
-// "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored),
-// "perm_out" (the permutation of [B, H, S, D] the output is stored in; absent: none),
+// "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored), or
+// for another view (fuse_view.h: a Gather or Slice of a packed QKV projection) "shape_x",
+// "strides_x", "offset_x" with x one of q, k, v, "perm_out" (the permutation of [B, H, S, D] the output is stored in; absent: none),
 // "scale" (float), "mask_kind" (kMaskAdd: added to the scores; kMaskWhereTrue/False: a bool
 // tensor, whose true/false entries mask the score out with -inf), "window_shape" (with the
 // window mask: the shape the scores are viewed in when it is added; the mask broadcasts to it).

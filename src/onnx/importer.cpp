@@ -367,7 +367,7 @@ void Importer::visit_node(const onnx::NodeProto& node) {
   std::optional<fuse::Fusion> fusion;
   try {
     if (fuse_) fusion = fusion_.rewrite(node);
-    if (fusion && !fusion->node) return;  // elided: a Transpose read as a view, or a dequantize
+    if (fusion && !fusion->node) return add_views(node);  // elided: a view, or a dequantize
     if (!fusion && try_fold(node, attrs)) return check_attributes_read(node, attrs);
     attrs.forget_reads();  // a folder that declined does not speak for the lowering
     if (!fusion) return lower(node, attrs, false);
@@ -421,6 +421,26 @@ bool Importer::fold_ahead(const std::string& value) {
   return it != values_.end() && it->second.constant.has_value();
 }
 
+bool Importer::on_device(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() && (it->second.tensor.valid() || fusion_.view(name));
+}
+
+void Importer::add_views(const onnx::NodeProto& node) {
+  for (const std::string& name : node.output()) {
+    const fuse::Pass::View* view = fusion_.view(name);
+    if (!view) continue;
+    // Known by its shape (Shape folds it) but not stored: tensor() copies it out on demand.
+    const Value& source = values_.at(view->source);
+    Value& v = values_[name];
+    v.shape = view->shape;
+    v.dtype = source.dtype;
+    v.int8_type = source.int8_type;
+    v.four_bit = source.four_bit;
+    v.sources = source.sources;
+  }
+}
+
 void Importer::block(const onnx::NodeProto& node) {
   blocked_.insert(node.output().begin(), node.output().end());
 }
@@ -435,8 +455,7 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
     if (fold::can_fold(node.op_type())) {
       std::set<std::string> computed;
       for (const std::string& name : node.input())
-        if (!name.empty() && !values_.at(name).constant && values_.at(name).tensor.valid())
-          computed.insert(name);
+        if (!name.empty() && !values_.at(name).constant && on_device(name)) computed.insert(name);
       if (!computed.empty())
         throw NeedsComputedValues(where(node) + ": runs on the host, and its inputs " +
                                       quoted_list(computed) + " are computed by the model",
@@ -448,6 +467,10 @@ void Importer::lower(const onnx::NodeProto& node, const fold::Attrs& attrs, bool
   graph_.set_label_scope(op_type + " '" + node.name() + "'");
   node_half_ = fp16_ && it->second.half;
   node_demoted_ = false;
+  // An elided view has no tensor until a reader needs one: stored now for any node lowered,
+  // since a lowering may pass its input's Value on (Identity) rather than ask for the tensor.
+  for (const std::string& name : node.input())
+    if (!name.empty() && fusion_.view(name)) tensor(values_.at(name), name);
   std::vector<Value> outs = it->second.lower(*this, node, attrs);
   graph_.set_label_scope("");
   check_attributes_read(node, attrs);
@@ -493,6 +516,13 @@ const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
 TensorRef Importer::tensor(Value& v, const std::string& name) {
   const bool demote = node_half_ && v.dtype == DType::Float32;
   const DType want = demote ? DType::Float16 : v.dtype;
+  // A view the fusion pass elided, read by a node that takes no strides: copied out once, in
+  // the precision of the first reader (its source's tensor() decides, as for this value).
+  if (!v.tensor.valid() && !v.constant)
+    if (const fuse::Pass::View* view = fusion_.view(name)) {
+      TensorRef source = tensor(values_.at(view->source), view->source);
+      v.tensor = ops::as_strided(graph_, source, view->shape, view->strides, view->offset);
+    }
   node_demoted_ |= demote;
   for (TensorRef t : {v.tensor, v.other})
     if (t.valid() && graph_.info(t).dtype == want) return t;
@@ -533,7 +563,7 @@ void Importer::needs_host_value(const onnx::NodeProto& node, const std::string& 
                                 const std::string& what) const {
   const Value& v = value(name);
   if (!v.sources.empty()) needs_values(node, what, v.sources);
-  if (!v.tensor.valid()) fail(node, what + " must be known at load time");
+  if (!on_device(name)) fail(node, what + " must be known at load time");
   throw NeedsComputedValues(where(node) + ": " + what + " depends on '" + name +
                                 "', which the model computes: the Session runs the model in "
                                 "segments and reads it back",
@@ -567,7 +597,7 @@ void Importer::require_host_values(const onnx::NodeProto& node,
     if (!has_input(node, i) || input(node, i).constant) continue;
     const std::set<std::string>& s = input(node, i).sources;
     sources.insert(s.begin(), s.end());
-    if (s.empty() && input(node, i).tensor.valid()) computed.insert(node.input(i));
+    if (s.empty() && on_device(node.input(i))) computed.insert(node.input(i));
   }
   if (!sources.empty()) needs_values(node, "its shape", sources);
   if (!computed.empty())

@@ -224,6 +224,10 @@ class Importer {
   [[noreturn]] void needs_values(const onnx::NodeProto& node, const std::string& what,
                                  const std::set<std::string>& inputs) const;
   void block(const onnx::NodeProto& node);
+  // Values for the outputs of `node` that the fusion pass elided as views (shape, no tensor).
+  void add_views(const onnx::NodeProto& node);
+  // Whether the device holds `name` (or will: a view the fusion pass elided).
+  bool on_device(const std::string& name) const;
   // The values a node reads: its inputs and, for control flow, those its subgraphs capture.
   std::vector<std::string> uses(const onnx::NodeProto& node) const;
   std::set<const onnx::NodeProto*> live_nodes() const;  // a staged build's nodes to visit

@@ -8,10 +8,20 @@
 namespace vkgraph::onnx_import {
 namespace {
 
-ops::PermutedView view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
-                       const char* perm) {
-  const std::vector<int64_t>* p = a.find_ints(perm);
-  return {im.tensor(node, input), p ? *p : std::vector<int64_t>{}};
+// Operand `x` (q, k, v) at `input` as the kernel reads it (fuse_attention.h's attributes): a
+// strided view, a permutation, or as stored.
+ops::StridedView view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
+                      const std::string& x) {
+  const TensorRef t = im.tensor(node, input);
+  const std::vector<int64_t>* shape = a.find_ints("shape_" + x);
+  const std::vector<int64_t>* strides = a.find_ints("strides_" + x);
+  if (shape || strides) {
+    if (!shape || !strides || shape->size() != strides->size())
+      im.fail(node, "shape_" + x + " and strides_" + x + " must come together, of one length");
+    return {t, Shape(shape->begin(), shape->end()), *strides, a.get_int("offset_" + x, 0)};
+  }
+  const std::vector<int64_t>* p = a.find_ints("perm_" + x);
+  return ops::strided_view(im.graph(), {t, p ? *p : std::vector<int64_t>{}});
 }
 
 HostTensor float_scalar(float v) {
@@ -59,9 +69,11 @@ TensorRef additive_mask(Importer& im, const onnx::NodeProto& node, bool masked_w
                      : ops::where(im.graph(), cond, zero, inf);
 }
 
-// The shape of input `i` as the kernel reads it: the stored shape permuted by `perm`.
+// The shape of input `i` as the kernel reads it: the view's, or the stored shape permuted by
+// `perm`.
 Shape viewed_shape(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
-                   const char* perm) {
+                   const char* perm, const char* view_shape) {
+  if (const std::vector<int64_t>* s = a.find_ints(view_shape)) return Shape(s->begin(), s->end());
   const Shape& stored = im.input(node, input).shape;
   const std::vector<int64_t>* p = a.find_ints(perm);
   if (!p) return stored;
@@ -113,8 +125,8 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
   if (scale != a.floats.end()) params.scale = scale->second;
   if (const std::vector<int64_t>* perm = a.find_ints("perm_out")) params.out_perm = *perm;
   const int64_t kind = a.get_int("mask_kind", fuse::kMaskAdd);
-  const Shape q = viewed_shape(im, node, a, fuse::kAttnQ, "perm_q");
-  const Shape v = viewed_shape(im, node, a, fuse::kAttnV, "perm_v");
+  const Shape q = viewed_shape(im, node, a, fuse::kAttnQ, "perm_q", "shape_q");
+  const Shape v = viewed_shape(im, node, a, fuse::kAttnV, "perm_v", "shape_v");
   if (q.size() < 2 || v.size() < 2) im.fail(node, "q and v need rank 2 at least");
   Shape scores(q.begin(), q.end() - 1);
   scores.push_back(v.end()[-2]);
@@ -145,9 +157,9 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
         im.fail(node, "unknown mask_kind");
     }
   }
-  TensorRef y = ops::attention(im.graph(), view(im, node, a, fuse::kAttnQ, "perm_q"),
-                               view(im, node, a, fuse::kAttnKt, "perm_k"),
-                               view(im, node, a, fuse::kAttnV, "perm_v"), mask, params);
+  TensorRef y = ops::attention_strided(im.graph(), view(im, node, a, fuse::kAttnQ, "q"),
+                                       view(im, node, a, fuse::kAttnKt, "k"),
+                                       view(im, node, a, fuse::kAttnV, "v"), mask, params);
   return {Importer::device_value(im.graph(), y)};
 }
 

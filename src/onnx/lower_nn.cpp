@@ -267,9 +267,9 @@ std::vector<Value> lower_conv_transpose(Importer& im, const onnx::NodeProto& nod
   return {out(im, y)};
 }
 
-// Gemm, and FusedGemm: Gemm with an activation in its epilogue.
+// Gemm, and FusedGemm: Gemm with an activation or a residual in its epilogue.
 std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
-  im.require_inputs(node, 2, 3);
+  im.require_inputs(node, 2, fuse::is_fused(node) ? fuse::kGemmInputs : 3);
   // Before opset 7: broadcast=0 asks for C of the full result shape, which broadcasting
   // leaves as it is; broadcast=1 is what every later opset does.
   a.ignore("broadcast");
@@ -286,7 +286,20 @@ std::vector<Value> lower_gemm(Importer& im, const onnx::NodeProto& node, const f
   options.trans_b = a.get_int("transB", 0) != 0;
   options.activation = act_op;
   options.activation_params = act_params;
+  const std::vector<int64_t>* output_shape = a.find_ints("output_shape");
+  if (im.has_input(node, fuse::kGemmResidual)) {
+    // The residual is of the Add's shape, which views the result [M, N] in order.
+    const Shape& bs = im.input(node, 1).shape;
+    const int64_t n = bs.size() == 2 ? (options.trans_b ? bs[0] : bs[1]) : 0;
+    const TensorRef r = im.tensor(node, fuse::kGemmResidual);
+    const int64_t count = numel(im.graph().info(r).shape);
+    if (!output_shape || n <= 0 || count % n != 0)
+      im.fail(node, "a residual needs output_shape and a size that rows of N make");
+    options.residual = im.graph().add_view(r, {count / n, n});
+  }
   TensorRef y = ops::gemm(im.graph(), im.tensor(node, 0), im.tensor(node, 1), options);
+  if (output_shape)
+    y = ops::reshape(im.graph(), y, Shape(output_shape->begin(), output_shape->end()));
   return {out(im, y)};
 }
 

@@ -4,7 +4,8 @@
 // rows of one (batch, head); it walks the keys in tiles of BC rows through shared memory and
 // keeps, per query row, the running maximum of the online softmax, rescaling its float32
 // accumulators whenever it grows. Q [B, H, S, D], Kᵀ [B, HKV, D, SKV] and V [B, HKV, SKV, D] are
-// read through four strides each, so transposed views cost no copy; a stride is 0 where an
+// read through an offset and four strides each, so transposed views and Q/K/V split from one
+// packed projection cost no copy; a stride is 0 where an
 // operand broadcasts, and grouped-query heads share a KV head (h / group). The mask (MASK=1) is
 // added to the scaled scores likewise. The output is [B, H, S, D] contiguous.
 //
@@ -36,6 +37,7 @@ layout(push_constant) uniform Params {
   float scale;
   uint causal;  // key j > query i is masked out (top-left aligned, as torch's is_causal)
   uint o_b, o_h, o_s, o_d;  // the output's strides of batch, head, query row, element
+  uint q_off, k_off, v_off;  // the views' element offsets (Q/K/V of one packed projection)
 } p;
 layout(constant_id = 3) const uint BR = 8;
 layout(constant_id = 4) const uint BC = 32;
@@ -69,9 +71,9 @@ void main() {
   const uint kvh = h / p.group;
   const uint row0 = gl_WorkGroupID.x * BR;
   const uint i = row0 + r;  // this invocation's query row
-  const uint q_base = b * p.q_b + h * p.q_h;
-  const uint k_base = b * p.k_b + kvh * p.k_h;
-  const uint v_base = b * p.v_b + kvh * p.v_h;
+  const uint q_base = p.q_off + b * p.q_b + h * p.q_h;
+  const uint k_base = p.k_off + b * p.k_b + kvh * p.k_h;
+  const uint v_base = p.v_off + b * p.v_b + kvh * p.v_h;
 
   for (uint e = t; e < BR * D; e += wg) {
     uint rr = e / D, c = e % D;

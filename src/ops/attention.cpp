@@ -15,33 +15,47 @@ uint32_t u32(int64_t v, const std::string& what) {
   return static_cast<uint32_t>(v);
 }
 
-// A permuted view as the kernel reads it: four dims and the element strides of each in the
-// stored tensor (a rank-3 view gets a leading batch of 1).
+// A view as the kernel reads it: four dims, the element stride of each and the element offset
+// in the stored tensor (a rank-3 view gets a leading batch of 1).
 struct Strided {
   Shape shape;
   std::array<int64_t, 4> stride{};
+  int64_t offset = 0;
   std::string text;  // for errors
 };
 
-Strided strided(ComputeGraph& g, const PermutedView& view, const std::string& what) {
-  const Shape stored = g.info(view.tensor).shape;
-  check(stored.size() == 3 || stored.size() == 4, ErrorKind::InvalidArgument,
-        std::string(kOp) + ": " + what + " must be rank 3 or 4, got " + shape_str(stored));
-  std::vector<int64_t> perm = view.perm;  // empty: as stored (resolve_perm would reverse)
-  if (perm.empty())
-    for (size_t i = 0; i < stored.size(); ++i) perm.push_back(static_cast<int64_t>(i));
-  perm = resolve_perm(stored, perm, kOp);
-  std::vector<int64_t> row_major(stored.size(), 1);
-  for (size_t i = stored.size() - 1; i > 0; --i) row_major[i - 1] = row_major[i] * stored[i];
-  Strided s;
-  const size_t lead = 4 - stored.size();
-  s.shape.assign(lead, 1);
-  for (size_t i = 0; i < perm.size(); ++i) {
-    s.shape.push_back(stored[perm[i]]);
-    s.stride[lead + i] = row_major[perm[i]];
+Strided strided(ComputeGraph& g, const StridedView& view, const std::string& what) {
+  const Shape& shape = view.shape;
+  check(shape.size() == 3 || shape.size() == 4, ErrorKind::InvalidArgument,
+        std::string(kOp) + ": " + what + " must be rank 3 or 4, got " + shape_str(shape));
+  check(view.strides.size() == shape.size(), ErrorKind::InvalidArgument,
+        std::string(kOp) + ": " + what + " has " + std::to_string(view.strides.size()) +
+            " strides for " + shape_str(shape));
+  // The last element the view reads, which must lie in the tensor (no dim is empty here:
+  // the shape checks of attention() come after, and an empty view reads nothing).
+  const int64_t stored = numel(g.info(view.tensor).shape);
+  int64_t last = view.offset;
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    check(view.strides[i] >= 0 && shape[i] >= 0, ErrorKind::InvalidArgument,
+          std::string(kOp) + ": " + what + " has a negative stride or dim");
+    empty |= shape[i] == 0;
+    last += (shape[i] - 1) * view.strides[i];
   }
-  s.text = what + " " + shape_str(Shape(s.shape.begin() + lead, s.shape.end()));
-  u32(numel(stored), what + " elements");
+  check(view.offset >= 0 && (empty || last < stored), ErrorKind::InvalidArgument,
+        std::string(kOp) + ": " + what + " " + shape_str(shape) + " at offset " +
+            std::to_string(view.offset) + " reads past its tensor's " + std::to_string(stored) +
+            " elements");
+  Strided s;
+  const size_t lead = 4 - shape.size();
+  s.shape.assign(lead, 1);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s.shape.push_back(shape[i]);
+    s.stride[lead + i] = view.strides[i];
+  }
+  s.offset = view.offset;
+  s.text = what + " " + shape_str(shape);
+  u32(stored, what + " elements");
   return s;
 }
 
@@ -118,9 +132,32 @@ OutputLayout output_layout(size_t q_rank, const Shape& bhsd, const std::vector<i
 
 }  // namespace
 
+StridedView strided_view(ComputeGraph& g, const PermutedView& view) {
+  const Shape stored = g.info(view.tensor).shape;
+  std::vector<int64_t> perm = view.perm;  // empty: as stored (resolve_perm would reverse)
+  if (perm.empty())
+    for (size_t i = 0; i < stored.size(); ++i) perm.push_back(static_cast<int64_t>(i));
+  perm = resolve_perm(stored, perm, kOp);
+  std::vector<int64_t> row_major(stored.size(), 1);
+  for (size_t i = stored.size(); i-- > 1;) row_major[i - 1] = row_major[i] * stored[i];
+  StridedView s{view.tensor, {}, {}, 0};
+  for (int64_t d : perm) {
+    s.shape.push_back(stored[d]);
+    s.strides.push_back(row_major[d]);
+  }
+  return s;
+}
+
 TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& kt,
                     const PermutedView& v, std::optional<TensorRef> mask,
                     const AttentionParams& params) {
+  return attention_strided(g, strided_view(g, q), strided_view(g, kt), strided_view(g, v), mask,
+                           params);
+}
+
+TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const StridedView& kt,
+                            const StridedView& v, std::optional<TensorRef> mask,
+                            const AttentionParams& params) {
   const std::string op = kOp;
   const DType float_type = mask ? float_dtype(g, q.tensor, {kt.tensor, v.tensor, *mask}, op)
                                 : float_dtype(g, q.tensor, {kt.tensor, v.tensor}, op);
@@ -161,9 +198,9 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
   }
   pc.add(params.scale).add(params.causal ? uint32_t{1} : uint32_t{0});
   // Where element (b, h, i, c) of [B, H, S, D] goes: the output's strides of those dims.
-  const OutputLayout out_layout =
-      output_layout(g.info(q.tensor).shape.size(), {B, H, S, D}, params.out_perm);
+  const OutputLayout out_layout = output_layout(q.shape.size(), {B, H, S, D}, params.out_perm);
   for (int64_t st : out_layout.strides) pc.add(u32(st, "output stride"));
+  for (const Strided* s : {&qs, &ks, &vs}) pc.add(u32(s->offset, "offset"));
 
   const bool coopmat = coopmat_fits(g, dtype, D);
   const Tiling tile = coopmat ? Tiling{16, 32, 2} : tiling(g, D, S, B * H);

@@ -30,6 +30,7 @@ layout(push_constant) uniform Params {
   float scale;
   uint causal;
   uint o_b, o_h, o_s, o_d;
+  uint q_off, k_off, v_off;  // the views' element offsets (Q/K/V of one packed projection)
 } p;
 
 const uint BR = 16;
@@ -52,9 +53,9 @@ void main() {
   const uint b = bh / p.heads, h = bh % p.heads;
   const uint kvh = h / p.group;
   const uint row0 = gl_WorkGroupID.x * BR;
-  const uint q_base = b * p.q_b + h * p.q_h;
-  const uint k_base = b * p.k_b + kvh * p.k_h;
-  const uint v_base = b * p.v_b + kvh * p.v_h;
+  const uint q_base = p.q_off + b * p.q_b + h * p.q_h;
+  const uint k_base = p.k_off + b * p.k_b + kvh * p.k_h;
+  const uint v_base = p.v_off + b * p.v_b + kvh * p.v_h;
 
   for (uint e = t; e < BR * DH; e += wg) {
     uint r = e / DH, c = e % DH;

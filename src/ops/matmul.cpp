@@ -469,7 +469,8 @@ TensorRef linear(ComputeGraph& g, TensorRef x, TensorRef weight, const MatmulEpi
 }
 
 TensorRef gemm(ComputeGraph& g, TensorRef a, TensorRef b, const GemmOptions& options) {
-  Epilogue e = make_epilogue("gemm", options.c, options.activation, options.activation_params);
+  Epilogue e = make_epilogue("gemm", options.c, options.activation, options.activation_params,
+                             options.residual);
   e.bias_name = "C";
   e.alpha = options.alpha;
   e.beta = options.beta;

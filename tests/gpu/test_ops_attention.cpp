@@ -20,6 +20,9 @@ struct Case {
   bool causal = false;
   bool k_transposed = false;  // K stored [B, Hkv, D, Skv]
   bool q_view = false;        // Q stored [B, S, H, D], read as [B, H, S, D]
+  // Q, K and V packed in one tensor as nn.MultiheadAttention's in-projection makes them,
+  // [S, B, 3, H, D], each read through an offset and strides (needs H == Hkv)
+  bool packed = false;
   bool fp16 = false;
   std::vector<int64_t> out_perm;  // the result stored with [B, H, S, D] permuted
   std::string knobs;              // VKGRAPH_TUNE's format, e.g. "attention.br=32" to force a tiling
@@ -27,7 +30,7 @@ struct Case {
     return "b" + std::to_string(b) + " h" + std::to_string(h) + "/" + std::to_string(hkv) + " s" +
            std::to_string(s) + " skv" + std::to_string(skv) + " d" + std::to_string(d) +
            (mask ? " mask" : "") + (causal ? " causal" : "") + (k_transposed ? " kT" : "") +
-           (q_view ? " qview" : "") + (fp16 ? " fp16" : "") +
+           (q_view ? " qview" : "") + (packed ? " packed" : "") + (fp16 ? " fp16" : "") +
            (out_perm.empty() ? "" : " out_perm") + (knobs.empty() ? "" : " " + knobs);
   }
 };
@@ -109,6 +112,22 @@ class AttentionTest : public GpuTest {
     std::vector<HostTensor> inputs = {tensor_of(q, qs, c.fp16), tensor_of(k_stored, ks, c.fp16),
                                       tensor_of(v, {c.b, c.hkv, c.skv, c.d}, c.fp16),
                                       tensor_of(mask, {c.b, 1, c.s, c.skv}, c.fp16)};
+    const int64_t e = c.h * c.d;  // one of the packed projections' width
+    if (c.packed) {
+      ASSERT_TRUE(c.h == c.hkv && c.s == c.skv);
+      std::vector<float> qkv(c.s * c.b * 3 * e);
+      for (int64_t i = 0; i < c.s; ++i)
+        for (int64_t b = 0; b < c.b; ++b)
+          for (int64_t h = 0; h < c.h; ++h)
+            for (int64_t d = 0; d < c.d; ++d) {
+              const int64_t from = ((b * c.h + h) * c.s + i) * c.d + d;
+              const int64_t to = (i * c.b + b) * 3 * e + h * c.d + d;
+              qkv[to] = q[from];
+              qkv[to + e] = k[from];
+              qkv[to + 2 * e] = v[from];
+            }
+      inputs = {tensor_of(qkv, {c.s, c.b, 3 * e}, c.fp16), inputs[3]};
+    }
 
     GraphOptions options;
     options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(c.knobs));
@@ -120,10 +139,21 @@ class AttentionTest : public GpuTest {
     params.scale = scale;
     params.causal = c.causal;
     params.out_perm = c.out_perm;
-    TensorRef y = ops::attention(
-        g, {in[0], c.q_view ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{}},
-        {in[1], c.k_transposed ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1, 3, 2}},
-        {in[2], {}}, c.mask ? std::optional<TensorRef>(in[3]) : std::nullopt, params);
+    TensorRef y;
+    if (c.packed) {
+      // Element (b, h, i, d) of Q is packed[i, b, 0, h, d]; K's and V's are E and 2E further.
+      const int64_t row = c.b * 3 * e;  // one query row: all batches' Q, K and V
+      const std::vector<int64_t> bhsd{3 * e, c.d, row, 1}, bhds{3 * e, c.d, 1, row};
+      y = ops::attention_strided(g, ops::StridedView{in[0], {c.b, c.h, c.s, c.d}, bhsd, 0},
+                                 ops::StridedView{in[0], {c.b, c.h, c.d, c.s}, bhds, e},
+                                 ops::StridedView{in[0], {c.b, c.h, c.s, c.d}, bhsd, 2 * e},
+                                 c.mask ? std::optional<TensorRef>(in[1]) : std::nullopt, params);
+    } else {
+      y = ops::attention(
+          g, {in[0], c.q_view ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{}},
+          {in[1], c.k_transposed ? std::vector<int64_t>{} : std::vector<int64_t>{0, 1, 3, 2}},
+          {in[2], {}}, c.mask ? std::optional<TensorRef>(in[3]) : std::nullopt, params);
+    }
     g.add_output(y, "y");
     // First run on NaN inputs: the output holds NaN unless the second run rewrites it all.
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -223,6 +253,40 @@ TEST_F(AttentionTest, EveryTiling) {
       }
 }
 
+// Q, K and V as offset views of one packed [S, B, 3E] projection (nn.MultiheadAttention's
+// in-projection, which the fusion pass reads in place), batch 2, with a mask, causal, merged
+// heads, every tiling.
+TEST_F(AttentionTest, PackedQkvOffsetViews) {
+  for (bool fp16 : {false, true})
+    for (int64_t d : {40, 64})
+      for (int br : {8, 16, 32}) {
+        Case c;
+        c.b = 2, c.h = c.hkv = 3, c.s = c.skv = 37, c.d = d;
+        c.packed = true;
+        c.mask = br == 8;
+        c.causal = br == 16;
+        if (br == 32) c.out_perm = {2, 0, 1, 3};
+        c.fp16 = fp16;
+        c.knobs = "attention.br=" + std::to_string(br) + ",attention.coopmat=0";
+        check(c);
+      }
+}
+
+// A view that reads past its tensor, or with a negative stride, is refused.
+TEST_F(AttentionTest, StridedViewOutsideItsTensorIsAnError) {
+  ComputeGraph g(context());
+  TensorRef qkv = g.add_input({8, 1, 3 * 64}, DType::Float32, "qkv");
+  const std::vector<int64_t> st{192, 64, 192, 1}, kt{192, 64, 1, 192};
+  const ops::StridedView q{qkv, {1, 1, 8, 64}, st, 0}, k{qkv, {1, 1, 64, 8}, kt, 64};
+  ops::StridedView v{qkv, {1, 1, 8, 64}, st, 129};  // one element past the end
+  EXPECT_THROW(ops::attention_strided(g, q, k, v, std::nullopt, {}), Error);
+  v.offset = 128;
+  v.strides = {192, 64, -192, 1};
+  EXPECT_THROW(ops::attention_strided(g, q, k, v, std::nullopt, {}), Error);
+  v.strides = st;
+  EXPECT_NO_THROW(ops::attention_strided(g, q, k, v, std::nullopt, {}));
+}
+
 // A tiling whose tiles do not fit 32 KiB of shared memory is refused, not compiled.
 TEST_F(AttentionTest, OversizedTilingIsAnError) {
   GraphOptions options;
@@ -250,6 +314,11 @@ TEST_F(AttentionTest, CooperativeMatrixVariant) {
       check(c);
       c.out_perm = {0, 2, 1, 3};
       check(c);
+      Case packed;  // Q, K, V offset views of one packed projection
+      packed.b = 2, packed.h = packed.hkv = 2, packed.s = packed.skv = s, packed.d = d;
+      packed.fp16 = packed.packed = packed.mask = true;
+      packed.knobs = "attention.coopmat=1";
+      check(packed);
     }
 }
 

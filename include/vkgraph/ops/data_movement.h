@@ -67,6 +67,12 @@ TensorRef gather_elements(ComputeGraph& g, TensorRef data, TensorRef indices, in
 // wins with None), deterministically.
 TensorRef scatter_elements(ComputeGraph& g, TensorRef data, TensorRef indices, TensorRef updates,
                            int64_t axis = 0, ScatterReduction reduction = ScatterReduction::None);
+// Elements of x read as `shape` through an element offset and an element stride per dim
+// (non-negative; element (i0, i1, ...) is x's flat element offset + i0 * strides[0] + ...), into
+// a new contiguous tensor: what the fusion pass's views (Gather, Slice, Reshape of a transposed
+// tensor) are when a reader needs them stored. No copy when that reads all of x in order.
+TensorRef as_strided(ComputeGraph& g, TensorRef x, const Shape& shape,
+                     const std::vector<int64_t>& strides, int64_t offset = 0);
 // Bidirectional broadcast of x against `shape`.
 TensorRef expand(ComputeGraph& g, TensorRef x, const Shape& shape);
 TensorRef tile(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& repeats);

@@ -49,6 +49,8 @@ struct GemmOptions {
   bool trans_a = false, trans_b = false;
   std::optional<UnaryOp> activation;
   UnaryParams activation_params;
+  // Added after alpha * op(a) @ op(b) + beta * c, before the activation; [M, N].
+  std::optional<TensorRef> residual;
 };
 TensorRef gemm(ComputeGraph& g, TensorRef a, TensorRef b, const GemmOptions& options = {});
 }  // namespace vkgraph::ops
