@@ -155,7 +155,7 @@ uint next_d[D_WORDS];
 int tid, group, c0, n0, KWORDS;
 
 #if DYNAMIC
-float x_scale;
+float x_scale, x_inverse;
 int x_zero;
 shared vec2 range_tree[THREADS];
 
@@ -174,13 +174,20 @@ void dynamic_range() {
     barrier();
   }
   dynamic_params(range_tree[0], x_scale, x_zero);
+  x_inverse = 1.0 / x_scale;
 }
 
-// Four floats quantized as quant.comp's QUANTIZE does, packed low byte first.
+// Four floats quantized as quant.comp's QUANTIZE does, packed low byte first. Every workgroup
+// quantizes its rows again, so the quotient is v * (1 / scale), which is within 3e-4 of the
+// correctly rounded v / scale (|v / scale| <= 255, a few ulp); only where that lands within 2^-8
+// of a .5 tie can the rounding differ, and there div_exact decides, as quant.comp does.
 uint quantize4(vec4 v) {
   uint r = 0u;
-  for (int c = 0; c < 4; ++c)
-    r |= uint(quantize_value(div_exact(v[c], x_scale), x_zero, 0, 255)) << (8 * c);
+  for (int c = 0; c < 4; ++c) {
+    float q = v[c] * x_inverse;
+    if (abs(q - floor(q) - 0.5) < 0.00390625) q = div_exact(v[c], x_scale);
+    r |= uint(quantize_value(q, x_zero, 0, 255)) << (8 * c);
+  }
   return r;
 }
 #endif

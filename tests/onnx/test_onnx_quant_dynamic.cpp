@@ -178,6 +178,23 @@ TEST_F(OnnxQuantDynamic, LinearLayersAreOneGemmEachBitExact) {
   expect_bits(apart[0], want_a, "fallback a");
   expect_bits(apart[1], want_b, "fallback b");
 
+  // Near ties: with min -12.8 and max 12.7 the scale is fl(25.5 / 255) (about 0.1) and the zero
+  // point 128; x one ulp beside fl((k + 0.5) * scale) divides to within an ulp of k + 0.5, where a
+  // quotient computed as x * (1 / scale) rounds the other way for some k (-122, -112, -73, ...):
+  // the GEMM's fast quotient must hand these to the exact division.
+  HostTensor ties = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
+  const float tie_scale = (12.7f - -12.8f) / 255.f;
+  for (int64_t i = 2; i < 160; ++i) {
+    const float v = (float(i - 128) + 0.5f) * tie_scale;
+    ties.data<float>()[i] = std::nextafter(v, i % 2 ? -INFINITY : INFINITY);
+  }
+  ties.data<float>()[0] = -12.8f;
+  ties.data<float>()[1] = 12.7f;
+  const std::vector<float> tv(ties.data<float>(), ties.data<float>() + 160);
+  std::vector<HostTensor> t = run(m, ties, {}, &labels);
+  expect_bits(t[0], reference(tv, a), "ties a");
+  expect_bits(t[1], reference(tv, b), "ties b");
+
   // An all-zero activation: scale 0, zero point 0, every sum 0, so y is the bias.
   HostTensor zeros = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
   std::vector<HostTensor> z = run(m, zeros, {}, &labels);
