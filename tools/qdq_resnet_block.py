@@ -8,9 +8,15 @@ QUInt8 activations): every Conv reads DequantizeLinear(x_q), DequantizeLinear(w_
 0) and DequantizeLinear(b int32, scale x_scale * w_scale) and writes QuantizeLinear (the Relu
 after a Conv is dropped: its output's zero point 0 clamps it); a block ends in
 Add(DQ(conv3_q), DQ(identity_q)) [-> Relu] -> QuantizeLinear. A downsampling block's
-downsample Conv comes after conv3, as torch.onnx exports it. Random weights and scales.
+downsample Conv comes after conv3, as torch.onnx exports it. The stem's MaxPool and the
+head's Flatten sit between a DequantizeLinear and a QuantizeLinear of the same scale and zero
+point (quantize_static's layout for ops that only move values); GlobalAveragePool between a
+DequantizeLinear and a QuantizeLinear of its own. Random weights and scales.
 
-Usage: qdq_resnet_block.py OUT.onnx [--size 32] [--channels 32] [--seed 0]
+Usage: qdq_resnet_block.py OUT.onnx [--size 32] [--channels 32] [--seed 0] [--no-maxpool]
+                           [--float-flatten]
+  --no-maxpool     no stem MaxPool (the model of branch int8-4)
+  --float-flatten  DQ -> Flatten -> Gemm, the Flatten's output not quantized (int8-4's form)
 """
 import argparse
 
@@ -88,18 +94,28 @@ def main():
     ap.add_argument("--size", type=int, default=32)
     ap.add_argument("--channels", type=int, default=32)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-maxpool", action="store_true")
+    ap.add_argument("--float-flatten", action="store_true")
     args = ap.parse_args()
     b = Builder(np.random.default_rng(args.seed))
     c, hw = args.channels, args.size
     x = "input"
     xq = b.q(x, 0.02, 128)
     stem = b.conv(xq, 3, c, 3, 1, 0.05)
+    if not args.no_maxpool:
+        _, s, z = stem
+        pooled = b.node("MaxPool", [b.dq(stem)],
+                        {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+        stem = (b.node("QuantizeLinear", [pooled, s, z]), s, z)
     h = b.block(stem, c, c // 2, 2 * c, 1, relu_node=True)     # downsample conv (channels)
     h = b.block(h, 2 * c, c // 2, 2 * c, 1, relu_node=False)   # identity residual
     h = b.block(h, 2 * c, c, 4 * c, 2, relu_node=True)         # downsample conv (stride 2)
     pooled = b.node("GlobalAveragePool", [b.dq(h)])
     pq = b.q(pooled, 0.05, 0)
     flat = b.node("Flatten", [b.dq(pq)])
+    if not args.float_flatten:
+        _, s, z = pq
+        flat = b.dq((b.node("QuantizeLinear", [flat, s, z]), s, z))
     w = b.rng.integers(-127, 128, size=(10, 4 * c), dtype=np.int8)
     wd = b.node("DequantizeLinear", [b.const("fw", w), b.const("fws", np.float32(0.004)),
                                      b.const("fwz", np.int8(0))])

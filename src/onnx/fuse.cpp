@@ -5,6 +5,7 @@
 #include "core/shape_rules.h"
 #include "onnx/fuse_activation.h"
 #include "onnx/fuse_attention.h"
+#include "onnx/fuse_dynamic_quant.h"
 #include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
 #include "onnx/fuse_view.h"
@@ -349,6 +350,14 @@ constexpr Pattern kPatterns[] = {
     {"MatMul", qdq_linear},
     {"Gemm", qdq_linear},
     {"Add", qdq_linear},
+    {"MaxPool", qdq_linear},
+    {"GlobalAveragePool", qdq_linear},
+    {"Flatten", qdq_linear},
+    // quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(Mul(x_scale,
+    // w_scale)) [-> Add(bias)] => DynamicQuantRange + DynamicQuantMatMul per layer
+    {"DynamicQuantizeLinear", dynamic_quant_range},
+    {"MatMulInteger", dynamic_quant_matmul},
+    {"Mul", dynamic_quant_scale},
     // Conv [-> BatchNormalization] [-> Add(residual)] [-> activation] => FusedConv
     {"Conv", conv_epilogue},
     // Gemm -> activation => FusedGemm
@@ -384,10 +393,21 @@ constexpr Pattern kPatterns[] = {
 
 const std::map<std::string, std::string>& model_op_types() {
   static const std::map<std::string, std::string> types = {
-      {"FusedConv", "Conv"},         {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"},
-      {"FusedAttention", "MatMul"},  {"QdqConv", "Conv"},   {"QdqMatMul", "MatMul"},
-      {"QdqGemm", "Gemm"},           {"QdqAdd", "Add"},     {"FusedRmsNorm", "RMSNormalization"},
-      {"WeightOnlyMatMul", "MatMul"}};
+      {"FusedConv", "Conv"},
+      {"FusedGemm", "Gemm"},
+      {"FusedMatMul", "MatMul"},
+      {"FusedAttention", "MatMul"},
+      {"QdqConv", "Conv"},
+      {"QdqMatMul", "MatMul"},
+      {"QdqGemm", "Gemm"},
+      {"QdqAdd", "Add"},
+      {"FusedRmsNorm", "RMSNormalization"},
+      {"WeightOnlyMatMul", "MatMul"},
+      {"QdqMaxPool", "MaxPool"},
+      {"QdqGlobalAveragePool", "GlobalAveragePool"},
+      {"QdqFlatten", "Flatten"},
+      {"DynamicQuantRange", "DynamicQuantizeLinear"},
+      {"DynamicQuantMatMul", "MatMulInteger"}};
   return types;
 }
 

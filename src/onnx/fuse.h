@@ -74,8 +74,8 @@ class Pass {
     bool strided() const { return !strides.empty() && perm.empty(); }
   };
   const View* view(const std::string& value) const;
-  // Whether `value` is the output of a node the pass elided (a Transpose read as a view, or a
-  // DequantizeLinear whose readers all became integer kernels): nothing computes it.
+  // Whether `value` is the output of a node the pass elided (a Transpose read as a view, a
+  // DequantizeLinear whose readers all became integer kernels, ...): nothing computes it.
   bool elided(const std::string& value) const {
     return view(value) || dequantized_.count(value) > 0;
   }
@@ -96,7 +96,9 @@ class Pass {
   // The attributes of a node the pattern looks at (root or one it absorbs). Patterns read
   // attributes only through this, so that what they did not read is known.
   const fold::Attrs& attrs(const onnx::NodeProto& node);
-  // A DequantizeLinear output that no kernel reads: its readers read the quantized input.
+  // A DequantizeLinear output that no kernel reads: its readers read the quantized input. Also
+  // DynamicQuantizeLinear's outputs once DynamicQuantRange replaced it, and a quantize_dynamic
+  // layer's scale product that its fused node computes (fuse_dynamic_quant.h).
   void elide_dequantized(const std::string& value) { dequantized_.insert(value); }
   bool is_elided_dequantized(const std::string& value) const {
     return dequantized_.count(value) > 0;

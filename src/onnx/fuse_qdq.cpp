@@ -243,7 +243,44 @@ std::optional<Match> match_add(const NodeProto& add, Pass& p) {
   return m;
 }
 
+// A per-tensor constant's value (a zero point: 0 when absent).
+std::optional<double> param_value(const Importer& im, const NodeProto& n, size_t i) {
+  if (!im.has_input(n, i)) return 0.0;
+  const HostTensor* t = im.constant(n, i);
+  if (!t || t->numel() != 1) return std::nullopt;
+  return t->dtype == DType::Float32 ? double(t->data<float>()[0]) : double(t->as_int(0));
+}
+
+// DequantizeLinear -> MaxPool | GlobalAveragePool | Flatten -> QuantizeLinear, all per tensor.
+// MaxPool (no Indices output) and Flatten only with one scale, zero point and type on both
+// sides: then they are the bytes' maximum and the bytes themselves, exactly (quantization is
+// monotone). GlobalAveragePool requantizes.
+std::optional<Match> match_pool(const NodeProto& pool, Pass& p) {
+  const Importer& im = p.importer();
+  const bool same_params = pool.op_type() == "MaxPool" || pool.op_type() == "Flatten";
+  if (!default_domain(pool) || !(same_params || pool.op_type() == "GlobalAveragePool") ||
+      pool.input_size() != 1 || pool.output_size() != 1)
+    return std::nullopt;
+  Match m;
+  m.dq_x = dequantize_of(p, pool.input(0));
+  if (!m.dq_x || !eight_bit(p, *m.dq_x, 0) || !per_tensor(p, *m.dq_x) ||
+      !match_output(pool, p, m) || m.act)
+    return std::nullopt;
+  if (same_params) {
+    // The input's 8-bit type is its zero point's; quantize_static writes them.
+    if (!im.has_input(*m.dq_x, 2) || im.input(*m.dq_x, 2).int8_type != m.out ||
+        !im.has_input(*m.q_y, 2))
+      return std::nullopt;
+    for (size_t i : {1, 2})
+      if (param_value(im, *m.dq_x, i) != param_value(im, *m.q_y, i)) return std::nullopt;
+  }
+  return m;
+}
+
 std::optional<Match> match_any(const NodeProto& root, Pass& p) {
+  if (root.op_type() == "MaxPool" || root.op_type() == "GlobalAveragePool" ||
+      root.op_type() == "Flatten")
+    return match_pool(root, p);
   return root.op_type() == "Add" ? match_add(root, p) : match(root, p);
 }
 

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 
+#include "onnx/fuse.h"
 #include "onnx/importer.h"
+#include "onnx/lower_util.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops/max_pool_indices.h"
 #include "vkgraph/shaders/argmax.h"
@@ -343,9 +345,11 @@ TensorRef column_major_indices(ComputeGraph& g, TensorRef row_major, const Shape
   return result;
 }
 
+}  // namespace
+
 std::vector<Value> lower_pool_of(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
                                  TensorRef in) {
-  bool max = node.op_type() == "MaxPool";
+  bool max = fuse::model_op_type(node) == "MaxPool";
   const bool with_indices = max && node.output_size() > 1 && !node.output(1).empty();
   const int64_t storage_order = a.get_int("storage_order", 0);
   if (storage_order != 0 && storage_order != 1)
@@ -405,6 +409,8 @@ std::vector<Value> lower_pool_of(Importer& im, const onnx::NodeProto& node, cons
   }
   return {out(im, y)};
 }
+
+namespace {
 
 std::vector<Value> lower_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   im.require_inputs(node, 1, 1);

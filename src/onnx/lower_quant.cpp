@@ -10,9 +10,11 @@
 #include <cmath>
 #include <limits>
 
+#include "onnx/fuse_dynamic_quant.h"
 #include "onnx/fuse_qdq.h"
 #include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
+#include "onnx/lower_util.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/ops/quant.h"
@@ -419,11 +421,64 @@ std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fo
   return {quantized_value(im, r)};
 }
 
+// QDQ pooling (fuse_qdq.h): MaxPool of the bytes and Flatten as a view of them (the pattern
+// required one scale and zero point on both sides), GlobalAveragePool with its integer sum
+// requantized.
+std::vector<Value> lower_qdq_pool(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  using namespace fuse;
+  const DType out = fused_y_type(a);
+  const TensorRef x = quantized(im, node, kQdqX, "x");
+  const std::string& op = fuse::model_op_type(node);
+  if (op == "MaxPool" || op == "Flatten") {
+    if (im.graph().info(x).dtype != out) im.fail(node, "x and y must have one 8-bit type");
+    if (op == "MaxPool") return {quantized_value(im, lower_pool_of(im, node, a, x)[0].tensor)};
+    const Shape s = im.graph().info(x).shape;
+    int64_t axis = a.get_int("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    if (axis < 0 || axis > static_cast<int64_t>(s.size()))
+      im.fail(node, "axis " + std::to_string(a.get_int("axis", 1)) + " is out of range for " +
+                        shape_str(s));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < axis ? outer : inner) *= s[d];
+    return {quantized_value(im, im.graph().add_view(x, {outer, inner}))};
+  }
+  const ops::QuantizedOperand xo{x, im.tensor(node, kQdqXScale),
+                                 optional_tensor(im, node, kQdqXZero)};
+  const ops::QuantizedOperand y{TensorRef{}, im.tensor(node, kQdqYScale),
+                                optional_tensor(im, node, kQdqYZero)};
+  return {quantized_value(im, ops::qlinear_global_avg_pool(im.graph(), xo, y, out))};
+}
+
+// quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once, then per layer
+// one GEMM quantizing it as it loads.
+std::vector<Value> lower_dynamic_quant_range(Importer& im, const onnx::NodeProto& node,
+                                             const fold::Attrs&) {
+  im.require_inputs(node, 1, 1);
+  return {
+      Importer::device_value(im.graph(), ops::dynamic_quant_range(im.graph(), im.tensor(node, 0)))};
+}
+
+std::vector<Value> lower_dynamic_quant_matmul(Importer& im, const onnx::NodeProto& node,
+                                              const fold::Attrs&) {
+  using namespace fuse;
+  im.require_inputs(node, kDqWScale + 1, kDqInputs);
+  TensorRef y =
+      ops::dynamic_quant_matmul(im.graph(), im.tensor(node, kDqX), im.tensor(node, kDqRange),
+                                quantized(im, node, kDqW, "w"), optional_tensor(im, node, kDqWZero),
+                                im.tensor(node, kDqWScale), optional_tensor(im, node, kDqBias));
+  return {Importer::device_value(im.graph(), y)};
+}
+
 }  // namespace
 
 void register_quant(LoweringTable& t) {
+  t[fuse::fused_key("DynamicQuantRange")] = lower_dynamic_quant_range;
+  t[fuse::fused_key("DynamicQuantMatMul")] = lower_dynamic_quant_matmul;
   for (const char* op : {"QdqConv", "QdqMatMul", "QdqGemm"}) t[fuse::fused_key(op)] = lower_qdq;
   t[fuse::fused_key("QdqAdd")] = lower_qdq_add;
+  t[fuse::fused_key("QdqMaxPool")] = lower_qdq_pool;
+  t[fuse::fused_key("QdqGlobalAveragePool")] = lower_qdq_pool;
+  t[fuse::fused_key("QdqFlatten")] = lower_qdq_pool;
   t["QuantizeLinear"] = lower_quantize;
   t["DequantizeLinear"] = lower_dequantize;
   t["DynamicQuantizeLinear"] = lower_dynamic_quantize;

@@ -27,4 +27,9 @@ auto with_node(const Importer& im, const onnx::NodeProto& node, F&& f) {
   }
 }
 
+// MaxPool / AveragePool by the model node's op type (so also a fused QdqMaxPool, whose input 0
+// is the 8-bit x) over `in`, with the node's window attributes (lower_nn.cpp).
+std::vector<Value> lower_pool_of(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                                 TensorRef in);
+
 }  // namespace vkgraph::onnx_import

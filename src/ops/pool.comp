@@ -5,11 +5,24 @@
 // the average divides by the taps inside the padded input. MaxPool with POOL_INDICES also
 // writes where each maximum came from: its flat index into the whole input (ONNX's Indices,
 // storage order 0) as an int64 pair of words, the first maximum on ties, -1 for a window with
-// no element.
+// no element. QUANT8 (MaxPool only): x and y are Int8 / UInt8 bytes (signedness a push
+// constant), compared as the integers they hold, which float32 holds exactly: a QDQ MaxPool
+// with one scale and zero point on both sides (quantization is monotone, so it commutes).
+#if QUANT8
+#extension GL_EXT_shader_8bit_storage : require
+#endif
 #include "common.glsl"
 
+#if QUANT8
+#include "quant.glsl"
+layout(std430, binding = 0) readonly buffer X { uint8_t x[]; };
+layout(std430, binding = 1) writeonly buffer Y { uint8_t y[]; };
+#define LOAD(i) float(widen_byte(x[i], p.is_signed))
+#else
 layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
+#define LOAD(i) T(x[i])
+#endif
 #if POOL_INDICES
 layout(std430, binding = 2) writeonly buffer Indices { int index_words[]; };
 #endif
@@ -19,6 +32,9 @@ layout(push_constant) uniform Params {
   int k_d, k_h, k_w, stride_d, stride_h, stride_w, dil_d, dil_h, dil_w;
   int pad_f, pad_t, pad_l, pad_bk, pad_b, pad_r;  // begins (front, top, left), then ends
   int count_include_pad;
+#if QUANT8
+  int is_signed;
+#endif
 } p;
 
 void main() {
@@ -53,7 +69,7 @@ void main() {
         bool tap_in = row_in && uint(iw) < uint(p.in_w);
 #if POOL_MAX
         if (tap_in) {
-          float v = T(x[row + iw]);
+          float v = LOAD(row + iw);
           // Strictly greater keeps the first maximum; a NaN wins and stays (GLSL's max() leaves
           // NaN to the implementation).
           if (where < 0 || v > r || (isnan(v) && !isnan(r))) {
@@ -63,7 +79,7 @@ void main() {
         }
 #else
         if (tap_in) {
-          r += T(x[row + iw]);
+          r += LOAD(row + iw);
           ++n_in;
         }
         // Windows never start before the leading padding, so only the far edges can cut taps.
@@ -76,7 +92,12 @@ void main() {
   int divisor = p.count_include_pad != 0 ? n_padded : n_in;
   r = divisor > 0 ? r / float(divisor) : 0.0;
 #endif
+#if QUANT8
+  // A window of padding only is -inf, which quantizes to the type's minimum.
+  y[idx] = narrow_byte(where < 0 ? (p.is_signed != 0 ? -128 : 0) : int(r));
+#else
   y[idx] = ELEM(r);
+#endif
 #if POOL_INDICES
   index_words[2 * idx] = where;
   index_words[2 * idx + 1] = where < 0 ? -1 : 0;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "op_util.h"
+#include "quant_util.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/ops/max_pool_indices.h"
 
@@ -54,7 +55,14 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
                   const Pool3dParams& params, bool is_max, TensorRef* indices = nullptr) {
   const std::string op =
       std::string(is_max ? "max_pool" : "avg_pool") + std::to_string(spatial) + "d";
-  const DType dtype = float_dtype(g, g.info(x).dtype, op);
+  // 8-bit values (a QDQ MaxPool, fuse_qdq.h) are compared as integers: max of bytes.
+  const bool bytes = is_quantized(g.info(x).dtype);
+  if (bytes) {
+    check(is_max && !indices, ErrorKind::Unsupported,
+          op + ": 8-bit input is supported by MaxPool without indices only");
+    require_8bit_storage(g, op);
+  }
+  const DType dtype = bytes ? DType::Float32 : float_dtype(g, g.info(x).dtype, op);
   const Shape xs = checked_input(g, x, true, spatial + 2, op, layout);
   const auto& [kernel, strides, pads, dil, ceil_mode, include_pad] = params;
   auto positive = [](const std::array<int64_t, 3>& v) {
@@ -85,12 +93,16 @@ TensorRef pool_nd(ComputeGraph& g, TensorRef x, size_t spatial, const char* layo
     for (int64_t e : v) pc.add(static_cast<int32_t>(e));
   for (int64_t e : pads) pc.add(static_cast<int32_t>(e));
   pc.add(static_cast<int32_t>(include_pad ? 1 : 0));
+  if (bytes) pc.add(int32_t{g.info(x).dtype == DType::Int8});
   DispatchDesc d;
-  d.shader =
-      declared(shaders::pool::find(
-                   is_max ? (indices ? shaders::pool::Kind::MaxPoolIndices : shaders::pool::Kind::MaxPool)
-                          : shaders::pool::Kind::AvgPool, dtype),
-               op);
+  if (bytes)
+    d.shader = "quant_max_pool";
+  else
+    d.shader = declared(shaders::pool::find(is_max ? (indices ? shaders::pool::Kind::MaxPoolIndices
+                                                              : shaders::pool::Kind::MaxPool)
+                                                   : shaders::pool::Kind::AvgPool,
+                                            dtype),
+                        op);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
   if (indices) {
     *indices = g.add_tensor(ys, DType::Int64);

@@ -20,13 +20,16 @@ vkgraph_shader(quant_matmul_requant ${OPS}/quant_gemm.comp REQUANT=1)
 vkgraph_shader(quant_conv_i32 ${OPS}/quant_gemm.comp CONV=1)
 vkgraph_shader(quant_conv_requant ${OPS}/quant_gemm.comp CONV=1 REQUANT=1)
 vkgraph_shader(quant_add ${OPS}/quant_add.comp)
+# QDQ pooling on bytes (pool.cpp's MaxPool of Int8 / UInt8, quant.cpp's qlinear_global_avg_pool).
+vkgraph_shader(quant_max_pool ${OPS}/pool.comp POOL_MAX=1 QUANT8=1 DTYPE_F32=1)
+vkgraph_shader(quant_global_avg_pool ${OPS}/pool_global.comp GLOBAL_AVG=1 QUANT8=1 DTYPE_F32=1)
 # The packed integer GEMM (quant_packed.cpp): 8-bit operands four to a word, weights packed at
 # load. Tiles as conv.cmake's (64 for large layers, 32 so small ones spread over many
 # workgroups); split-K partial passes only in small tiles, since splitting happens when tiles
 # are few; dot=1 sums with VK_KHR_shader_integer_dot_product's instructions, dot=0 unpacks.
 # Kernels without tiles have tile 0.
 vkgraph_shader_family(qgemm
-  AXIS kind ENUM conv conv_pointwise matmul splitk_reduce depthwise
+  AXIS kind ENUM conv conv_pointwise matmul matmul_dynamic splitk_reduce depthwise
   AXIS tile UINT
   AXIS requant BOOL
   AXIS split_k BOOL
@@ -49,6 +52,14 @@ foreach(kind conv conv_pointwise matmul)
     endforeach()
     vkgraph_variant(qgemm qgemm_${kind}32_splitk_dot${dot} ${OPS}/quant_packed.comp
                     KEY ${kind} 32 0 1 ${dot} DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
+  endforeach()
+endforeach()
+# matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float32 out).
+foreach(dot 0 1)
+  foreach(tile 64 32)
+    vkgraph_variant(qgemm qgemm_matmul_dynamic${tile}_dot${dot} ${OPS}/quant_packed.comp
+                    KEY matmul_dynamic ${tile} 0 0 ${dot}
+                    DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1)
   endforeach()
 endforeach()
 foreach(requant 0 1)

@@ -2,6 +2,7 @@
 // int32 tensors (quant.comp, quant_dynamic.comp). Quantized tensors are bytes; their signedness
 // travels as a push constant, so one shader serves Int8 and UInt8.
 #include <algorithm>
+#include <bit>
 
 #include "quant_util.h"
 
@@ -222,11 +223,58 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
   return y;
 }
 
-DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x) {
+TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
+                                  const QuantizedOperand& y_params, DType out) {
+  const std::string op = "qlinear_global_avg_pool";
+  require_quantized(g, x.values, op, "x");
+  const Shape xs = g.info(x.values).shape;
+  check(xs.size() >= 3 && numel(xs) > 0, ErrorKind::InvalidArgument,
+        op + ": x must be a non-empty [N, C, D1, ...], got " + shape_str(xs));
+  const int64_t rows = xs[0] * xs[1], cols = numel(xs) / rows;
+  // Partial sums of up to cols * 255 in magnitude must be exact in float32.
+  check(cols * 255 < (int64_t{1} << 24), ErrorKind::Unsupported,
+        op + ": " + std::to_string(cols) + " elements per channel are too many to sum exactly");
+  const QuantRange r = quant_range(out);
+  std::vector<Binding> bindings = {{x.values, Access::Read}};
+  TensorRef y = g.add_tensor(
+      [&] {
+        Shape ys(xs.size(), 1);
+        ys[0] = xs[0];
+        ys[1] = xs[1];
+        return ys;
+      }(),
+      out);
+  bindings.push_back({y, Access::Write});
+  for (const QuantizedOperand* q : {&x, &y_params}) {
+    for (std::optional<TensorRef> t : {std::optional<TensorRef>(q->scale), q->zero_point})
+      if (t)
+        check(
+            numel(g.info(*t).shape) == 1, ErrorKind::InvalidArgument,
+            op + ": scales and zero points must be per tensor, got " + shape_str(g.info(*t).shape));
+    bindings.push_back({scale_f32(g, q->scale, op), Access::Read});
+    bindings.push_back({zero_point_i32(g, q->zero_point, op), Access::Read});
+  }
+  // A power of two (row_reduce.glsl), no wider than a short row needs.
+  const auto local = static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(cols)), 32, 256));
+  PushConstants pc;
+  pc.add(checked_i32(rows, op, "rows")).add(checked_i32(cols, op, "columns"));
+  pc.add(int32_t{g.info(x.values).dtype == DType::Int8}).add(r.min).add(r.max);
+  DispatchDesc d;
+  d.shader = "quant_global_avg_pool";
+  d.bindings = std::move(bindings);
+  d.groups = groups_for(static_cast<uint64_t>(rows), 1);
+  d.local = {local, 1, 1};
+  d.push = pc.take();
+  d.label = op;
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   const std::string op = "dynamic_quantize_linear";
   const TensorInfo xi = g.info(x);
   require_dtype(g, x, DType::Float32, op);
-  require_8bit_storage(g, op);
   const int64_t n = numel(xi.shape);
   constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
   // Enough workgroups to spread a large tensor, few enough for one workgroup to finish.
@@ -241,25 +289,42 @@ DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x) {
   minmax.push = PushConstants().add(checked_i32(n, op, "element count")).take();
   minmax.label = op + " range";
   g.add_dispatch(std::move(minmax));
+  return partial;
+}
 
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range) {
+  const std::string op = "dynamic_quantize_linear";
+  require_dtype(g, x, DType::Float32, op);
+  require_8bit_storage(g, op);
+  const Shape rs = g.info(range).shape;
+  check(rs.size() == 2 && rs[1] == 2 && rs[0] > 0 && g.info(range).dtype == DType::Float32,
+        ErrorKind::InvalidArgument,
+        op + ": range must be the Float32 [partials, 2] of dynamic_quant_range, got " +
+            shape_str(rs));
   DynamicQuantized r;
   r.scale = g.add_tensor({}, DType::Float32);
   r.zero_point = g.add_tensor({}, DType::UInt8);
   TensorRef zero = g.add_tensor({}, DType::Int32);
   DispatchDesc params;
   params.shader = "quant_dynamic_params";
-  params.bindings = {{partial, Access::Read},
+  params.bindings = {{range, Access::Read},
                      {r.scale, Access::Write},
                      {zero, Access::Write},
                      {r.zero_point, Access::Write}};
   params.groups = {1, 1, 1};
-  params.local = {kLocal, 1, 1};
-  params.push = PushConstants().add(static_cast<int32_t>(groups)).take();
+  params.local = {256, 1, 1};
+  params.push = PushConstants().add(checked_i32(rs[0], op, "partials")).take();
   params.label = op + " parameters";
   g.add_dispatch(std::move(params));
 
   r.y = quantize_linear(g, x, r.scale, zero, DType::UInt8);
   return r;
+}
+
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x) {
+  require_dtype(g, x, DType::Float32, "dynamic_quantize_linear");
+  require_8bit_storage(g, "dynamic_quantize_linear");
+  return dynamic_quantize_linear(g, x, dynamic_quant_range(g, x));
 }
 
 }  // namespace vkgraph::ops

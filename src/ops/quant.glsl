@@ -43,3 +43,12 @@ int quantize_value(float v, int zero, int qmin, int qmax) {
   float q = clamp(roundEven(v) + float(zero), float(qmin), float(qmax));
   return int(q);
 }
+
+// DynamicQuantizeLinear's parameters from x's range [min, max] (which includes 0): scale =
+// (max - min) / 255, zero = saturate(round_half_even(-min / scale)) in [0, 255]; an all-zero x
+// gives scale 0 and zero 0 (ONNX leaves 0 / 0 undefined). quant_dynamic.comp's parameter pass
+// and the packed GEMM's dynamic variant (quant_packed.comp) both compute them here.
+void dynamic_params(vec2 range, out float scale, out int zero) {
+  scale = div_exact(range.y - range.x, 255.0);
+  zero = scale == 0.0 ? 0 : quantize_value(div_exact(0.0 - range.x, scale), 0, 0, 255);
+}

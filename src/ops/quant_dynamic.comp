@@ -46,8 +46,9 @@ void main() {
 #if MINMAX
   partial[gl_WorkGroupID.x] = range[0];
 #else
-  float scale = div_exact(range[0].y - range[0].x, 255.0);
-  int zero = scale == 0.0 ? 0 : quantize_value(div_exact(0.0 - range[0].x, scale), 0, 0, 255);
+  float scale;
+  int zero;
+  dynamic_params(range[0], scale, zero);
   scale_out[0] = scale;
   zero_out[0] = zero;
   zero_bytes[0] = narrow_byte(zero);

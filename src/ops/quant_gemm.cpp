@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "quant_packed.h"
+#include "vkgraph/ops/elementwise.h"
 
 namespace vkgraph::ops {
 namespace {
@@ -367,6 +368,42 @@ TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const Quantiz
     }
   }
   return integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);
+}
+
+TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, TensorRef w,
+                               std::optional<TensorRef> w_zero, TensorRef w_scale,
+                               std::optional<TensorRef> bias) {
+  const std::string op = "dynamic_quant_matmul";
+  require_dtype(g, x, DType::Float32, op);
+  require_quantized(g, w, op, "w");
+  const Shape xs = g.info(x).shape, ws = g.info(w).shape;
+  check(!xs.empty() && ws.size() == 2 && xs.back() == ws[0], ErrorKind::InvalidArgument,
+        op + ": needs x [..., K] and w [K, N], got " + shape_str(xs) + " and " + shape_str(ws));
+  const int64_t k = ws[0], n = ws[1], rows = numel(xs) / std::max<int64_t>(k, 1);
+  const Shape rs = g.info(range).shape;
+  check(rs.size() == 2 && rs[1] == 2 && rs[0] > 0 && g.info(range).dtype == DType::Float32,
+        ErrorKind::InvalidArgument,
+        op + ": range must be dynamic_quant_range's Float32 [partials, 2], got " + shape_str(rs));
+  TensorRef scale = scale_f32(g, w_scale, op);
+  const int32_t scale_count = param_count(g, scale, n, n, op, "w's scale");
+  if (w_zero) param_count(g, *w_zero, n, n, op, "w's zero point");
+  if (bias)
+    check(g.info(*bias).dtype == DType::Float32 && numel(g.info(*bias).shape) == n,
+          ErrorKind::InvalidArgument,
+          op + ": bias must be Float32 with one value per column (" + std::to_string(n) + ")");
+  Shape out = xs;
+  out.back() = n;
+  TensorRef y = g.add_tensor(out, DType::Float32);
+  PackedDynamicMatmul m{x,           range,  w,    y,
+                        scale,       w_zero, bias, checked_i32(rs[0], op, "partials"),
+                        scale_count, rows,   k,    n};
+  if (add_packed_dynamic_matmul(g, m, op)) return y;
+  // The ops apart: the same values, more dispatches and the 8-bit activation in memory.
+  DynamicQuantized q = dynamic_quantize_linear(g, x, range);
+  TensorRef acc = matmul_integer(g, q.y, w, q.zero_point, w_zero);
+  TensorRef r = binary(g, BinaryOp::Mul, cast(g, acc, DType::Float32),
+                       binary(g, BinaryOp::Mul, q.scale, scale));
+  return bias ? binary(g, BinaryOp::Add, r, *bias) : r;
 }
 
 }  // namespace vkgraph::ops

@@ -12,7 +12,12 @@
 // pair (DOT: VK_KHR_shader_integer_dot_product's OpSDot / OpUDot / OpSUDot; else unpacked
 // into 4 multiply-adds). Zero points are corrected in the epilogue (quant_packed.glsl).
 // Output: REQUANT bytes saturate(round_half_even((acc + bias) * sd * sw / sy) + zy), then with
-// HAS_RESIDUAL a QDQ residual Add applied to them (quant_packed.glsl); else the int32 sums; SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
+// HAS_RESIDUAL a QDQ residual Add applied to them (quant_packed.glsl); else the int32 sums;
+// SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
+// DYNAMIC (a matmul; quantize_dynamic's linear layer, ops::dynamic_quant_matmul): a is float32,
+// quantized to uint8 as it loads with DynamicQuantizeLinear's parameters, which each workgroup
+// computes from the per-workgroup (min, max) partials of quant_dynamic.comp's MINMAX pass;
+// y = float(acc) * (x_scale * sw[c]) [+ bias[c]] in float32, the unfused Cast, Mul and Add.
 #extension GL_EXT_control_flow_attributes : require
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
@@ -44,17 +49,29 @@ layout(constant_id = 6) const bool HAS_RESIDUAL = false;
 layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
 #if CONV
 layout(std430, binding = 1) readonly buffer X { uint8_t x[]; };
+#elif DYNAMIC
+layout(std430, binding = 1) readonly buffer A { vec4 xf[]; };
 #else
 layout(std430, binding = 1) readonly buffer A { uint a[]; };
 #endif
 #if REQUANT && !SPLIT_K
 layout(std430, binding = 2) writeonly buffer Y { uint8_t y[]; };
+#elif DYNAMIC
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 #else
 layout(std430, binding = 2) writeonly buffer Y { int y[]; };
 #endif
+#if DYNAMIC
+layout(std430, binding = 3) readonly buffer Range { vec2 range_partial[]; };  // zd_count of them
+#else
 layout(std430, binding = 3) readonly buffer ZD { int zd[]; };
+#endif
 layout(std430, binding = 4) readonly buffer Chan { ivec2 chan[]; };
-#if REQUANT && !SPLIT_K
+#if DYNAMIC
+layout(std430, binding = 5) readonly buffer SW { float sw[]; };
+layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
+#define TAPS_BINDING 7
+#elif REQUANT && !SPLIT_K
 layout(std430, binding = 5) readonly buffer SD { float sd[]; };
 layout(std430, binding = 6) readonly buffer SW { float sw[]; };
 layout(std430, binding = 7) readonly buffer SY { float sy[]; };
@@ -137,6 +154,44 @@ uint next_w[W_WORDS];
 uint next_d[D_WORDS];
 int tid, group, c0, n0, KWORDS;
 
+#if DYNAMIC
+float x_scale, x_inverse;
+int x_zero;
+shared vec2 range_tree[THREADS];
+
+// DynamicQuantizeLinear's scale and zero point, from the range partials (every workgroup
+// reduces them itself: there are few, and a separate pass would cost a dispatch).
+void dynamic_range() {
+  vec2 r = vec2(0.0);
+  for (int i = tid; i < p.zd_count; i += THREADS)
+    r = vec2(min(r.x, range_partial[i].x), max(r.y, range_partial[i].y));
+  range_tree[tid] = r;
+  barrier();
+  for (int s = THREADS / 2; s > 0; s >>= 1) {
+    if (tid < s)
+      range_tree[tid] = vec2(min(range_tree[tid].x, range_tree[tid + s].x),
+                             max(range_tree[tid].y, range_tree[tid + s].y));
+    barrier();
+  }
+  dynamic_params(range_tree[0], x_scale, x_zero);
+  x_inverse = 1.0 / x_scale;
+}
+
+// Four floats quantized as quant.comp's QUANTIZE does, packed low byte first. Every workgroup
+// quantizes its rows again, so the quotient is v * (1 / scale), which is within 3e-4 of the
+// correctly rounded v / scale (|v / scale| <= 255, a few ulp); only where that lands within 2^-8
+// of a .5 tie can the rounding differ, and there div_exact decides, as quant.comp does.
+uint quantize4(vec4 v) {
+  uint r = 0u;
+  for (int c = 0; c < 4; ++c) {
+    float q = v[c] * x_inverse;
+    if (abs(q - floor(q) - 0.5) < 0.00390625) q = div_exact(v[c], x_scale);
+    r |= uint(quantize_value(q, x_zero, 0, 255)) << (8 * c);
+  }
+  return r;
+}
+#endif
+
 #if CONV
 int zd_byte;  // zd as the stored byte: what padding reads
 bool n_valid;
@@ -201,7 +256,11 @@ void fetch(int kw0, int kw_end) {
     int e = tid + i * THREADS;
     int r = e / KW, kw = kw0 + e % KW;
     int n = n0 + r;
+#if DYNAMIC
+    next_d[i] = n < p.N && kw < kw_end ? quantize4(xf[n * KWORDS + kw]) : 0u;
+#else
     next_d[i] = n < p.N && kw < kw_end ? a[n * KWORDS + kw] : 0u;
+#endif
   }
 #endif
 }
@@ -249,6 +308,9 @@ void main() {
   zd_byte = zd[0] & 0xff;
   decode_column(n0 + tid % BN);
 #endif
+#if DYNAMIC
+  dynamic_range();
+#endif
   const int ty = tid / THREADS_N, tx = tid - ty * THREADS_N;
   int acc[TM][TN];
   int dsum[TN];
@@ -292,7 +354,11 @@ void main() {
 #else
     const int y_at0 = n * p.C;
     const int y_step = 1;
+#if DYNAMIC
+    const int z = x_zero;
+#else
     const int z = zd[n % p.zd_count];
+#endif
 #endif
 #if SPLIT_K
     const int y_base = slice * p.N * p.C * groups;
@@ -310,7 +376,13 @@ void main() {
       y[at] = partial;
 #else
       int sum = finish_sum(partial, z, ch, p.K4);
-#if REQUANT
+#if DYNAMIC
+      // Cast, Mul(x_scale * w_scale), Add(bias): float32, rounded after each, as apart.
+      precise float scale = x_scale * sw[c % p.sw_count];
+      precise float v = float(sum) * scale;
+      if (p.has_bias != 0) v = v + bias[c];
+      y[at] = v;
+#elif REQUANT
       if (p.has_bias != 0) sum += bias[c];
       float m = p.sd_count == 1 ? multiplier[i]
                                 : div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);

@@ -100,7 +100,8 @@ struct Plan {
   int64_t chunk_words = 0;
 };
 
-Plan plan(ComputeGraph& g, int64_t channels, int64_t vectors, int64_t groups, int64_t k4) {
+Plan plan(ComputeGraph& g, int64_t channels, int64_t vectors, int64_t groups, int64_t k4,
+          bool may_split = true) {
   auto tiles = [&](uint32_t t) {
     return static_cast<uint64_t>((channels + t - 1) / t * ((vectors + t - 1) / t) * groups);
   };
@@ -108,7 +109,8 @@ Plan plan(ComputeGraph& g, int64_t channels, int64_t vectors, int64_t groups, in
   const uint32_t forced_tile = tuned(g, "qgemm.tile", 0);
   const uint32_t forced_splits = tuned(g, "qgemm.splits", 0);
   SplitK split;
-  if (forced_splits > 1) {
+  if (!may_split) {
+  } else if (forced_splits > 1) {
     split.splits = forced_splits;
     split.k_chunk = (k4 + forced_splits - 1) / forced_splits;
   } else if (forced_splits == 0 && forced_tile != kLargeTile) {
@@ -383,6 +385,46 @@ bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& mm,
   m.d_signed = g.info(mm.a).dtype == DType::Int8;
   m.plane = 0;
   add_dispatches(g, m, requant, op);
+  return true;
+}
+
+bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
+                               const std::string& op) {
+  if (tuned(g, "qgemm.packed", 1) == 0 || mm.k % 4 != 0) return false;
+  const HostTensor* b = g.constant_value(mm.b);
+  const auto zeros = constant_zeros(g, mm.b_zero, op);
+  if (!b || !zeros) return false;
+  if (mm.rows == 0 || mm.n == 0) return true;
+  const bool w_signed = g.info(mm.b).dtype == DType::Int8;
+  const PackedWeights w =
+      pack_weights(g, mm.n, mm.k, w_signed, *zeros,
+                   [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; });
+  // No split-K: each slice would need the data's zero point in its reduce, which the GEMM
+  // computes itself.
+  const Plan pl = plan(g, mm.n, mm.rows, 1, w.k4, false);
+  const bool dot = use_dot(g);
+  PushConstants pc;
+  pc.add(checked_i32(mm.n, op, "channels")).add(checked_i32(mm.rows, op, "rows"));
+  pc.add(checked_i32(w.k4, op, "depth")).add(mm.range_count);
+  pc.add(int32_t{1}).add(mm.b_scale_count).add(int32_t{0}).add(int32_t{0});
+  pc.add(int32_t{mm.bias.has_value()}).add(int32_t{0});
+  DispatchDesc d;
+  d.shader = declared(shaders::qgemm::find(Kind::MatmulDynamic, pl.tile, false, false, dot), op);
+  TensorRef bias =
+      mm.bias ? *mm.bias : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
+  d.bindings = {{w.words, Access::Read},  {mm.x, Access::Read},   {mm.y, Access::Write},
+                {mm.range, Access::Read}, {w.chan, Access::Read}, {mm.b_scale, Access::Read},
+                {bias, Access::Read}};
+  const uint64_t gx = (mm.rows + pl.tile - 1) / pl.tile, gy = (mm.n + pl.tile - 1) / pl.tile;
+  check(gx <= 65535 && gy <= 65535, ErrorKind::Unsupported,
+        op + ": " + std::to_string(mm.rows) + " rows x " + std::to_string(mm.n) +
+            " columns need too many workgroups");
+  d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1};
+  d.local = {tile_threads(pl.tile), 1, 1};
+  d.spec = {uint32_t{w_signed}, 0u, uint32_t{w.any_zero}, 0u};
+  d.push = pc.take();
+  d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") + " dynamic)";
+  g.add_dispatch(std::move(d));
   return true;
 }
 

@@ -58,4 +58,18 @@ struct PackedMatmul {
 bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& m,
                        const std::optional<Requant>& requant, const std::string& op);
 
+// quantize_dynamic's linear layer (ops::dynamic_quant_matmul): y [rows][n] float32 =
+// float(sum (quantize(x) - x_zero)(b - b_zero)) * (x_scale * b_scale[col]) [+ bias[col]], x
+// float32 [rows][k] quantized as it loads with DynamicQuantizeLinear's parameters from
+// `range` (Float32 [range_count][2] per-workgroup (min, max) partials). Never split along K.
+// Returns false as add_packed_matmul (then nothing is added).
+struct PackedDynamicMatmul {
+  TensorRef x, range, b, y, b_scale;
+  std::optional<TensorRef> b_zero, bias;  // bias: Float32 [n]
+  int32_t range_count = 1, b_scale_count = 1;
+  int64_t rows, k, n;
+};
+bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& m,
+                               const std::string& op);
+
 }  // namespace vkgraph::ops

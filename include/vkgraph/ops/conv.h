@@ -100,7 +100,8 @@ struct Pool2dParams {
 
 // x: [N, C, H, W], ONNX MaxPool / AveragePool: with ceil_mode the output size rounds up, but a
 // window that would start in the bottom/right padding is dropped. Max ignores padding; a
-// window with no input element gives -inf (max) or 0 (avg).
+// window with no input element gives -inf (max) or 0 (avg). max_pool2d / max_pool3d also take
+// Int8 / UInt8 x (QDQ MaxPool): the bytes' maximum, the type's minimum for no element.
 TensorRef max_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params);
 TensorRef avg_pool2d(ComputeGraph& g, TensorRef x, const Pool2dParams& params);
 struct Pool3dParams {

@@ -42,6 +42,23 @@ struct DynamicQuantized {
 // scale = range / 255, zero_point = saturate(round(-min / scale)), y = quantize_linear(x).
 // An all-zero x gives scale 0, zero point 0 and y 0. x: Float32.
 DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x);
+// DynamicQuantizeLinear's first pass: per-workgroup (min, max) partials of x (Float32), a
+// Float32 [partials, 2] tensor; the second pass reduces them (dynamic_quantize_linear, or each
+// workgroup of dynamic_quant_matmul itself). Matmuls reading one activation share one range.
+TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x);
+// dynamic_quantize_linear(x) with the range dynamic_quant_range(x) computed already.
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range);
+
+// onnxruntime quantize_dynamic's linear layer, DynamicQuantizeLinear(x) -> MatMulInteger(x_q,
+// w, x_zero, w_zero) -> Cast(float) -> Mul(., x_scale * w_scale) [-> Add(bias)], as one integer
+// GEMM after the range pass: x (Float32 [..., K]) is quantized as it loads and the epilogue
+// computes the float32 Cast, Mul and Add, so the result is the unfused ops' bit for bit. w:
+// Int8 or UInt8 [K, N]; w_zero (8-bit or Int32) and w_scale (Float32) per tensor or per column;
+// bias Float32 [N]; `range` from dynamic_quant_range(x). Returns Float32 [..., N]. Where the
+// packed GEMM does not apply (w not a constant, K % 4 != 0, qgemm.packed=0) the ops run apart.
+TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, TensorRef w,
+                               std::optional<TensorRef> w_zero, TensorRef w_scale,
+                               std::optional<TensorRef> bias = std::nullopt);
 
 // Between Int8/UInt8 and Int32 (also Int8 <-> UInt8): widening is exact, narrowing keeps the
 // low 8 bits (two's complement), as ONNX Cast does. ops::cast forwards here.
@@ -83,6 +100,14 @@ TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const Quant
 TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
                       const QuantizedOperand& y_params, DType out,
                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
+
+// A QDQ GlobalAveragePool, DequantizeLinear -> GlobalAveragePool -> QuantizeLinear, on 8-bit
+// x [N, C, D1, ...] -> [N, C, 1, ...] of `out` (Int8 / UInt8): the exact integer sum S of
+// (x - x_zero) over each (n, c), then mean = S * x_scale / count and
+// y = saturate(round_half_even(mean / y_scale) + y_zero), each step rounded once in float32.
+// Scales and zero points per tensor; count * 255 must stay below 2^24.
+TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
+                                  const QuantizedOperand& y_params, DType out);
 
 // 1-D or 2-D convolution of integer tensors (x [N, C, L] or [N, C, H, W]; weight [M, C/groups,
 // k...]); attributes as ONNX Conv, pads all begins then all ends. Padding reads as x's zero point.

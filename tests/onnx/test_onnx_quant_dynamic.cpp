@@ -1,0 +1,221 @@
+// quantize_dynamic's linear layers (src/onnx/fuse_dynamic_quant.h): DynamicQuantizeLinear ->
+// MatMulInteger -> Cast -> Mul(Mul(x_scale, w_scale)) [-> Add(bias)] runs as one range pass per
+// activation and one integer GEMM per layer. The fused result must be ONNX's, computed here in
+// float32 exactly as the reference would (DynamicQuantizeLinear's rounding and saturation, the
+// exact integer sums, then the Cast, Mul and Add each rounded to float32), bit for bit, and so
+// equal to the unfused ops (SessionOptions::fuse = false) and to the packed GEMM's fallback.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model_builder.h"
+#include "quant_test_util.h"
+#include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
+
+namespace vkgraph::testing {
+namespace {
+
+constexpr int kFloat = onnx::TensorProto::FLOAT;
+constexpr int kInt8 = onnx::TensorProto::INT8;
+
+struct Weight {
+  int64_t k, n;
+  std::vector<int> w, zero;  // zero: 1 or n values
+  std::vector<float> scale;  // 1 or n values
+  std::vector<float> bias;   // empty: none
+};
+
+// x [rows, k] float -> ONNX DynamicQuantizeLinear then the layer, in float32 as the reference.
+std::vector<float> reference(const std::vector<float>& x, const Weight& w) {
+  float lo = 0.f, hi = 0.f;
+  for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+  const float scale = (hi - lo) / 255.f;
+  const int zero = scale == 0.f ? 0 : quantize_ref(double((0.f - lo) / scale), 0, DType::UInt8);
+  const int64_t rows = static_cast<int64_t>(x.size()) / w.k;
+  std::vector<int> xq(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xq[i] = scale == 0.f ? zero : quantize_ref(double(x[i] / scale), zero, DType::UInt8);
+  std::vector<float> y(rows * w.n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < w.n; ++c) {
+      int32_t acc = 0;
+      const int wz = w.zero[w.zero.size() == 1 ? 0 : c];
+      for (int64_t i = 0; i < w.k; ++i) acc += (xq[r * w.k + i] - zero) * (w.w[i * w.n + c] - wz);
+      const float product = scale * w.scale[w.scale.size() == 1 ? 0 : c];
+      float v = static_cast<float>(acc) * product;
+      if (!w.bias.empty()) v = w.bias[c] + v;
+      y[r * w.n + c] = v;
+    }
+  return y;
+}
+
+// One layer as quantize_dynamic writes it. `scale_first`: the scale product listed before the
+// MatMulInteger (onnxruntime lists it after); `swap`: the commutative inputs the other way.
+void layer(ModelBuilder& m, const std::string& p, const Weight& w, bool scale_first, bool swap,
+           const std::string& out) {
+  m.int_initializer(p + "w", kInt8, {w.k, w.n}, w.w);
+  const Shape param = w.scale.size() == 1 ? Shape{} : Shape{w.n};
+  m.int_initializer(p + "wz", kInt8, w.zero.size() == 1 ? Shape{} : Shape{w.n}, w.zero);
+  m.initializer(p + "ws", param, w.scale);
+  // A binary node, its inputs the other way round with `swap`.
+  auto binary = [&](const char* op, const std::string& a, const std::string& b,
+                    const std::string& y) {
+    if (swap)
+      m.node(op, {b, a}, {y});
+    else
+      m.node(op, {a, b}, {y});
+  };
+  if (scale_first) binary("Mul", "xs", p + "ws", p + "s");
+  m.node("MatMulInteger", {"xq", p + "w", "xz", p + "wz"}, {p + "acc"});
+  set_int(m.node("Cast", {p + "acc"}, {p + "f"}), "to", kFloat);
+  if (!scale_first) binary("Mul", "xs", p + "ws", p + "s");
+  const std::string mul = w.bias.empty() ? out : p + "m";
+  binary("Mul", p + "f", p + "s", mul);
+  if (!w.bias.empty()) {
+    m.initializer(p + "b", Shape{w.n}, w.bias);
+    binary("Add", p + "b", mul, out);
+  }
+}
+
+class OnnxQuantDynamic : public GpuTest {
+ protected:
+  Weight weight(int64_t k, int64_t n, bool per_column, bool zero_points, bool bias) {
+    Weight w{k, n, random_ints(rng, k * n, -127, 127), {0}, {}, {}};
+    if (per_column) {
+      w.scale = random_floats(n, 0.002f, 0.02f);
+      w.zero = zero_points ? random_ints(rng, n, -5, 5) : std::vector<int>(n, 0);
+    } else {
+      w.scale = {0.0123f};
+      if (zero_points) w.zero = {3};
+    }
+    if (bias) w.bias = random_floats(n, -1.f, 1.f);
+    return w;
+  }
+
+  // x [2, 5, 16] -> one DynamicQuantizeLinear read by two layers: a per-tensor weight with a
+  // bias, and per-column scales and zero points (the GEMM's sum-of-data correction) without.
+  ModelBuilder two_layers(const Weight& a, const Weight& b, bool scale_output) {
+    ModelBuilder m(13);
+    m.input("x", kFloat, {2, 5, 16});
+    m.output("ya", kFloat);
+    m.output("yb", kFloat);
+    if (scale_output) m.output("xs", kFloat);
+    m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+    layer(m, "a_", a, false, false, "ya");
+    layer(m, "b_", b, true, true, "yb");
+    return m;
+  }
+
+  std::vector<HostTensor> run(const ModelBuilder& m, const HostTensor& x,
+                              std::map<std::string, uint32_t> knobs,
+                              std::vector<std::string>* labels, bool fuse = true) {
+    SessionOptions o;
+    o.fuse = fuse;
+    auto tuning = std::make_shared<ops::Tuning>();
+    for (const auto& [k, v] : knobs) tuning->knobs[k] = v;
+    o.graph.tuning = tuning;
+    o.graph.profile = true;
+    Session s = m.session(o);
+    std::vector<HostTensor> r = s.run({{"x", x}});
+    labels->clear();
+    for (const NodeTime& t : s.graph()->node_times()) labels->push_back(t.label);
+    return r;
+  }
+};
+
+void expect_bits(const HostTensor& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.dtype, DType::Float32) << what;
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_EQ(got.data<float>()[i], want[i]) << what << " element " << i;
+}
+
+int count(const std::vector<std::string>& labels, const std::string& part) {
+  return static_cast<int>(std::count_if(labels.begin(), labels.end(), [&](const std::string& l) {
+    return l.find(part) != std::string::npos;
+  }));
+}
+
+TEST_F(OnnxQuantDynamic, LinearLayersAreOneGemmEachBitExact) {
+  const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, true, false);
+  ModelBuilder m = two_layers(a, b, false);
+  HostTensor x = random_tensor(rng, DType::Float32, {2, 5, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
+  const std::vector<float> xv(x.data<float>(), x.data<float>() + x.numel());
+  const std::vector<float> want_a = reference(xv, a), want_b = reference(xv, b);
+  std::vector<std::string> labels;
+
+  // Unfused: the ops one by one.
+  std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
+  const size_t plain_nodes = labels.size();
+  expect_bits(plain[0], want_a, "unfused a");
+  expect_bits(plain[1], want_b, "unfused b");
+
+  for (uint32_t dot : {0u, 1u})
+    for (uint32_t tile : {32u, 64u}) {
+      SCOPED_TRACE("dot " + std::to_string(dot) + " tile " + std::to_string(tile));
+      std::vector<HostTensor> fused =
+          run(m, x, {{"qgemm.dot", dot}, {"qgemm.tile", tile}}, &labels);
+      // One range pass shared by both layers, one GEMM per layer.
+      EXPECT_EQ(labels.size(), 3u);
+      EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 1);
+      EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed " + std::to_string(tile) +
+                                  (dot && context()->features().integer_dot_product ? " dot" : "") +
+                                  " dynamic)"),
+                2);
+      expect_bits(fused[0], want_a, "fused a");
+      expect_bits(fused[1], want_b, "fused b");
+    }
+  // DynamicQuantizeLinear's range, parameters and quantize passes, its zero point widened, and
+  // MatMulInteger, Cast, Mul, Mul [, Add] per layer.
+  EXPECT_EQ(plain_nodes, 13u);
+
+  // The packed GEMM's fallback (qgemm.packed = 0): the ops apart inside the fused nodes.
+  std::vector<HostTensor> apart = run(m, x, {{"qgemm.packed", 0}}, &labels);
+  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 0);
+  expect_bits(apart[0], want_a, "fallback a");
+  expect_bits(apart[1], want_b, "fallback b");
+
+  // Near ties: with min -12.8 and max 12.7 the scale is fl(25.5 / 255) (about 0.1) and the zero
+  // point 128; x one ulp beside fl((k + 0.5) * scale) divides to within an ulp of k + 0.5, where a
+  // quotient computed as x * (1 / scale) rounds the other way for some k (-122, -112, -73, ...):
+  // the GEMM's fast quotient must hand these to the exact division.
+  HostTensor ties = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
+  const float tie_scale = (12.7f - -12.8f) / 255.f;
+  for (int64_t i = 2; i < 160; ++i) {
+    const float v = (float(i - 128) + 0.5f) * tie_scale;
+    ties.data<float>()[i] = std::nextafter(v, i % 2 ? -INFINITY : INFINITY);
+  }
+  ties.data<float>()[0] = -12.8f;
+  ties.data<float>()[1] = 12.7f;
+  const std::vector<float> tv(ties.data<float>(), ties.data<float>() + 160);
+  std::vector<HostTensor> t = run(m, ties, {}, &labels);
+  expect_bits(t[0], reference(tv, a), "ties a");
+  expect_bits(t[1], reference(tv, b), "ties b");
+
+  // An all-zero activation: scale 0, zero point 0, every sum 0, so y is the bias.
+  HostTensor zeros = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
+  std::vector<HostTensor> z = run(m, zeros, {}, &labels);
+  for (int64_t i = 0; i < z[0].numel(); ++i) ASSERT_EQ(z[0].data<float>()[i], a.bias[i % 12]);
+  for (int64_t i = 0; i < z[1].numel(); ++i) ASSERT_EQ(z[1].data<float>()[i], 0.f);
+}
+
+// DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.
+TEST_F(OnnxQuantDynamic, PatternMustNotFireWhenTheScaleIsRead) {
+  const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, false, false);
+  ModelBuilder m = two_layers(a, b, true);
+  HostTensor x = random_tensor(rng, DType::Float32, {2, 5, 16});
+  const std::vector<float> xv(x.data<float>(), x.data<float>() + x.numel());
+  std::vector<std::string> fused_labels, plain_labels;
+  std::vector<HostTensor> fused = run(m, x, {}, &fused_labels);
+  std::vector<HostTensor> plain = run(m, x, {}, &plain_labels, false);
+  EXPECT_EQ(fused_labels.size(), plain_labels.size());
+  EXPECT_EQ(count(fused_labels, "dynamic_quant_matmul"), 0);
+  expect_bits(fused[0], reference(xv, a), "a");
+  expect_bits(fused[1], reference(xv, b), "b");
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
