@@ -8,6 +8,7 @@ foreach(dtype f32 f16)
   vkgraph_shader(quant_nbits_gemv_subgroup_${dtype} ${OPS}/quant_nbits_gemv.comp
                  SUBGROUP_REDUCE=1 DTYPE_${DT}=1)
   vkgraph_shader(quant_nbits_tiled_${dtype} ${OPS}/quant_nbits_tiled.comp DTYPE_${DT}=1)
+  vkgraph_shader(quant_nbits_dequant_${dtype} ${OPS}/quant_nbits_dequant.comp DTYPE_${DT}=1)
 endforeach()
 vkgraph_shader(quant_dequantize_u8 ${OPS}/quant.comp DEQUANTIZE=1)
 vkgraph_shader(quant_dequantize_i32 ${OPS}/quant.comp DEQUANTIZE=1 X_I32=1)

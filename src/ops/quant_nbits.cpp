@@ -1,12 +1,17 @@
-// com.microsoft MatMulNBits: weight-only low-bit matmul. The packed codes stay packed in
-// memory and are unpacked in registers. M = 1 (decode, no g_idx) runs a GEMV built to stream
-// the weights at memory bandwidth (quant_nbits_gemv.comp); larger M (and g_idx) a tiled GEMM
-// that unpacks each weight slice once into shared memory for 64 rows of a
-// (quant_nbits_tiled.comp). Design: docs/notes/w4-5.md.
+// com.microsoft MatMulNBits: weight-only low-bit matmul. M = 1 (decode, no g_idx) runs a GEMV
+// built to stream the packed weights at memory bandwidth (quant_nbits_gemv.comp). Prompt-sized
+// M (>= 16 by default) dequantizes the weights into a float [K, N] scratch in one
+// bandwidth-bound pass (quant_nbits_dequant.comp) and runs the float GEMM on it (tensor cores
+// where the device has them); the M in between (and knob nbits.dequant = 0) a tiled GEMM that
+// unpacks each weight slice into shared memory for 64 rows of a (quant_nbits_tiled.comp).
+// Design: docs/notes/w4-5.md, docs/notes/w4b-5.md.
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <limits>
 
 #include "quant_util.h"
+#include "vkgraph/ops/matmul.h"
 #include "vkgraph/ops/tuning.h"
 #include "vkgraph/vk/context.h"
 
@@ -21,8 +26,13 @@ struct NBitsLayout {
   int64_t words() const { return std::min(row_words, (k * bits + 31) / 32); }
 };
 
+uint32_t nbits_knob(ComputeGraph& g, const char* name, uint32_t fallback) {
+  const Tuning* tuning = g.options().tuning.get();
+  return tuning ? tuning->knob(name, fallback) : fallback;
+}
+
 constexpr uint32_t kLanes = 32;  // invocations per row set (quant_nbits_gemv.comp's LANES)
-constexpr uint32_t kSets = 4;    // row sets per workgroup (SETS)
+constexpr uint32_t kSets = 4;    // row sets per workgroup (SETS) unless split wider
 
 // The GEMV's 16-byte-load layout of a constant weight (PREPACKED): rows padded to a multiple
 // of 4 words; within each full step of `vec` * 32 words, natural word s0 + v * 32 + l (lane l's
@@ -50,19 +60,20 @@ HostTensor prepack_gemv_weights(const HostTensor& b, const NBitsLayout& l, int64
 // The decode GEMV. Knobs: nbits.subgroup = 0 forces the shared-memory reduction,
 // nbits.rows the rows per row set (default 2 where that leaves >= 512 row sets, else 1),
 // nbits.vec the words per lane and row in flight (a multiple of 4, default 8), nbits.prepack
-// = 0 reads a constant weight in its natural layout.
+// = 0 reads a constant weight in its natural layout, nbits.split (1, 2, 4 or 8; default 1) the
+// row sets that share rows, each taking every split-th step (a workgroup of max(4, split) row
+// sets).
 void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
               TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l, bool has_bias,
               const std::string& suffix) {
   const std::string op = "matmul_nbits";
   const vk::DeviceFeatures& f = g.context().features();
-  const Tuning* tuning = g.options().tuning.get();
-  auto knob = [&](const char* name, uint32_t fallback) {
-    return tuning ? tuning->knob(name, fallback) : fallback;
-  };
+  auto knob = [&](const char* name, uint32_t fallback) { return nbits_knob(g, name, fallback); };
   const bool subgroup = f.subgroup_arithmetic && knob("nbits.subgroup", 1) != 0;
   const uint32_t rows = std::clamp(knob("nbits.rows", l.n >= 2 * 512 ? 2u : 1u), 1u, kLanes);
   const uint32_t vec = std::clamp(knob("nbits.vec", 8) / 4 * 4, 4u, 32u);
+  const uint32_t split = std::bit_floor(std::clamp(knob("nbits.split", 1), 1u, 8u));
+  const uint32_t sets = std::max(kSets, split);
   const HostTensor* value = g.constant_value(b);
   const bool prepack = value && l.words() >= int64_t{vec} * kLanes && knob("nbits.prepack", 1) != 0;
   int64_t stride = l.row_words;
@@ -82,16 +93,57 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
   d.bindings = {{a, Access::Read},         {words, Access::Read},    {scales, Access::Read},
                 {zp_packed, Access::Read}, {zp_float, Access::Read}, {bias, Access::Read},
                 {y, Access::Write}};
-  const int64_t per_group = int64_t{kSets} * rows;
+  const int64_t per_group = int64_t{sets / split} * rows;
   const int64_t groups = (l.n + per_group - 1) / per_group;
   check(groups <= 65535, ErrorKind::Unsupported,
         op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
   d.groups = {static_cast<uint32_t>(groups), 1, 1};
-  d.local = {kLanes * kSets, 1, 1};
-  d.spec = {rows, vec, static_cast<uint32_t>(l.bits), uint32_t{prepack}};
+  d.local = {kLanes * sets, 1, 1};
+  d.spec = {rows, vec, static_cast<uint32_t>(l.bits), uint32_t{prepack}, sets, split};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
+}
+
+// Whether M rows of a take the dequantize-then-GEMM path: from nbits.dequant_min_m rows (default
+// 16, where the float GEMM's tiles and split-K beat the tiled kernel's one workgroup per 64 x 64
+// tile; H200, M 128, K = N = 4096: 1.9 TFLOP/s there); nbits.dequant = 0 keeps the tiled kernel.
+bool dequantize_for_gemm(ComputeGraph& g, int64_t m) {
+  return nbits_knob(g, "nbits.dequant", 1) != 0 && m >= nbits_knob(g, "nbits.dequant_min_m", 16);
+}
+
+// The weights as a float [K, N] of `dtype` (a graph tensor: the planner reuses its memory once
+// the GEMM has read it).
+TensorRef dequantize_weights(ComputeGraph& g, TensorRef b, TensorRef scales, TensorRef zp_packed,
+                             TensorRef zp_float, TensorRef gi, bool has_g_idx, const NBitsLayout& l,
+                             DType dtype, const std::string& suffix) {
+  const std::string op = "matmul_nbits";
+  check(l.k * l.n <= std::numeric_limits<int32_t>::max(), ErrorKind::Unsupported,
+        op + ": K * N = " + std::to_string(l.k * l.n) + " exceeds the dequantized weights' " +
+            "32-bit indexing");
+  TensorRef w = g.add_tensor({l.k, l.n}, dtype);
+  PushConstants pc;
+  pc.add(checked_i32(l.n, op, "N")).add(checked_i32(l.k, op, "K"));
+  pc.add(static_cast<int32_t>(l.block)).add(checked_i32(l.blocks, op, "blocks"));
+  pc.add(checked_i32(l.row_words, op, "row words"));
+  pc.add(checked_i32(l.zero_row_bytes, op, "zero point bytes")).add(l.zero_mode);
+  pc.add(int32_t{has_g_idx});
+  DispatchDesc d;
+  d.shader = "quant_nbits_dequant_" + suffix;
+  d.bindings = {{b, Access::Read},        {scales, Access::Read}, {zp_packed, Access::Read},
+                {zp_float, Access::Read}, {gi, Access::Read},     {w, Access::Write}};
+  constexpr int64_t kTile = 64;  // quant_nbits_dequant.comp's TN and TK
+  d.groups = {static_cast<uint32_t>((l.n + kTile - 1) / kTile),
+              static_cast<uint32_t>((l.k + kTile - 1) / kTile), 1};
+  check(d.groups[0] <= 65535 && d.groups[1] <= 65535, ErrorKind::Unsupported,
+        op + ": K = " + std::to_string(l.k) + ", N = " + std::to_string(l.n) +
+            " exceed the dispatch limits");
+  d.local = {256, 1, 1};
+  d.spec = {static_cast<uint32_t>(l.bits)};
+  d.push = pc.take();
+  d.label = op + " (dequantize)";
+  g.add_dispatch(std::move(d));
+  return w;
 }
 
 }  // namespace
@@ -158,9 +210,16 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
   const int64_t m = numel(ai.shape) / k;
   Shape out = ai.shape;
   out.back() = n;
-  TensorRef y = g.add_tensor(out, fdt);
-  if (m == 0) return y;
+  if (m == 0) return g.add_tensor(out, fdt);
   const NBitsLayout layout{n, k, bits, block, blocks, blocks * blob / 4, zero_row_bytes, zero_mode};
+  if (dequantize_for_gemm(g, m)) {
+    TensorRef w = dequantize_weights(g, b, scales, zp_packed, zp_float, gi, g_idx.has_value(),
+                                     layout, fdt, suffix);
+    MatmulEpilogue e;
+    e.bias = bias;
+    return matmul(g, a, w, e);
+  }
+  TensorRef y = g.add_tensor(out, fdt);
   if (m == 1 && !g_idx) {
     add_gemv(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
     return y;

@@ -20,6 +20,10 @@
 //   sum(a * (c - zero)) = 2^B * dot - (2^B + zero) * sum(a), once per word and row.
 // - Rows end in subgroupAdd where the row set is one subgroup (SUBGROUP_REDUCE and a subgroup
 //   size of 32), else in shared memory.
+// - SPLIT > 1 (knob nbits.split, docs/notes/w4b-5.md): SPLIT row sets of a workgroup share the
+//   same rows, row set s taking steps s, s + SPLIT, ...; their sums meet in shared memory. The
+//   workgroup then has SPLIT steps of the same rows in flight at once: more independent loads
+//   per row, fewer dependent round trips per row set (K = 4096, 4-bit: 2 steps, 1 at SPLIT 2).
 // DTYPE_*: a, scales, float zero points, bias and y; arithmetic is float32.
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
@@ -53,9 +57,11 @@ layout(constant_id = 3) const int SG_ROWS = 2;  // rows of w per row set (knob n
 layout(constant_id = 4) const int VEC = 8;      // words per lane and row in flight (nbits.vec)
 layout(constant_id = 5) const int BITS = 4;
 layout(constant_id = 6) const bool PREPACKED = false;
+layout(constant_id = 7) const int SETS = 4;   // row sets per workgroup (32 invocations each)
+layout(constant_id = 8) const int SPLIT = 1;  // row sets per rows (a divisor of SETS)
 
 #define LANES 32
-#define SETS 4  // row sets per workgroup: 128 invocations
+const int GROUPS = SETS / SPLIT;  // sets of rows per workgroup
 const int PER_WORD = 32 / BITS;
 const uint MASK = (1u << BITS) - 1u;
 
@@ -98,6 +104,7 @@ void add_word(int w, int n0, uint word[SG_ROWS], inout float acc[SG_ROWS]) {
 }
 
 shared float partial[SETS][SG_ROWS][LANES];
+shared float slice_sum[SETS][SG_ROWS];  // SPLIT > 1: each row set's totals
 
 void main() {
   // Invocations as (row set, lane). With subgroup reductions, numbered subgroup by subgroup,
@@ -109,8 +116,8 @@ void main() {
                 gl_NumSubgroups * gl_SubgroupSize == gl_WorkGroupSize.x;  // uniform
   if (by_subgroup) slot = int(gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID);
 #endif
-  const int lane = slot % LANES, set = slot / LANES;
-  const int n0 = (int(gl_WorkGroupID.x) * SETS + set) * SG_ROWS;
+  const int lane = slot % LANES, set = slot / LANES, slice = set % SPLIT;
+  const int n0 = (int(gl_WorkGroupID.x) * GROUPS + set / SPLIT) * SG_ROWS;
   int row[SG_ROWS];
   float acc[SG_ROWS];
   [[unroll]] for (int r = 0; r < SG_ROWS; ++r) {
@@ -121,7 +128,7 @@ void main() {
   // Full steps read PREPACKED weights as uvec4s; the last partial step (natural order in both
   // layouts) word by word with bounds. Either way all of a step's loads come first.
   const int step = VEC * LANES;
-  for (int s0 = 0; s0 < p.words; s0 += step) {
+  for (int s0 = slice * step; s0 < p.words; s0 += SPLIT * step) {
     uint word[VEC][SG_ROWS];
     if (PREPACKED && s0 + step <= p.words) {
       [[unroll]] for (int r = 0; r < SG_ROWS; ++r)
@@ -142,14 +149,15 @@ void main() {
     }
   }
 
+  // Lane r < SG_ROWS ends with row r's total of this row set in `mine`.
+  float mine = 0.0;
 #if SUBGROUP_REDUCE
   if (by_subgroup) {
     float total[SG_ROWS];
     [[unroll]] for (int r = 0; r < SG_ROWS; ++r) total[r] = subgroupAdd(acc[r]);
-    int parts = 1;
     if (gl_SubgroupSize < LANES) {
       // Subgroups smaller than a row set: their sums meet in shared memory.
-      parts = LANES / int(gl_SubgroupSize);
+      const int parts = LANES / int(gl_SubgroupSize);
       if (subgroupElect())
         [[unroll]] for (int r = 0; r < SG_ROWS; ++r)
           partial[set][r][lane / int(gl_SubgroupSize)] = total[r];
@@ -159,18 +167,24 @@ void main() {
         for (int i = 0; i < parts; ++i) total[r] += partial[set][r][i];
       }
     }
-    // Lane r stores row r.
     [[unroll]] for (int r = 0; r < SG_ROWS; ++r)
-      if (lane == r && n0 + r < p.N)
-        y[n0 + r] = ELEM(total[r] + (p.has_bias != 0 ? float(bias[n0 + r]) : 0.0));
-    return;
-  }
+      if (lane == r) mine = total[r];
+  } else
 #endif
-  [[unroll]] for (int r = 0; r < SG_ROWS; ++r) partial[set][r][lane] = acc[r];
-  barrier();
-  if (lane < SG_ROWS && n0 + lane < p.N) {
-    float t = 0.0;
-    for (int i = 0; i < LANES; ++i) t += partial[set][lane][i];
-    y[n0 + lane] = ELEM(t + (p.has_bias != 0 ? float(bias[n0 + lane]) : 0.0));
+  {
+    [[unroll]] for (int r = 0; r < SG_ROWS; ++r) partial[set][r][lane] = acc[r];
+    barrier();
+    if (lane < SG_ROWS)
+      for (int i = 0; i < LANES; ++i) mine += partial[set][lane][i];
   }
+  if (SPLIT > 1) {
+    // The row sets of one set of rows (K slices) meet in shared memory; the first one stores.
+    if (lane < SG_ROWS) slice_sum[set][lane] = mine;
+    barrier();
+    if (slice != 0) return;
+    if (lane < SG_ROWS)
+      for (int i = 1; i < SPLIT; ++i) mine += slice_sum[set + i][lane];
+  }
+  if (lane < SG_ROWS && n0 + lane < p.N)
+    y[n0 + lane] = ELEM(mine + (p.has_bias != 0 ? float(bias[n0 + lane]) : 0.0));
 }

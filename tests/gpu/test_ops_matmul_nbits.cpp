@@ -215,7 +215,8 @@ TEST_F(MatMulNBitsTest, GemvBothReductions) {
   }
 }
 
-// The decode GEMV in both weight layouts and the tiled GEMM at a prompt-like M = 37: odd K and
+// The decode GEMV in both weight layouts and the prompt path at M = 37 (the weights dequantized
+// for the float GEMM; PromptDequantizedGemmAndTiled covers the tiled kernel as well): odd K and
 // N (partial blocks, partial steps of words, partial groups of rows), blocks of 16, 32 and 128,
 // zero points absent, packed and float, 2, 4 and 8 bits, float32 and float16. nbits.vec = 4
 // gives rows this short full steps (128 words), so constants take the re-laid layout; one case
@@ -277,6 +278,92 @@ TEST_F(MatMulNBitsTest, RelaidWeightUploadedOnce) {
   const uint64_t natural = constant_bytes(0), relaid = constant_bytes(1);
   EXPECT_GE(relaid, natural);
   EXPECT_LE(relaid, natural + 12 * uint64_t(wt.n) + 16);
+}
+
+// Prompt-sized M through both kernels: the weights dequantized into a float [K, N] scratch and
+// the float GEMM (the default from M = 16), and the tiled kernel (nbits.dequant = 0); M = 16
+// (the threshold), 37 and 70; odd K and N (partial 64 x 64 dequantization tiles), 2, 4 and
+// 8 bits, blocks of 16, 32 and 128, zero points absent, packed and float, g_idx, bias, fp32
+// and fp16, weights as inputs and as constants.
+TEST_F(MatMulNBitsTest, PromptDequantizedGemmAndTiled) {
+  struct Case {
+    int64_t k, n, bits, block;
+    Zeros zeros;
+    bool g_idx, bias;
+  };
+  const bool fp16 = context()->features().storage_buffer_16bit;
+  for (uint32_t dequant : {1u, 0u})
+    for (const Case& c : {Case{200, 67, 4, 32, Zeros::Default, false, true},
+                          Case{130, 70, 4, 16, Zeros::Packed, false, false},
+                          Case{300, 19, 8, 128, Zeros::Float, false, true},
+                          Case{96, 130, 2, 16, Zeros::Packed, false, false},
+                          Case{48, 33, 4, 16, Zeros::Default, true, true},
+                          Case{75, 20, 8, 32, Zeros::Packed, true, false}}) {
+      NBitsWeight wt(rng, c.k, c.n, c.bits, c.block, c.zeros, c.g_idx, c.bias);
+      GraphOptions go;
+      auto tuning = std::make_shared<ops::Tuning>();
+      tuning->knobs["nbits.dequant"] = dequant;
+      go.tuning = tuning;
+      for (int64_t m : {16, 37, 70})
+        for (bool half : {false, true}) {
+          if (half && !fp16) continue;
+          const Weights weights = m == 37 ? Weights::Constant : Weights::Input;
+          SCOPED_TRACE(std::string(dequant ? "dequantized" : "tiled") + " bits " +
+                       std::to_string(c.bits) + " block " + std::to_string(c.block) + " k " +
+                       std::to_string(c.k) + " n " + std::to_string(c.n) + " m " +
+                       std::to_string(m) + (half ? " fp16" : " fp32"));
+          check(m, wt, half, c.zeros, go, weights);
+        }
+    }
+}
+
+// nbits.dequant_min_m moves the threshold: M = 5 dequantized (and a bigger M still), M = 1
+// stays the GEMV, which nbits.dequant_min_m = 1 also replaces.
+TEST_F(MatMulNBitsTest, DequantizeThresholdKnob) {
+  NBitsWeight wt(rng, 100, 37, 4, 32, Zeros::Packed, false, true);
+  for (uint32_t min_m : {5u, 1u}) {
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["nbits.dequant_min_m"] = min_m;
+    go.tuning = tuning;
+    for (int64_t m : {1, 5, 9}) {
+      SCOPED_TRACE("min_m " + std::to_string(min_m) + " m " + std::to_string(m));
+      check(m, wt, false, Zeros::Packed, go);
+    }
+  }
+}
+
+// The GEMV with K split over the row sets of a workgroup (nbits.split: 2, 4, 8; sums meeting
+// in shared memory), with both reductions, 1 to 3 rows per row set, both layouts, fp32 and
+// fp16: K = 1100 at vec 4 is 9 steps (odd, the last partial), K = 515 at 8 bits 2 steps.
+TEST_F(MatMulNBitsTest, GemvSplitK) {
+  struct Case {
+    uint32_t split, subgroup, rows;
+  };
+  const bool fp16 = context()->features().storage_buffer_16bit;
+  NBitsWeight w4(rng, 1100, 67, 4, 32, Zeros::Default, false, true);
+  NBitsWeight w8(rng, 515, 45, 8, 32, Zeros::Packed, false, false);
+  NBitsWeight w2(rng, 2100, 9, 2, 16, Zeros::Float, false, true);
+  for (const Case& c : {Case{2, 1, 2}, Case{8, 1, 1}, Case{4, 0, 3}, Case{8, 0, 2}}) {
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["nbits.split"] = c.split;
+    tuning->knobs["nbits.subgroup"] = c.subgroup;
+    tuning->knobs["nbits.rows"] = c.rows;
+    tuning->knobs["nbits.vec"] = 4;
+    go.tuning = tuning;
+    for (const NBitsWeight* wt : {&w4, &w8, &w2})
+      for (Weights weights : {Weights::Input, Weights::Constant})
+        for (bool half : {false, true}) {
+          if (half && !fp16) continue;
+          SCOPED_TRACE("split " + std::to_string(c.split) + " subgroup " +
+                       std::to_string(c.subgroup) + " rows " + std::to_string(c.rows) + " bits " +
+                       std::to_string(wt->bits) + (half ? " fp16" : " fp32") +
+                       (weights == Weights::Constant ? " constant" : " input"));
+          Zeros z = wt == &w4 ? Zeros::Default : wt == &w8 ? Zeros::Packed : Zeros::Float;
+          check(1, *wt, half, z, go, weights);
+        }
+  }
 }
 
 TEST_F(MatMulNBitsTest, Float16Activations) {
