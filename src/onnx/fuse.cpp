@@ -160,23 +160,6 @@ std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
   return f;
 }
 
-// The shape a Reshape of a tensor shaped `in` gives, its target a host constant (folded ahead
-// when the exporter writes it later).
-std::optional<Shape> reshape_target(Pass& p, const NodeProto& r, const Shape& in) {
-  if (r.op_type() != "Reshape" || r.input_size() != 2) return std::nullopt;
-  if (!p.importer().available(r, 1)) p.fold_ahead(r.input(1));
-  const HostTensor* target = p.importer().constant(r, 1);
-  if (!target || (target->dtype != DType::Int64 && target->dtype != DType::Int32))
-    return std::nullopt;
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < target->numel(); ++i) dims.push_back(target->as_int(i));
-  try {
-    return shapes::resolve_reshape(in, dims, p.attrs(r).get_int("allowzero", 0) != 0, "Reshape");
-  } catch (const Error&) {
-    return std::nullopt;  // the Reshape, lowered alone, reports it
-  }
-}
-
 // Whether a Transpose of `shape` by `perm` keeps the elements in memory order: only dims of one
 // element move.
 bool keeps_order(const Shape& shape, const std::vector<int64_t>& perm) {
@@ -412,6 +395,21 @@ const std::map<std::string, std::string>& model_op_types() {
 }
 
 }  // namespace
+
+std::optional<Shape> reshape_target(Pass& p, const NodeProto& r, const Shape& in) {
+  if (r.op_type() != "Reshape" || r.input_size() != 2) return std::nullopt;
+  if (!p.importer().available(r, 1)) p.fold_ahead(r.input(1));
+  const HostTensor* target = p.importer().constant(r, 1);
+  if (!target || (target->dtype != DType::Int64 && target->dtype != DType::Int32))
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < target->numel(); ++i) dims.push_back(target->as_int(i));
+  try {
+    return shapes::resolve_reshape(in, dims, p.attrs(r).get_int("allowzero", 0) != 0, "Reshape");
+  } catch (const Error&) {
+    return std::nullopt;  // the Reshape, lowered alone, reports it
+  }
+}
 
 std::optional<Fusion> Pass::rewrite(const NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;

@@ -130,6 +130,11 @@ std::optional<Activation> activation(const onnx::NodeProto& node, const fold::At
 float alpha(const onnx::NodeProto& node, const fold::Attrs& attrs);  // FusedMatMul's scale
 std::vector<int64_t> perm(const onnx::NodeProto& node, const fold::Attrs& attrs, size_t input);
 
+// The shape a Reshape of a tensor shaped `in` gives, its target a host constant (folded ahead
+// when the exporter writes it later); nullopt for any other node or a target it cannot resolve
+// (the Reshape, lowered alone, reports that).
+std::optional<Shape> reshape_target(Pass& p, const onnx::NodeProto& r, const Shape& in);
+
 // Input positions of FusedConv: x, w, bias, then BatchNormalization's four parameters (folded
 // into the weights by the lowering) and the residual added before the activation; absent ones
 // are empty names.

@@ -152,22 +152,6 @@ bool available_or_folded(const Pass& p, const NodeProto& node, int i) {
   return p.importer().available(node, i) || p.fold_ahead(node.input(i));
 }
 
-// The shape a Reshape of a tensor shaped `in` gives, where its target is a host constant.
-std::optional<Shape> reshaped(Pass& p, const NodeProto& r, const Shape& in) {
-  if (r.op_type() != "Reshape" || r.input_size() != 2 || !available_or_folded(p, r, 1))
-    return std::nullopt;
-  const HostTensor* target = p.importer().constant(r, 1);
-  if (!target || (target->dtype != DType::Int64 && target->dtype != DType::Int32))
-    return std::nullopt;
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < target->numel(); ++i) dims.push_back(target->as_int(i));
-  try {
-    return shapes::resolve_reshape(in, dims, p.attrs(r).get_int("allowzero", 0) != 0, "Reshape");
-  } catch (const Error&) {
-    return std::nullopt;  // the Reshape, lowered alone, reports it
-  }
-}
-
 // Swin's shifted-window mask: the scores viewed as [B, windows, H, N, N] (a Reshape), a
 // constant mask added, the view undone (a Reshape back to the scores' shape).
 struct WindowMask {
@@ -181,7 +165,7 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
   WindowMask w;
   w.view = p.sole_consumer(scores);
   if (!w.view || w.view->input(0) != scores) return std::nullopt;
-  std::optional<Shape> shape = reshaped(p, *w.view, score_shape);
+  std::optional<Shape> shape = reshape_target(p, *w.view, score_shape);
   if (!shape || shape->size() > 6) return std::nullopt;
   w.shape = *shape;
   w.add = p.sole_consumer(w.view->output(0));
@@ -194,7 +178,7 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
   w.mask = w.add->input(other);
   w.back = p.sole_consumer(w.add->output(0));
   if (!w.back || w.back->input(0) != w.add->output(0)) return std::nullopt;
-  if (reshaped(p, *w.back, w.shape) != score_shape) return std::nullopt;
+  if (reshape_target(p, *w.back, w.shape) != score_shape) return std::nullopt;
   return w;
 }
 

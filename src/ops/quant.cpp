@@ -75,6 +75,18 @@ int32_t param_count(ComputeGraph& g, TensorRef param, int64_t expect, int64_t to
 
 namespace {
 
+// The scale (as float32) and zero point (as int32) of `q`, both one value, appended to
+// `bindings`: the kernels that take them read element 0.
+void bind_per_tensor(ComputeGraph& g, const QuantizedOperand& q, const std::string& op,
+                     std::vector<Binding>& bindings) {
+  for (std::optional<TensorRef> t : {std::optional<TensorRef>(q.scale), q.zero_point})
+    if (t)
+      check(numel(g.info(*t).shape) == 1, ErrorKind::InvalidArgument,
+            op + ": scales and zero points must be per tensor, got " + shape_str(g.info(*t).shape));
+  bindings.push_back({scale_f32(g, q.scale, op), Access::Read});
+  bindings.push_back({zero_point_i32(g, q.zero_point, op), Access::Read});
+}
+
 // How a scale (and its zero point) map onto x's elements: quant.comp's param_index.
 struct ParamLayout {
   int32_t mode = 0, axis_len = 1, inner = 1, block = 1, blocks = 1;
@@ -202,15 +214,7 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
             " must have one shape");
   const QuantRange r = output_range(out, range, op);
   std::vector<Binding> bindings = {{a.values, Access::Read}, {b.values, Access::Read}};
-  for (const QuantizedOperand* q : {&a, &b, &y_params}) {
-    for (std::optional<TensorRef> t : {std::optional<TensorRef>(q->scale), q->zero_point})
-      if (t)
-        check(
-            numel(g.info(*t).shape) == 1, ErrorKind::InvalidArgument,
-            op + ": scales and zero points must be per tensor, got " + shape_str(g.info(*t).shape));
-    bindings.push_back({scale_f32(g, q->scale, op), Access::Read});
-    bindings.push_back({zero_point_i32(g, q->zero_point, op), Access::Read});
-  }
+  for (const QuantizedOperand* q : {&a, &b, &y_params}) bind_per_tensor(g, *q, op, bindings);
   TensorRef y = g.add_tensor(shape, out);
   bindings.push_back({y, Access::Write});
   const int64_t n = numel(shape);
@@ -245,15 +249,7 @@ TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
       }(),
       out);
   bindings.push_back({y, Access::Write});
-  for (const QuantizedOperand* q : {&x, &y_params}) {
-    for (std::optional<TensorRef> t : {std::optional<TensorRef>(q->scale), q->zero_point})
-      if (t)
-        check(
-            numel(g.info(*t).shape) == 1, ErrorKind::InvalidArgument,
-            op + ": scales and zero points must be per tensor, got " + shape_str(g.info(*t).shape));
-    bindings.push_back({scale_f32(g, q->scale, op), Access::Read});
-    bindings.push_back({zero_point_i32(g, q->zero_point, op), Access::Read});
-  }
+  for (const QuantizedOperand* q : {&x, &y_params}) bind_per_tensor(g, *q, op, bindings);
   // A power of two (row_reduce.glsl), no wider than a short row needs.
   const auto local = static_cast<uint32_t>(
       std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(cols)), 32, 256));
