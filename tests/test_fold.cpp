@@ -290,6 +290,42 @@ TEST(Fold, ExpandTileTransposeConcat) {
       ErrorKind::InvalidArgument, "Concat: input shapes [2, 2] and [3, 1] differ outside axis 1");
 }
 
+// An output no larger than its input folds past kMaxFoldElements (the model holds that much
+// already): GPT-2's tied embedding transposed for the LM head. Outputs that amplify an input
+// still stop at the limit.
+TEST(Fold, LargeTransposeFoldsButAmplifyingOpsStillStop) {
+  const int64_t rows = 4099, cols = 4097;  // 16,793,603 elements > 2^24
+  ASSERT_GT(rows * cols, kMaxFoldElements);
+  HostTensor w(DType::UInt8, {rows, cols});
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.bytes[i] = static_cast<uint8_t>((i * 7 + i / cols) % 251);
+  const HostTensor t = eval("Transpose", {&w});
+  ASSERT_EQ(t.shape, (Shape{cols, rows}));
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) wrong += t.bytes[c * rows + r] != w.bytes[r * cols + c];
+  EXPECT_EQ(wrong, 0);
+  // The generic path (rank 3, the blocked copy is for matrices) takes the same bound.
+  HostTensor w3 = w;
+  w3.shape = {1, rows, cols};
+  Attrs perm;
+  perm.int_lists["perm"] = {2, 0, 1};
+  const HostTensor t3 = eval("Transpose", {&w3}, perm);
+  EXPECT_EQ(t3.shape, (Shape{cols, 1, rows}));
+  EXPECT_EQ(t3.bytes, t.bytes);
+  const HostTensor one = i64({1}, {5});
+  expect_error(
+      [&] {
+        eval("Expand", {&one, ptr(i64({kMaxFoldElements + 1}))});
+      },
+      ErrorKind::Unsupported, "too large to fold");
+  expect_error(
+      [&] {
+        eval("Tile", {&w, ptr(i64({2, 1}))});
+      },
+      ErrorKind::Unsupported, "too large to fold");
+}
+
 TEST(Fold, ReduceAndNonZero) {
   const HostTensor x = i64({2, 3}, {1, 2, 3, 4, 5, 6});
   Attrs a;

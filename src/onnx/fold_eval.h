@@ -166,16 +166,18 @@ class Node {
     return *inputs_[i];
   }
 
-  // A zero-filled output; refuses shapes that are invalid or too large to fold.
-  HostTensor output(DType dtype, const Shape& shape) const {
+  // A zero-filled output; refuses shapes that are invalid or of more than `limit` elements.
+  // The default bounds what a model can make the loader allocate from small inputs (a
+  // ConstantOfShape or Expand to billions of elements).
+  HostTensor output(DType dtype, const Shape& shape, int64_t limit = kMaxFoldElements) const {
     int64_t count = 0;
     try {
       count = numel(shape);
     } catch (const Error&) {
       fail("invalid output shape " + shape_str(shape));
     }
-    if (count > kMaxFoldElements) {
-      fail("output " + shape_str(shape) + " has more than " + std::to_string(kMaxFoldElements) +
+    if (count > limit) {
+      fail("output " + shape_str(shape) + " has more than " + std::to_string(limit) +
                " elements, too large to fold",
            ErrorKind::Unsupported);
     }
@@ -246,9 +248,12 @@ class Node {
 
 // Output element i is input element base + sum_d index[d] * strides[d]. Slice, Transpose,
 // Expand and Tile are all this copy.
+// An output no larger than `in` may exceed kMaxFoldElements: the model holds that much already,
+// so folding it amplifies nothing (GPT-2's tied embedding, 50257 x 768, transposed for its
+// LM head; unfolded, that Transpose ran on the GPU every call).
 inline HostTensor strided_copy(const Node& n, const HostTensor& in, const Shape& out_shape,
                                const std::vector<int64_t>& strides, int64_t base) {
-  HostTensor out = n.output(in.dtype, out_shape);
+  HostTensor out = n.output(in.dtype, out_shape, std::max(kMaxFoldElements, in.numel()));
   walk(out_shape, {strides}, {base},
        [&](int64_t i, const std::vector<int64_t>& off) { copy_element(in, off[0], out, i); });
   return out;

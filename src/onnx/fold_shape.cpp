@@ -249,6 +249,43 @@ HostTensor eval_concat(const Node& n) {
   return out;
 }
 
+// A matrix transposed in blocks, so that reads and writes both stay in cache, with copies of
+// a size known at compile time: GPT-2's tied embedding (50257 x 768 floats) folds in a fraction
+// of a second.
+template <size_t kElem>
+void transpose_blocks(const uint8_t* in, uint8_t* out, int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+          std::memcpy(out + (c * rows + r) * kElem, in + (r * cols + c) * kElem, kElem);
+}
+
+HostTensor transpose_matrix(const Node& n, const HostTensor& x) {
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  HostTensor out = n.output(x.dtype, {cols, rows}, std::max(kMaxFoldElements, x.numel()));
+  const uint8_t* in = x.bytes.data();
+  uint8_t* o = out.bytes.data();
+  switch (dtype_size(x.dtype)) {
+    case 1:
+      transpose_blocks<1>(in, o, rows, cols);
+      break;
+    case 2:
+      transpose_blocks<2>(in, o, rows, cols);
+      break;
+    case 4:
+      transpose_blocks<4>(in, o, rows, cols);
+      break;
+    case 8:
+      transpose_blocks<8>(in, o, rows, cols);
+      break;
+    default:
+      n.fail(std::string("no matrix transpose for ") + dtype_name(x.dtype));
+  }
+  return out;
+}
+
 HostTensor eval_transpose(const Node& n) {
   const HostTensor& x = n.in(0);
   const int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -258,6 +295,7 @@ HostTensor eval_transpose(const Node& n) {
   // Absent, the default reverses the dims.
   const std::vector<int64_t> perm =
       shapes::resolve_perm(x.shape, given ? *given : std::vector<int64_t>{}, n.op);
+  if (rank == 2 && perm[0] == 1) return transpose_matrix(n, x);
   const std::vector<int64_t> in_strides = shapes::contiguous_strides(x.shape);
   Shape shape(rank);
   std::vector<int64_t> strides(rank);
