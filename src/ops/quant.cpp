@@ -67,7 +67,8 @@ int32_t param_count(ComputeGraph& g, TensorRef param, int64_t expect, int64_t to
                     const std::string& op, const char* what) {
   const int64_t n = numel(g.info(param).shape);
   if (n == 1) return 1;
-  check(n > 0 && n % expect == 0 && total % n == 0, ErrorKind::InvalidArgument,
+  // expect is a dim's length and may be 0 (an empty tensor): then no count but 1 fits.
+  check(n > 0 && expect > 0 && n % expect == 0 && total % n == 0, ErrorKind::InvalidArgument,
         op + ": " + what + " has " + std::to_string(n) + " values, expected 1 or one per " +
             (expect > 0 ? std::to_string(expect) : std::string("0")) + "-long dim");
   return checked_i32(n, op, what);
