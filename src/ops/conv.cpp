@@ -254,6 +254,9 @@ DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeo
                         : e.variant(family, tile.m);
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
+  // conv_coopmat.comp's VEC_STORE (constant 5; finish_dispatch puts 3 and 4 in front): 16-byte
+  // epilogue stores, opt-in (conv.tc_vec_store=1) until the H200 compares them.
+  if (tensor_cores) d.spec = {tuned(g, "conv.tc_vec_store", 0) != 0 ? 1u : 0u};
   return d;
 }
 
@@ -268,7 +271,7 @@ DispatchDesc elementwise_dispatch(vk::ShaderId shader, const ConvGeometry& c) {
 
 // Binds x, weight, bias (the weight again when absent: the shader never reads it), y and, for
 // shaders that apply it (`with_residual`), the residual; sets the epilogue's specialization
-// constants.
+// constants (3 and 4), ahead of any of the kernel's own that `d` holds.
 void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight, TensorRef y,
                      const ConvGeometry& c, const KernelEpilogue& e, const std::string& label,
                      bool with_residual, int64_t k_chunk = 0) {
@@ -277,7 +280,7 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
                 {e.bias.value_or(weight), Access::Read},
                 {y, Access::Write}};
   if (with_residual && e.residual) d.bindings.push_back({*e.residual, Access::Read});
-  d.spec = {e.act_code, e.bias ? 1u : 0u};
+  d.spec.insert(d.spec.begin(), {e.act_code, e.bias ? 1u : 0u});
   d.push = conv_push(c, e.act_params, k_chunk, label);
   d.label = label;
   g.add_dispatch(std::move(d));

@@ -28,6 +28,12 @@
 layout(std430, binding = 0) readonly buffer Xv4 { uvec4 xv4[]; };
 layout(std430, binding = 0) readonly buffer Xv2 { uvec2 xv2[]; };
 layout(std430, binding = 1) readonly buffer Wv4 { uvec4 wv4[]; };
+layout(std430, binding = 3) writeonly buffer Yv4 { uvec4 yv4[]; };
+
+// Knob conv.tc_vec_store: each lane applies the epilogue to 8 consecutive pixels of one row of
+// the fragment and stores them as one 16-byte vector (two for float32 partials) where they lie
+// in one image at an aligned address; off, the lanes walk the fragment element by element.
+layout(constant_id = 5) const bool VEC_STORE = false;
 
 const int BM = SG_M * 16 * FM;
 const int BN = SG_N * 16 * FN;
@@ -171,6 +177,48 @@ uvec4 load_b(int k) {
   return pack8(h);
 }
 
+// Y's element `at` (column n of the GEMM, channel co): the epilogue applied, or the raw
+// partial sum under SPLIT_K.
+void store_one(int at, int co, float v) {
+#if SPLIT_K
+  y[at] = v;
+#else
+  y[at] = ELEM(epilogue(v, co, at));
+#endif
+}
+
+// Fragment row m of channel co, columns [n, n + 8), values in As from `from` (float32s);
+// n_end: N.
+void store8(int m, int co, int n, int n_end, int y_base, int out_vol, uint from) {
+  const int s = n / out_vol;
+  const int at = y_base + (s * p.out_c + co) * out_vol + (n - s * out_vol);
+  float v[8];
+  [[unroll]] for (int t = 0; t < 8; ++t)
+    v[t] = uintBitsToFloat(As[from + uint(t) / 4][t % 4]);
+#if SPLIT_K
+  const int align = 3;  // 16 bytes in elements, minus one
+#else
+  const int align = 7;
+#endif
+  if (n + 7 < n_end && (n + 7) / out_vol == s && (at & align) == 0) {
+#if SPLIT_K
+    yv4[at >> 2] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
+    yv4[(at >> 2) + 1] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
+#else
+    float16_t h[8];
+    [[unroll]] for (int t = 0; t < 8; ++t) h[t] = float16_t(epilogue(v[t], co, at + t));
+    yv4[at >> 3] = pack8(h);
+#endif
+    return;
+  }
+  [[unroll]] for (int t = 0; t < 8; ++t) {
+    const int nt = n + t;
+    if (nt >= n_end) break;
+    const int st = nt / out_vol;
+    store_one(y_base + (st * p.out_c + co) * out_vol + (nt - st * out_vol), co, v[t]);
+  }
+}
+
 // Weight row r, K columns [k, k + 8).
 uvec4 load_a(int r, int k) {
   if (r >= m_rows || k >= k_end) return uvec4(0);
@@ -270,18 +318,23 @@ void main() {
       coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
+      if (VEC_STORE) {
+        // 32 lanes x 8 = the 16 x 16 fragment: lane l takes row l / 2, columns (l % 2) * 8...
+        const uint l = gl_SubgroupInvocationID;
+        const int m = m0 + sm + i * 16 + int(l / 2);
+        if (m < p.out_c_g)
+          store8(m, group * p.out_c_g + m, n0 + sn + j * 16 + int(l % 2) * 8, N, y_base,
+                 out_vol, sg * FRAGMENT + l * 2);
+        subgroupBarrier();
+        continue;
+      }
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = m0 + sm + i * 16 + int(e / 16), n = n0 + sn + j * 16 + int(e % 16);
         if (m >= p.out_c_g || n >= N) continue;
         int co = group * p.out_c_g + m;
         int s = n / out_vol;
         int at = y_base + (s * p.out_c + co) * out_vol + (n - s * out_vol);
-        float v = uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
-#if SPLIT_K
-        y[at] = v;
-#else
-        y[at] = ELEM(epilogue(v, co, at));
-#endif
+        store_one(at, co, uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]));
       }
       subgroupBarrier();  // every lane has read the fragment before the next one lands
     }

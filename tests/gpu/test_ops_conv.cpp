@@ -491,11 +491,13 @@ class OpsConvTensorCores : public OpsConvFloat16 {
     if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
       GTEST_SKIP() << "no float16 16x16x16 cooperative matrices with subgroups of 32";
   }
-  // Every case once per tensor-core tile (conv.tc_tile), each unsplit.
+  // Every case once per tensor-core tile (conv.tc_tile) and store (conv.tc_vec_store), unsplit.
   void check_tiles(const std::vector<ConvCase>& cases) {
-    for (const char* tile : {"64", "128"}) {
-      SCOPED_TRACE(std::string("conv.tc_tile=") + tile);
-      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_tile=") + tile);
+    for (const char* knobs :
+         {"conv.tc_tile=64", "conv.tc_tile=128", "conv.tc_tile=64,conv.tc_vec_store=1",
+          "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+      SCOPED_TRACE(knobs);
+      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
       ops::SplitKPolicy unsplit;
       unsplit.min_k = int64_t{1} << 40;
       tuning_.split_k = unsplit;
@@ -557,9 +559,9 @@ TEST_F(OpsConvTensorCores, SplitK) {
   ConvCase stem{{1, 3, 8, 8}, {32, 3, 7, 7}, conv_params({1, 1}, {3, 3, 3, 3})};
   stem.act = UnaryOp::Silu;
   stem.nodes = 2;
-  for (const char* tile : {"64", "128"}) {
-    SCOPED_TRACE(std::string("conv.tc_tile=") + tile);
-    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_tile=") + tile);
+  for (const char* knobs : {"conv.tc_tile=64", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+    SCOPED_TRACE(knobs);
+    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
     tuning_.split_k = policy;
     for (const ConvCase& c : {deep, pointwise, stem}) check(c);
   }
