@@ -6,7 +6,7 @@
 # skip-connection tensor before the activation. Split-K partial passes (no epilogue) come only
 # in small tiles, since splitting happens when tiles are few. Kernels without tiles have tile 0.
 # The _tc kinds are the implicit GEMM on tensor cores (conv_coopmat.comp, GL_NV_cooperative_matrix),
-# float16 only, in one 64x64 tile of 2x2 subgroups.
+# float16 only, in the tiles below.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
 vkgraph_shader_family(conv
   AXIS kind ENUM conv2d_gemm conv2d_pointwise conv3d_gemm conv2d_gemm_tc conv2d_pointwise_tc
@@ -55,7 +55,9 @@ foreach(dtype f32 f16)
   vkgraph_variant(conv conv_transpose_${dtype} ${OPS}/conv_transpose.comp
                   KEY conv_transpose 0 0 0 ${dtype} DEFINES DTYPE_${DT}=1)
 endforeach()
-set(TC SG_M=2 SG_N=2 FM=2 FN=2 DTYPE_F16=1)
+# Tensor-core tiles: 64 (64x64, 2x2 subgroups of 2x2 fragments) and 128 (128x64, 2x2 subgroups
+# of 4x2 fragments: twice the multiply-adds per loaded im2col element, for layers with many
+# output channels), each also as a split-K partial pass.
 foreach(kind conv2d_gemm conv2d_pointwise conv3d_gemm)
   set(K "")
   if(kind STREQUAL conv2d_pointwise)
@@ -63,10 +65,17 @@ foreach(kind conv2d_gemm conv2d_pointwise conv3d_gemm)
   elseif(kind STREQUAL conv3d_gemm)
     set(K CONV3D=1)
   endif()
-  vkgraph_variant(conv ${kind}_tc_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 0 0 f16
-                  DEFINES ${TC} ${K})
-  vkgraph_variant(conv ${kind}_tc_res_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 1 0 f16
-                  DEFINES ${TC} ${K} RESIDUAL=1)
-  vkgraph_variant(conv ${kind}_tc_splitk_f16 ${OPS}/conv_coopmat.comp KEY ${kind}_tc 64 0 1 f16
-                  DEFINES ${TC} ${K} SPLIT_K=1)
+  foreach(tile 64 128)
+    if(tile EQUAL 64)
+      set(TC SG_M=2 SG_N=2 FM=2 FN=2 DTYPE_F16=1)
+    else()
+      set(TC SG_M=2 SG_N=2 FM=4 FN=2 DTYPE_F16=1)
+    endif()
+    vkgraph_variant(conv ${kind}_tc${tile}_f16 ${OPS}/conv_coopmat.comp
+                    KEY ${kind}_tc ${tile} 0 0 f16 DEFINES ${TC} ${K})
+    vkgraph_variant(conv ${kind}_tc${tile}_res_f16 ${OPS}/conv_coopmat.comp
+                    KEY ${kind}_tc ${tile} 1 0 f16 DEFINES ${TC} ${K} RESIDUAL=1)
+    vkgraph_variant(conv ${kind}_tc${tile}_splitk_f16 ${OPS}/conv_coopmat.comp
+                    KEY ${kind}_tc ${tile} 0 1 f16 DEFINES ${TC} ${K} SPLIT_K=1)
+  endforeach()
 endforeach()

@@ -157,20 +157,22 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, 
 }
 
 // Implicit-GEMM tile shapes of the convolution kernels, matching conv.cmake's variants (not
-// matmul's GemmTile: these are square and fixed at build time).
+// matmul's GemmTile: these are fixed at build time). A variant's tile key is its BM.
 struct ConvTile {
-  uint32_t size;     // BM = BN
-  uint32_t threads;  // (BM / TM) * (BN / TN) with TM = TN = 4
+  uint32_t m, n;     // BM, BN
+  uint32_t threads;  // conv.comp: (BM / TM) * (BN / TN) with TM = TN = 4
 };
-constexpr ConvTile kLargeTile{64, 256};
-constexpr ConvTile kSmallTile{32, 64};
-constexpr ConvTile kTensorCoreTile{64, 128};  // conv_coopmat.comp: 2 x 2 subgroups of 32
+constexpr ConvTile kLargeTile{64, 64, 256};
+constexpr ConvTile kSmallTile{32, 32, 64};
+// conv_coopmat.comp: 2 x 2 subgroups of 32, each 2 x 2 or 4 x 2 fragments.
+constexpr ConvTile kTensorCoreTile{64, 64, 128};
+constexpr ConvTile kTensorCoreTallTile{128, 64, 128};
 
 // Float16 convolutions may run on tensor cores where the device has 16x16x16 fp16 cooperative
 // matrices and subgroups of 32, when the GEMM is at least one fragment deep and tall. Opt-in
-// (VKGRAPH_TUNE=conv.coopmat=1): on the H200 (cb39d77) batch-1 resnet18 took 1.002 ms with it
-// against 0.801 without, mobilenet_v2 0.734 against 0.625; its element-by-element gathers do
-// not yet feed the tensor cores fast enough.
+// (VKGRAPH_TUNE=conv.coopmat=1) until the H200 says otherwise: its first kernel (cb39d77,
+// element-by-element gathers) took batch-1 resnet18 1.002 ms against 0.801 without, and
+// mobilenet_v2 0.734 against 0.625; conv_coopmat.comp now stages vectors, double-buffered.
 bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
@@ -186,14 +188,27 @@ uint64_t min_large_tile_groups(ComputeGraph& g) {
 
 uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
-  return shapes::ceil_div(m, tile.size) * shapes::ceil_div(n, tile.size) * groups;
+  return shapes::ceil_div(m, tile.m) * shapes::ceil_div(n, tile.n) * groups;
+}
+
+// The tensor-core tile: the tall one (more multiply-adds per loaded im2col element) where its
+// tiles alone fill the GPU as min_large_tile_groups() says, else 64x64. Knob conv.tc_tile: 64 or
+// 128 forces one, 0 (default) chooses.
+const ConvTile& tensor_core_tile(ComputeGraph& g, const ConvGeometry& c, int64_t groups) {
+  const uint32_t forced = tuned(g, "conv.tc_tile", 0);
+  if (forced == kTensorCoreTallTile.m) return kTensorCoreTallTile;
+  if (forced == kTensorCoreTile.m) return kTensorCoreTile;
+  return c.out_c_g >= kTensorCoreTallTile.m &&
+                 gemm_tiles(c, groups, kTensorCoreTallTile) >= min_large_tile_groups(g)
+             ? kTensorCoreTallTile
+             : kTensorCoreTile;
 }
 
 // The one split-K decision for convolutions. Splitting happens only with few small tiles, far
 // below min_large_tile_groups(), so split passes always use small tiles (or the tensor-core
-// tile, which is the only one its kernel has).
-SplitK conv_split_k(ComputeGraph& g, const ConvGeometry& c, int64_t groups, bool tensor_cores) {
-  const ConvTile& tile = tensor_cores ? kTensorCoreTile : kSmallTile;
+// tile `tc`, when not null).
+SplitK conv_split_k(ComputeGraph& g, const ConvGeometry& c, int64_t groups, const ConvTile* tc) {
+  const ConvTile& tile = tc ? *tc : kSmallTile;
   return choose_split_k(gemm_tiles(c, groups, tile), tile.threads, c.in_c_g * c.k_d * c.k_h * c.k_w,
                         split_k_policy(g));
 }
@@ -218,13 +233,13 @@ struct KernelEpilogue {
 
 // `splits` > 1 selects the split-K partial pass, one z layer of workgroups per (slice, group).
 DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeometry& c,
-                           int64_t groups, GemmKind kind, uint32_t splits, bool tensor_cores,
+                           int64_t groups, GemmKind kind, uint32_t splits, const ConvTile* tc,
                            const KernelEpilogue& e) {
   uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
+  const bool tensor_cores = tc != nullptr;
   bool large = splits == 1 && gemm_tiles(c, groups, kLargeTile) >= min_large_tile_groups(g);
-  const ConvTile& tile = tensor_cores ? kTensorCoreTile : large ? kLargeTile : kSmallTile;
-  uint64_t gx = shapes::ceil_div(n, tile.size), gy = shapes::ceil_div(m, tile.size),
-           gz = groups * splits;
+  const ConvTile& tile = tc ? *tc : large ? kLargeTile : kSmallTile;
+  uint64_t gx = shapes::ceil_div(n, tile.n), gy = shapes::ceil_div(m, tile.m), gz = groups * splits;
   check(gx <= 65535 && gy <= 65535 && gz <= 65535, ErrorKind::Unsupported,
         op + ": output of " + std::to_string(n) + " pixels x " + std::to_string(m) +
             " channels needs too many workgroups");
@@ -235,10 +250,13 @@ DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeo
       : kind == GemmKind::Im2col2d ? (tensor_cores ? Kind::Conv2dGemmTc : Kind::Conv2dGemm)
                                    : (tensor_cores ? Kind::Conv3dGemmTc : Kind::Conv3dGemm);
   // The partial pass leaves the epilogue to the reduce pass.
-  d.shader = splits > 1 ? declared(shaders::conv::find(family, tile.size, false, true, e.dtype), op)
-                        : e.variant(family, tile.size);
+  d.shader = splits > 1 ? declared(shaders::conv::find(family, tile.m, false, true, e.dtype), op)
+                        : e.variant(family, tile.m);
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
+  // conv_coopmat.comp's VEC_STORE (constant 5; finish_dispatch puts 3 and 4 in front): 16-byte
+  // epilogue stores, opt-in (conv.tc_vec_store=1) until the H200 compares them.
+  if (tensor_cores) d.spec = {tuned(g, "conv.tc_vec_store", 0) != 0 ? 1u : 0u};
   return d;
 }
 
@@ -253,7 +271,7 @@ DispatchDesc elementwise_dispatch(vk::ShaderId shader, const ConvGeometry& c) {
 
 // Binds x, weight, bias (the weight again when absent: the shader never reads it), y and, for
 // shaders that apply it (`with_residual`), the residual; sets the epilogue's specialization
-// constants.
+// constants (3 and 4), ahead of any of the kernel's own that `d` holds.
 void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef weight, TensorRef y,
                      const ConvGeometry& c, const KernelEpilogue& e, const std::string& label,
                      bool with_residual, int64_t k_chunk = 0) {
@@ -262,7 +280,7 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
                 {e.bias.value_or(weight), Access::Read},
                 {y, Access::Write}};
   if (with_residual && e.residual) d.bindings.push_back({*e.residual, Access::Read});
-  d.spec = {e.act_code, e.bias ? 1u : 0u};
+  d.spec.insert(d.spec.begin(), {e.act_code, e.bias ? 1u : 0u});
   d.push = conv_push(c, e.act_params, k_chunk, label);
   d.label = label;
   g.add_dispatch(std::move(d));
@@ -272,9 +290,9 @@ void finish_dispatch(ComputeGraph& g, DispatchDesc d, TensorRef x, TensorRef wei
 // would leave most of the GPU idle; the reduce pass then applies the epilogue.
 void add_gemm(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef weight, TensorRef y,
               const ConvGeometry& c, int64_t groups, GemmKind kind, const KernelEpilogue& e) {
-  const bool tensor_cores = use_tensor_cores(g, c, e.dtype);
-  SplitK split = conv_split_k(g, c, groups, tensor_cores);
-  DispatchDesc d = gemm_dispatch(g, op, c, groups, kind, split.splits, tensor_cores, e);
+  const ConvTile* tc = use_tensor_cores(g, c, e.dtype) ? &tensor_core_tile(g, c, groups) : nullptr;
+  SplitK split = conv_split_k(g, c, groups, tc);
+  DispatchDesc d = gemm_dispatch(g, op, c, groups, kind, split.splits, tc, e);
   if (split.splits == 1) {
     finish_dispatch(g, std::move(d), x, weight, y, c, e, op, true);
     return;

@@ -1,6 +1,6 @@
-// The im2col view of X that the implicit-GEMM convolutions (conv.comp, conv_coopmat.comp) load
-// their B tiles from: column n is an output pixel of one image, row k an input channel of the
-// group and a kernel tap. A thread always loads one column, so im2col_column() decodes its
+// The im2col view of X that the implicit-GEMM convolution (conv.comp) loads its B tiles from:
+// column n is an output pixel of one image, row k an input channel of the group and a kernel
+// tap. A thread always loads one column, so im2col_column() decodes its
 // pixel once for the whole K walk and the row cursor below only the taps. POINTWISE
 // (1x1, stride 1, no padding) reads X as a plain [K, N] matrix per image; CONV3D decodes a
 // depth tap too. Needs conv_common.glsl's X and push constants.

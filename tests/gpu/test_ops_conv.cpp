@@ -478,6 +478,95 @@ TEST_F(OpsConvFloat16, EveryGemmKindOnTensorCores) {
   check_all();
 }
 
+// The tensor-core kernel alone (conv_coopmat.comp; skipped without float16 cooperative matrices,
+// e.g. on lavapipe), in each tile: its 16-byte, 8-byte and per-element im2col loads (aligned
+// pointwise rows, 3x3 windows whose rows are aligned only for some taps, rows of 14 and 7
+// pixels, batch crossing images), weights with K not a multiple of 8, channels not multiples
+// of 16, strides, pads, dilation, groups, 3-D, every kind of epilogue, and split-K.
+class OpsConvTensorCores : public OpsConvFloat16 {
+ protected:
+  void SetUp() override {
+    OpsConvFloat16::SetUp();
+    const vk::DeviceFeatures& f = context()->features();
+    if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
+      GTEST_SKIP() << "no float16 16x16x16 cooperative matrices with subgroups of 32";
+  }
+  // Every case once per tensor-core tile (conv.tc_tile) and store (conv.tc_vec_store), unsplit.
+  void check_tiles(const std::vector<ConvCase>& cases) {
+    for (const char* knobs :
+         {"conv.tc_tile=64", "conv.tc_tile=128", "conv.tc_tile=64,conv.tc_vec_store=1",
+          "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+      SCOPED_TRACE(knobs);
+      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
+      ops::SplitKPolicy unsplit;
+      unsplit.min_k = int64_t{1} << 40;
+      tuning_.split_k = unsplit;
+      for (const ConvCase& c : cases) check(c);
+    }
+  }
+};
+
+TEST_F(OpsConvTensorCores, Pointwise) {
+  ConvCase aligned{{1, 64, 56, 56}, {160, 64, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  aligned.act = UnaryOp::Relu;
+  ConvCase rows14{{1, 40, 14, 14}, {72, 40, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  rows14.residual = ConvCase::Residual::Full;
+  ConvCase odd{{2, 36, 7, 7}, {48, 36, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  odd.act = UnaryOp::Silu;
+  odd.bias = false;
+  check_tiles({aligned, rows14, odd});
+}
+
+TEST_F(OpsConvTensorCores, Windows) {
+  ConvCase aligned{{1, 16, 56, 56}, {32, 16, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  aligned.act = UnaryOp::Relu;
+  aligned.residual = ConvCase::Residual::Full;
+  ConvCase rows14{{1, 24, 14, 14}, {40, 24, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  rows14.act = UnaryOp::Silu;
+  ConvCase strided{{1, 32, 28, 28}, {64, 32, 3, 3}, conv_params({2, 2}, {1, 1, 1, 1})};
+  strided.act = UnaryOp::Clip;
+  strided.act_params = {0.f, 6.f};
+  ConvCase stem{{1, 3, 32, 32}, {64, 3, 7, 7}, conv_params({2, 2}, {3, 3, 3, 3})};
+  stem.bias = false;
+  ConvCase dilated{{2, 64, 7, 7}, {64, 64, 3, 3}, conv_params({1, 1}, {2, 2, 2, 2}, {2, 2})};
+  dilated.act = UnaryOp::HardSwish;
+  ConvCase grouped{{1, 64, 14, 14}, {64, 16, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1}, {1, 1}, 4)};
+  grouped.act = UnaryOp::Relu;
+  ConvCase one_by_one_strided{{1, 32, 14, 14}, {48, 32, 1, 1}, conv_params({2, 2}, {0, 0, 0, 0})};
+  ConvCase asymmetric{{1, 20, 9, 11}, {70, 20, 5, 3}, conv_params({1, 1}, {2, 1, 1, 0})};
+  asymmetric.residual = ConvCase::Residual::Full;
+  check_tiles({aligned, rows14, strided, stem, dilated, grouped, one_by_one_strided, asymmetric});
+}
+
+TEST_F(OpsConvTensorCores, Conv3d) {
+  ConvCase c{{1, 16, 5, 6, 8}, {24, 16, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}}};
+  c.act = UnaryOp::Relu;
+  check_tiles({c});
+}
+
+// Split-K partial passes, then the reduce pass's epilogue: deep K over few tiles, K a multiple
+// of 8 and not (147: the per-element weight loads inside a slice).
+TEST_F(OpsConvTensorCores, SplitK) {
+  ops::SplitKPolicy policy;
+  policy.min_k = 128;
+  policy.min_slice = 32;
+  ConvCase deep{{1, 256, 7, 7}, {128, 256, 3, 3}, conv_params({1, 1}, {1, 1, 1, 1})};
+  deep.act = UnaryOp::Relu;
+  deep.residual = ConvCase::Residual::Full;
+  deep.nodes = 2;
+  ConvCase pointwise{{1, 512, 7, 7}, {96, 512, 1, 1}, conv_params({1, 1}, {0, 0, 0, 0})};
+  pointwise.nodes = 2;
+  ConvCase stem{{1, 3, 8, 8}, {32, 3, 7, 7}, conv_params({1, 1}, {3, 3, 3, 3})};
+  stem.act = UnaryOp::Silu;
+  stem.nodes = 2;
+  for (const char* knobs : {"conv.tc_tile=64", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+    SCOPED_TRACE(knobs);
+    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
+    tuning_.split_k = policy;
+    for (const ConvCase& c : {deep, pointwise, stem}) check(c);
+  }
+}
+
 // 3-D: the CONV3D kernels, and conv3d with a trivial depth window on the 2-D ones.
 TEST_F(OpsConv, Conv3dPad1Batch2) {
   check({{2, 3, 5, 6, 7}, {4, 3, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1, 1, 1, 1}}});
