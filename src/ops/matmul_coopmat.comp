@@ -14,6 +14,9 @@
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one
 // feeds the tensor cores.
+// SPLIT_K: workgroup z walks only K slice [z k_chunk, (z + 1) k_chunk) (a multiple of BK) and
+// writes its fp32 sums, without the epilogue, to partials [z, M, N] in C; matmul_splitk_reduce
+// sums the slices and applies the epilogue once.
 #define MATMUL_OWN_BUFFERS 1
 #include "matmul_common.glsl"
 
@@ -33,7 +36,11 @@ const uint THREADS = SG_M * SG_N * 32;
 layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
 layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
+#if SPLIT_K
+layout(std430, binding = 3) writeonly buffer C { float c[]; };
+#else
 layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
+#endif
 layout(std430, binding = 4) readonly buffer Residual { float16_t residual[]; };  // A when absent
 
 // Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
@@ -90,12 +97,20 @@ void main() {
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[FN];
 
-  fetch(m0, n0, 0);
+#if SPLIT_K
+  const int k_begin = int(gl_WorkGroupID.z) * p.k_chunk;
+  const int k_end = min(p.K, k_begin + p.k_chunk);
+  const uint c_base = gl_WorkGroupID.z * uint(p.M) * uint(p.N);
+#else
+  const int k_begin = 0, k_end = p.K;
+  const uint c_base = 0;
+#endif
+  fetch(m0, n0, k_begin);
   stash(0);
   barrier();
   uint buf = 0;
-  for (int k0 = 0; k0 < p.K; k0 += int(BK)) {
-    const bool more = k0 + int(BK) < p.K;
+  for (int k0 = k_begin; k0 < k_end; k0 += int(BK)) {
+    const bool more = k0 + int(BK) < k_end;
     if (more) fetch(m0, n0, k0 + int(BK));
     [[unroll]] for (uint kf = 0; kf < BK / 16; ++kf) {
       [[unroll]] for (uint i = 0; i < FM; ++i)
@@ -119,9 +134,13 @@ void main() {
       uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
       if (int(row) >= p.M) continue;  // the whole fragment is past M (uniform in the subgroup)
       if (!EPILOGUE && !m_edge) {
+#if SPLIT_K
+        coopMatStoreNV(acc[i * FN + j], c, c_base + row * uint(p.N) + col, uint(p.N), false);
+#else
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
         coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
+#endif
         continue;
       }
       coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
@@ -130,11 +149,16 @@ void main() {
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
         if (m >= p.M) continue;
-        float y = p.alpha * uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
+        const float sum = uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
+#if SPLIT_K
+        c[c_base + uint(m * p.N + n)] = sum;
+#else
+        float y = p.alpha * sum;
         if ((p.inputs & EPILOGUE_BIAS) != 0)
           y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
         if ((p.inputs & EPILOGUE_RESIDUAL) != 0) y += float(residual[m * p.N + n]);
         c[m * p.N + n] = float16_t(activate(p.activation, y, p.act_alpha, p.act_beta));
+#endif
       }
       subgroupBarrier();  // every lane has read the fragment before the next one lands
     }
