@@ -213,26 +213,36 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
 // Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
 // row-major operands in whole tiles of N and K (its loads are 16-byte vectors; only rows past
 // M are checked).
-bool coopmat_layout_fits(ComputeGraph& g, const GemmProblem& p) {
+// How matmul_coopmat.comp reads B for `p`: row-major [K, N] (false) or, with
+// MatmulConfig::coopmat_b_t, stored [N, K] (true, its B_T variants); nullopt when it cannot.
+std::optional<bool> coopmat_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
+                                     const GemmProblem& p) {
   const vk::DeviceFeatures& f = g.context().features();
-  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && p.a_sk == 1 &&
-         p.b_sn == 1 && p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0;
+  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || p.rows.size() != 1 || p.a_sk != 1 ||
+      p.a_rows.back() % 8 != 0)
+    return std::nullopt;
+  if (p.b_sn == 1 && p.b_sk % 8 == 0) return false;
+  if (cfg.coopmat_b_t && p.b_sk == 1 && p.b_sn % 8 == 0) return true;
+  return std::nullopt;
 }
 
-bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const CoopmatTile& t) {
-  return coopmat_layout_fits(g, p) && p.n % t.tile_n() == 0 && p.k % t.bk == 0;
+// Whole tiles of K, and of N unless B is stored [N, K] (whose loads check N).
+bool coopmat_fits(ComputeGraph& g, const MatmulConfig& cfg, const GemmProblem& p,
+                  const CoopmatTile& t) {
+  std::optional<bool> b_t = coopmat_b_layout(g, cfg, p);
+  return b_t && (*b_t || p.n % t.tile_n() == 0) && p.k % t.bk == 0;
 }
 
 // The tiles of the declared cooperative-matrix variants (matmul.cmake) that `context`'s
-// limits allow, for the shape-based choice.
-std::vector<CoopmatTile> declared_coopmat_tiles(const vk::Context& context) {
+// limits allow with B's layout `b_t`, for the shape-based choice.
+std::vector<CoopmatTile> declared_coopmat_tiles(const vk::Context& context, bool b_t) {
   const VkPhysicalDeviceLimits& lim = context.limits();
   std::vector<CoopmatTile> tiles;
   for (const auto& v : shaders::matmul_coopmat::kVariants) {
     CoopmatTile t{v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1};
-    if (v.split_k || v.dtype != DType::Float16 ||
+    if (v.split_k || v.b_t != b_t || v.dtype != DType::Float16 ||
         t.threads() > lim.maxComputeWorkGroupInvocations ||
-        t.shared_bytes() > lim.maxComputeSharedMemorySize || !t.fits_epilogue())
+        t.shared_bytes(b_t) > lim.maxComputeSharedMemorySize || !t.fits_epilogue())
       continue;
     tiles.push_back(t);
   }
@@ -253,12 +263,12 @@ std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg
   };
   std::optional<CoopmatTile> t;
   if (cfg.coopmat_pick) {
-    if (coopmat_layout_fits(g, p))
-      t = pick_coopmat_tile(declared_coopmat_tiles(g.context()), p.m(), p.n, p.k, cfg);
+    if (std::optional<bool> b_t = coopmat_b_layout(g, cfg, p))
+      t = pick_coopmat_tile(declared_coopmat_tiles(g.context(), *b_t), p.m(), p.n, p.k, cfg, *b_t);
   } else if (cfg.coopmat_small && tiles(cfg.coopmat) < cfg.coopmat_small_below &&
-             coopmat_fits(g, p, *cfg.coopmat_small)) {
+             coopmat_fits(g, cfg, p, *cfg.coopmat_small)) {
     t = cfg.coopmat_small;
-  } else if (coopmat_fits(g, p, cfg.coopmat)) {
+  } else if (coopmat_fits(g, cfg, p, cfg.coopmat)) {
     t = cfg.coopmat;
   }
   if (t && !cfg.coopmat_split_k &&
@@ -320,10 +330,12 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
     const SplitK split = coopmat_split_k(t, uint64_t{d.groups[0]} * d.groups[1], p.k, cfg);
     const bool splits = split.splits > 1;
+    const bool b_t = *coopmat_b_layout(g, cfg, p);
+    const std::string variant = t.name() + (b_t ? " bt" : "");
     std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
-        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, splits, DType::Float16);
+        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, splits, b_t, DType::Float16);
     check(shader.has_value(), ErrorKind::Unsupported,
-          op + ": no cooperative-matrix variant " + t.name() + (splits ? " split-K" : "") +
+          op + ": no cooperative-matrix variant " + variant + (splits ? " split-K" : "") +
               " (matmul.cmake lists them)");
     d.shader = *shader;
     // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
@@ -334,7 +346,7 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     d.spec = {t.group_m, epilogue && !splits ? 1u : 0u};
     d.push = push_constants(p, e, split.k_chunk);
     // The variant in the label, so profiles (and tests) show which kernel ran.
-    d.label = op + " (coopmat " + t.name() +
+    d.label = op + " (coopmat " + variant +
               (splits ? " split " + std::to_string(split.splits) : std::string()) + ")";
     if (splits) {
       add_split_k_dispatches(g, std::move(d), split, p, e, out, dtype, Access::ReadWrite, op);

@@ -38,6 +38,7 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
   if (c.use_coopmat && context.features().coopmat_f16_16x16x16)
     for (const CoopmatTile* t : {&c.coopmat, c.coopmat_small ? &*c.coopmat_small : nullptr})
       require(!t || (t->threads() <= lim.maxComputeWorkGroupInvocations &&
+                     t->shared_bytes(c.coopmat_b_t) <= lim.maxComputeSharedMemorySize &&
                      t->shared_bytes() <= lim.maxComputeSharedMemorySize && t->fits_epilogue()),
               "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits, "
               "or its A slices hold less than one fp32 fragment per subgroup");
@@ -137,6 +138,7 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   c.coopmat_target_groups = tuned("mm16.groups", static_cast<uint32_t>(c.coopmat_target_groups));
   c.coopmat_split_k = tuned("mm16.split", c.coopmat_split_k) != 0;
   c.coopmat_split_groups = tuned("mm16.sk_groups", static_cast<uint32_t>(c.coopmat_split_groups));
+  c.coopmat_b_t = tuned("mm16.bt", c.coopmat_b_t) != 0;
   c.coopmat_min_slice =
       std::max<int64_t>(1, tuned("mm16.sk_slice", static_cast<uint32_t>(c.coopmat_min_slice)));
   c.group_m = tuned("mm.group", c.group_m);
@@ -171,15 +173,16 @@ SplitKPolicy split_k_policy(ComputeGraph& g) {
 }
 
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
-                                             int64_t n, int64_t k, const MatmulConfig& cfg) {
+                                             int64_t n, int64_t k, const MatmulConfig& cfg,
+                                             bool n_edge) {
   auto groups = [&](const CoopmatTile& t) {
     return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
-           static_cast<uint64_t>(n / t.tile_n());
+           static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
   };
   auto area = [](const CoopmatTile& t) { return uint64_t{t.tile_m()} * t.tile_n(); };
   std::optional<CoopmatTile> best;
   for (CoopmatTile t : declared) {
-    if (t.bk != cfg.coopmat_pick_bk || n % t.tile_n() != 0 || k % t.bk != 0) continue;
+    if (t.bk != cfg.coopmat_pick_bk || (!n_edge && n % t.tile_n() != 0) || k % t.bk != 0) continue;
     t.group_m = cfg.coopmat.group_m;
     if (!best) {
       best = t;

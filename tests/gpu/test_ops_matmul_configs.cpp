@@ -8,6 +8,15 @@ namespace {
 
 using namespace matmul_reference;
 
+// The tiles of the cooperative-matrix variants matmul.cmake declares.
+std::vector<ops::CoopmatTile> declared_coopmat_tiles() {
+  std::vector<ops::CoopmatTile> tiles;
+  for (const auto& v : shaders::matmul_coopmat::kVariants)
+    if (!v.split_k && !v.b_t)
+      tiles.push_back({v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1});
+  return tiles;
+}
+
 // --- other tile configurations -------------------------------------------------------------
 
 // Every layout through the current configuration: the tiled kernel with A and B walked along
@@ -162,9 +171,7 @@ TEST(SplitKHeuristic, AlignsSlices) {
 // The shape-based cooperative-matrix tile (pick_coopmat_tile) and its split-K
 // (coopmat_split_k) on batch-1 transformer shapes, from the tiles matmul.cmake declares.
 TEST(CoopmatPick, TransformerShapes) {
-  std::vector<ops::CoopmatTile> tiles;
-  for (const auto& v : shaders::matmul_coopmat::kVariants)
-    if (!v.split_k) tiles.push_back({v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1});
+  const std::vector<ops::CoopmatTile> tiles = declared_coopmat_tiles();
   ops::MatmulConfig cfg;
   cfg.coopmat_pick = true;
   cfg.coopmat_split_k = true;
@@ -191,6 +198,8 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(pick(128, 768, 768), "2211_k64s2");
   EXPECT_EQ(pick(128, 768, 800), "none");  // K off the 64-deep slices
   EXPECT_EQ(pick(128, 776, 768), "none");  // N off every tile
+  // B stored [N, K]: N may end inside a tile (gpt2's LM head, N 50257).
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 50257, 768, cfg, true)->name(), "2222_k64s2");
   cfg.coopmat_split_k = false;
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, cfg).splits, 1u);
 }
@@ -323,6 +332,20 @@ class MatmulFloat16 : public MatmulTest {
     const vk::DeviceFeatures& f = context()->features();
     return f.coopmat_f16_16x16x16 && f.subgroup_size == 32;
   }
+
+  // Every fp16 product the tensor cores take runs on tile `t`, B stored [N, K] too with `b_t`,
+  // split into slices of one BK step where `split`.
+  void force_coopmat(const ops::CoopmatTile& t, bool split, bool b_t) {
+    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+    cfg.coopmat = t;
+    cfg.coopmat_small_below = 0;
+    cfg.coopmat_max_k_per_tile = uint64_t{1} << 40;
+    cfg.coopmat_b_t = b_t;
+    cfg.coopmat_split_k = split;
+    cfg.coopmat_min_slice = t.bk;
+    cfg.coopmat_split_groups = uint64_t{1} << 40;
+    tuning_.matmul = cfg;
+  }
 };
 
 TEST_F(MatmulFloat16, MatchesReference) {
@@ -361,21 +384,12 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
 // whole tiles and ViT's 197 tokens. The graph has one node unsplit, two (partials, reduce) split.
 TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
-  for (const auto& v : shaders::matmul_coopmat::kVariants) {
-    if (v.split_k) continue;
-    ops::CoopmatTile t{v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1};
+  for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
     for (bool split : {false, true}) {
       SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
-      ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
-      cfg.coopmat = t;
-      cfg.coopmat_small_below = 0;
-      cfg.coopmat_max_k_per_tile = uint64_t{1} << 40;
-      cfg.coopmat_split_k = split;
-      cfg.coopmat_min_slice = t.bk;
-      cfg.coopmat_target_groups = uint64_t{1} << 40;
-      tuning_.matmul = cfg;
+      force_coopmat(t, split, false);
       const size_t nodes = split ? 2 : 1;
-      const int64_t n = 2 * t.tile_n(), k = 5 * t.bk;  // the last slice of 5 is shorter
+      const int64_t n = 2 * t.tile_n(), k = 5 * t.bk;  // split: five slices
       for (int64_t m : {1, 16, 70, 128, 197}) {
         EXPECT_EQ(check(m, k, n, false, false), nodes);
         EXPECT_EQ(check(m, k, n, false, true, true, UnaryOp::Gelu), nodes);
@@ -385,6 +399,31 @@ TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
       EXPECT_EQ(check(70, k, n, false, false, true, UnaryOp::GeluTanh), nodes);
     }
   }
+}
+
+// B stored [N, K] (linear's weight) on every declared tile with mm16.bt, whole and split-K: N
+// ending inside the last tile (and C rows that are no multiple of 8 halves: element stores),
+// and the LM head's odd N through the shape-based choice.
+TEST_F(MatmulFloat16, CoopmatTransposedB) {
+  if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
+    for (bool split : {false, true}) {
+      SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
+      force_coopmat(t, split, true);
+      const size_t nodes = split ? 2 : 1;
+      const int64_t k = 3 * t.bk;
+      for (int64_t n : {int64_t{2} * t.tile_n(), int64_t{t.tile_n()} + 8, int64_t{77}})
+        for (int64_t m : {1, 70, 197}) {
+          EXPECT_EQ(check(m, k, n, true, false, false, UnaryOp::Relu), nodes);
+          EXPECT_EQ(check(m, k, n, true, true, true, UnaryOp::Gelu), nodes);
+        }
+    }
+  }
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.coopmat_pick = cfg.coopmat_split_k = cfg.coopmat_b_t = true;
+  tuning_.matmul = cfg;
+  EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 2u);  // 316 tiles, 3 ways
+  EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 2u);
 }
 
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer

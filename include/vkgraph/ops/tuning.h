@@ -42,10 +42,12 @@ struct CoopmatTile {
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
   uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // `stages` slices of 16-byte words, each row padded by one word. The epilogue reuses the A
-  // slices for one fp32 16x16 fragment per subgroup (fits_epilogue()).
-  uint32_t shared_bytes() const {
-    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
+  // `stages` slices of 16-byte words, each row padded by one word (B's rows are of K when it
+  // is stored [N, K], `b_t`). The epilogue reuses the A slices for one fp32 16x16 fragment per
+  // subgroup (fits_epilogue()).
+  uint32_t shared_bytes(bool b_t = false) const {
+    const uint32_t b = b_t ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return stages * (tile_m() * (bk / 8 + 1) + b) * 16;
   }
   bool fits_epilogue() const { return stages * tile_m() * (bk / 8 + 1) >= sg_m * sg_n * 64; }
   std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
@@ -80,6 +82,10 @@ struct MatmulConfig {
   bool coopmat_split_k = false;
   uint64_t coopmat_split_groups = 1024;
   int64_t coopmat_min_slice = 256;
+  // B stored [N, K] (a Linear weight read as its transpose, K contiguous) on the
+  // cooperative-matrix kernel too, N then free to end inside a tile (gpt2's LM head, N 50257);
+  // else such products take the tiled kernel.
+  bool coopmat_b_t = false;
   GemmTile tile;
   // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
   // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
