@@ -393,9 +393,9 @@ TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
       for (int64_t m : {1, 16, 70, 128, 197}) {
         EXPECT_EQ(check(m, k, n, false, false), nodes);
         EXPECT_EQ(check(m, k, n, false, true, true, UnaryOp::Gelu), nodes);
-        EXPECT_EQ(check(m, k, n, true, true, false, UnaryOp::Silu), nodes);
+        EXPECT_EQ(check(m, k, n, false, true, false, UnaryOp::Silu), nodes);
       }
-      EXPECT_EQ(check(197, k, n, true, true), nodes);  // Relu
+      EXPECT_EQ(check(197, k, n, false, true, false, UnaryOp::Relu), nodes);
       EXPECT_EQ(check(70, k, n, false, false, true, UnaryOp::GeluTanh), nodes);
     }
   }
@@ -427,8 +427,9 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
 }
 
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer
-// products with their epilogues, for 32- and 64-deep slices; N or K off the tile grid (776,
-// 1000) take the portable kernel.
+// products with their epilogues, for 32- and 64-deep slices, B row-major (matmul) and stored
+// [N, K] (linear, mm16.bt). K off the slices (1000; 800 at bk 64), and N off the tiles (776)
+// with B row-major, take the portable kernel; linear takes N 776 on the tensor cores.
 TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
   for (uint32_t bk : {32u, 64u}) {
@@ -437,6 +438,7 @@ TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
     cfg.coopmat_pick = true;
     cfg.coopmat_pick_bk = bk;
     cfg.coopmat_split_k = true;
+    cfg.coopmat_b_t = true;  // linear's [N, K] weights too
     tuning_.matmul = cfg;
     check(128, 768, 768, true, true);
     check(128, 768, 3072, true, true, false, UnaryOp::Gelu);
@@ -448,6 +450,7 @@ TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
     check(70, 2304, 768, false, true, true, UnaryOp::GeluTanh);
     check(128, 800, 768, false, true, true);  // bk 32: two slices, the last shorter
     check(128, 768, 776, true, true);
+    check(128, 768, 776, false, true);
     check(70, 1000, 768, false, true, true);
   }
 }
