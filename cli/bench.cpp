@@ -93,15 +93,17 @@ HostTensor read_result(vk::Context& ctx, const vk::Buffer& out, DType dtype, int
 
 // Reads C back and compares 4096 sampled entries with double-precision dot products of the
 // host inputs; the bound allows fp16 output rounding (and fp32 accumulation over K).
+// `b` is [K, N], or [N, K] when `trans_b`.
 bool check_gemm(vk::Context& ctx, const vk::Buffer& out, const HostTensor& a, const HostTensor& b,
-                DType dtype, int64_t m, int64_t n, int64_t k) {
+                DType dtype, int64_t m, int64_t n, int64_t k, bool trans_b) {
   const HostTensor c = read_result(ctx, out, dtype, m, n);
   double worst = 0;
   bool ok = true;
   for (int64_t s = 0; s < 4096; ++s) {
     int64_t i = (s * 7919) % m, j = (s * 104729) % n;
     double want = 0;
-    for (int64_t q = 0; q < k; ++q) want += double(element(a, i * k + q)) * element(b, q * n + j);
+    for (int64_t q = 0; q < k; ++q)
+      want += double(element(a, i * k + q)) * element(b, trans_b ? j * k + q : q * n + j);
     double err = std::abs(element(c, i * n + j) - want);
     double tol =
         dtype == DType::Float16 ? 0.05 + 2e-3 * std::abs(want) : 1e-3 + 1e-5 * std::abs(want);
@@ -456,10 +458,11 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     const int64_t m = gm, n = gn, k = gk;
     DType dt = fp16 ? DType::Float16 : DType::Float32;
     TensorRef a = random_const({m, k}, dt);  // before b: --check reads kept[0] as A
-    y = ops::matmul(g, a, random_const({k, n}, dt));
+    y = args.trans_b ? ops::linear(g, a, random_const({n, k}, dt))
+                     : ops::matmul(g, a, random_const({k, n}, dt));
     flops = 2.0 * m * n * k;
     what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-           (fp16 ? " fp16" : " fp32");
+           (fp16 ? " fp16" : " fp32") + (args.trans_b ? " (B [N, K])" : "");
   } else if (args.op == "nbits") {
     // com.microsoft MatMulNBits: y[M, N] = a[M, K] @ dequant(b)^T; M = 1 is the decode GEMV.
     // GB/s counts the packed weight bytes alone, which is what bounds the GEMV.
@@ -604,7 +607,8 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
   std::printf("\n");
   if (check && nbits) {
     if (!check_nbits(*ctx, out, *nbits, ti.dtype, gm, gn, gk, bits, block)) return 1;
-  } else if (check && gm && !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk)) {
+  } else if (check && gm &&
+             !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk, args.trans_b)) {
     return 1;
   }
   return report_validation(*ctx);

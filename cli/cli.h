@@ -52,8 +52,9 @@ struct BenchOpArgs {
   int64_t batch = 0, heads = 0, seq = 0, dim = 0;  // attention (batch: conv, qconv too)
   // conv, qconv: N (batch) C H W, M (n) output channels, K (k) window, stride, groups
   int64_t channels = 0, height = 0, width = 0, stride = 1, groups = 1;
-  int64_t count = 100;  // add N, io N, overhead [N]
-  bool check = false;   // gemm, nbits: compare with a host reference
+  int64_t count = 100;   // add N, io N, overhead [N]
+  bool check = false;    // gemm, nbits: compare with a host reference
+  bool trans_b = false;  // gemm: B stored [N, K] (a Linear weight) and read transposed
   int runs = 20;
 };
 int run_bench_op(const BenchOpArgs& args, const Common& common);

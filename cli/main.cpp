@@ -119,6 +119,7 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
   size(gemm, "M", args.m, "rows of A and C");
   size(gemm, "N", args.n, "columns of B and C");
   size(gemm, "K", args.k, "columns of A, rows of B");
+  gemm.add_flag("--trans-b", args.trans_b, "B stored [N, K] (a Linear weight), read transposed");
   CLI::App& nbits =
       op("nbits", "MatMulNBits: GB/s over the packed weight bytes; M = 1 is the decode GEMV");
   size(nbits, "M", args.m, "rows of the activations");

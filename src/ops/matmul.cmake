@@ -25,14 +25,18 @@ foreach(dtype f32 f16)
                   KEY 1 ${dtype} DEFINES SUBGROUP_REDUCE=1 DTYPE_${DT}=1)
 endforeach()
 # fp16 on tensor cores (GL_NV_cooperative_matrix), one variant per CoopmatTile: subgroups along
-# M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages. Only
-# the default (the fastest in the H200 sweeps, docs/bench/2026-11-29-h200-kernels.md) and the
-# small tile for products of few default tiles are built; add shapes here to sweep them again
+# M and N, 16x16 fragments per subgroup along M and N, slice depth, shared-memory stages, and
+# split-K (fp32 partials for matmul_splitk_reduce), B stored [N, K] (b_t: a Linear weight read
+# transposed, N may end inside a tile). 2244 is the default (the fastest in the H200
+# sweeps, docs/bench/2026-11-29-h200-kernels.md) and 2222 the small tile for products of few
+# default tiles; the smaller ones (32 x 64, 32 x 32) and the 64-deep slices are for the
+# shape-based choice (mm16.pick, pick_coopmat_tile) on batch-1 transformer GEMMs (M 128, N and
+# K 768..3072), whose 128 x 128 grid is a handful of workgroups. Add shapes here to sweep them
 # with the mm16.* tuning knobs.
 vkgraph_shader_family(matmul_coopmat
   AXIS sg_m UINT AXIS sg_n UINT AXIS frag_m UINT AXIS frag_n UINT AXIS bk UINT AXIS stages UINT
-  AXIS dtype DTYPE)
-foreach(shape 2244:32:2 2222:32:2)
+  AXIS split_k BOOL AXIS b_t BOOL AXIS dtype DTYPE)
+foreach(shape 2244:32:2 2222:32:2 2212:32:2 1222:32:2 2211:32:2 2222:64:2 2212:64:2 2211:64:2)
   string(REPLACE ":" ";" parts ${shape})
   list(GET parts 0 grid)
   list(GET parts 1 bk)
@@ -41,7 +45,19 @@ foreach(shape 2244:32:2 2222:32:2)
   string(SUBSTRING ${grid} 1 1 sg_n)
   string(SUBSTRING ${grid} 2 1 fm)
   string(SUBSTRING ${grid} 3 1 fn)
-  vkgraph_variant(matmul_coopmat matmul_coopmat_${grid}_k${bk}s${stages}_f16
-                  ${OPS}/matmul_coopmat.comp KEY ${sg_m} ${sg_n} ${fm} ${fn} ${bk} ${stages} f16
-                  DEFINES SG_M=${sg_m} SG_N=${sg_n} FM=${fm} FN=${fn} BK=${bk} STAGES=${stages})
+  set(defs SG_M=${sg_m} SG_N=${sg_n} FM=${fm} FN=${fn} BK=${bk} STAGES=${stages})
+  foreach(split 0 1)
+    foreach(bt 0 1)
+      set(name matmul_coopmat_${grid}_k${bk}s${stages})
+      if(split)
+        string(APPEND name _splitk)
+      endif()
+      if(bt)
+        string(APPEND name _bt)
+      endif()
+      vkgraph_variant(matmul_coopmat ${name}_f16 ${OPS}/matmul_coopmat.comp
+                      KEY ${sg_m} ${sg_n} ${fm} ${fn} ${bk} ${stages} ${split} ${bt} f16
+                      DEFINES ${defs} SPLIT_K=${split} B_T=${bt})
+    endforeach()
+  endforeach()
 endforeach()

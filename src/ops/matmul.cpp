@@ -213,31 +213,95 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
 // Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
 // row-major operands in whole tiles of N and K (its loads are 16-byte vectors; only rows past
 // M are checked).
-bool coopmat_fits(ComputeGraph& g, const GemmProblem& p, const CoopmatTile& t) {
+// How matmul_coopmat.comp reads B for `p`: row-major [K, N] (false) or, with
+// MatmulConfig::coopmat_b_t, stored [N, K] (true, its B_T variants); nullopt when it cannot.
+std::optional<bool> coopmat_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
+                                     const GemmProblem& p) {
   const vk::DeviceFeatures& f = g.context().features();
-  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && p.a_sk == 1 &&
-         p.b_sn == 1 && p.a_rows.back() % 8 == 0 && p.b_sk % 8 == 0 && p.n % t.tile_n() == 0 && p.k % t.bk == 0;
+  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || p.rows.size() != 1 || p.a_sk != 1 ||
+      p.a_rows.back() % 8 != 0)
+    return std::nullopt;
+  if (p.b_sn == 1 && p.b_sk % 8 == 0) return false;
+  if (cfg.coopmat_b_t && p.b_sk == 1 && p.b_sn % 8 == 0) return true;
+  return std::nullopt;
 }
 
-// The cooperative-matrix tile for `p`: the default, or the small one when the default would
-// give too few workgroups; nullopt when neither fits, or when a deep K over few tiles would
-// leave each of a handful of workgroups a long serial walk, which the tiled kernel splits
-// (H200, M 128, N 512, K 2048: 0.033 ms on 16 tensor-core tiles, 0.021 ms split-K fp32).
+// Whole tiles of K, and of N unless B is stored [N, K] (whose loads check N).
+bool coopmat_fits(ComputeGraph& g, const MatmulConfig& cfg, const GemmProblem& p,
+                  const CoopmatTile& t) {
+  std::optional<bool> b_t = coopmat_b_layout(g, cfg, p);
+  return b_t && (*b_t || p.n % t.tile_n() == 0) && p.k % t.bk == 0;
+}
+
+// The tiles of the declared cooperative-matrix variants (matmul.cmake) that `context`'s
+// limits allow with B's layout `b_t`, for the shape-based choice.
+std::vector<CoopmatTile> declared_coopmat_tiles(const vk::Context& context, bool b_t) {
+  const VkPhysicalDeviceLimits& lim = context.limits();
+  std::vector<CoopmatTile> tiles;
+  for (const auto& v : shaders::matmul_coopmat::kVariants) {
+    CoopmatTile t{v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1};
+    if (v.split_k || v.b_t != b_t || v.dtype != DType::Float16 ||
+        t.threads() > lim.maxComputeWorkGroupInvocations ||
+        t.shared_bytes(b_t) > lim.maxComputeSharedMemorySize || !t.fits_epilogue())
+      continue;
+    tiles.push_back(t);
+  }
+  return tiles;
+}
+
+// The cooperative-matrix tile for `p`: with MatmulConfig::coopmat_pick, the shape-based choice
+// among the declared variants; else the default, or the small one when the default would give
+// too few workgroups. nullopt when none fits, or when a deep K over few tiles would leave each
+// of a handful of workgroups a long serial walk that neither splits (coopmat_split_k) nor the
+// tiled kernel's split-K takes over (H200, M 128, N 512, K 2048: 0.033 ms on 16 tensor-core
+// tiles, 0.021 ms split-K fp32).
 std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg,
                                         const GemmProblem& p) {
   if (!cfg.use_coopmat) return std::nullopt;
   auto tiles = [&](const CoopmatTile& t) {
     return uint64_t{tiles_covering(p.n, t.tile_n())} * tiles_covering(p.m(), t.tile_m());
   };
-  const CoopmatTile& big = cfg.coopmat;
   std::optional<CoopmatTile> t;
-  if (cfg.coopmat_small && tiles(big) < cfg.coopmat_small_below &&
-      coopmat_fits(g, p, *cfg.coopmat_small))
+  if (cfg.coopmat_pick) {
+    if (std::optional<bool> b_t = coopmat_b_layout(g, cfg, p))
+      t = pick_coopmat_tile(declared_coopmat_tiles(g.context(), *b_t), p.m(), p.n, p.k, cfg, *b_t);
+  } else if (cfg.coopmat_small && tiles(cfg.coopmat) < cfg.coopmat_small_below &&
+             coopmat_fits(g, cfg, p, *cfg.coopmat_small)) {
     t = cfg.coopmat_small;
-  else if (coopmat_fits(g, p, big))
-    t = big;
-  if (t && static_cast<uint64_t>(p.k) > cfg.coopmat_max_k_per_tile * tiles(*t)) return std::nullopt;
+  } else if (coopmat_fits(g, cfg, p, cfg.coopmat)) {
+    t = cfg.coopmat;
+  }
+  if (t && !cfg.coopmat_split_k &&
+      static_cast<uint64_t>(p.k) > cfg.coopmat_max_k_per_tile * tiles(*t))
+    return std::nullopt;
   return t;
+}
+
+// Adds the dispatch `d` (its bindings, spec constants and push constants set; C bound to `out`)
+// of a GEMM split `split` ways, writing fp32 partials to a scratch graph tensor (so the planner
+// and the hazard tracker see them), and the reduce pass summing them into `out` with the
+// epilogue `e`. `partial_access` is how the partial pass touches the scratch.
+void add_split_k_dispatches(ComputeGraph& g, DispatchDesc d, const SplitK& split,
+                            const GemmProblem& p, const Epilogue& e, TensorRef out, DType dtype,
+                            Access partial_access, const std::string& op) {
+  const int64_t batch = d.groups[2];
+  TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
+  d.bindings[3] = {partials, partial_access};
+  d.groups[2] *= split.splits;
+  check_groups(g, d.groups, op);
+  DispatchDesc reduce;
+  reduce.shader = declared(shaders::matmul_splitk_reduce::find(dtype), op);
+  reduce.bindings = {{partials, Access::Read},
+                     {partials, Access::Read},
+                     {e.bias.value_or(partials), Access::Read},
+                     {out, Access::Write},
+                     {e.residual.value_or(partials), Access::Read}};
+  reduce.push = d.push;
+  reduce.groups = groups_for(static_cast<uint64_t>(batch * p.m() * p.n));
+  reduce.local = {kLocal, 1, 1};
+  reduce.label = op + " (split-K reduce)";
+  g.add_dispatch(std::move(d));
+  g.add_dispatch(std::move(reduce));
 }
 
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
@@ -263,18 +327,31 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     const CoopmatTile& t = *coopmat;
     const bool epilogue =
         e.bias || e.residual || e.activation != EpilogueActivation::None || e.alpha != 1.f;
+    d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
+    const SplitK split = coopmat_split_k(t, uint64_t{d.groups[0]} * d.groups[1], p.k, cfg);
+    const bool splits = split.splits > 1;
+    const bool b_t = *coopmat_b_layout(g, cfg, p);
+    const std::string variant = t.name() + (b_t ? " bt" : "");
     std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
-        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, DType::Float16);
+        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, splits, b_t, DType::Float16);
     check(shader.has_value(), ErrorKind::Unsupported,
-          op + ": no cooperative-matrix variant " + t.name() + " (matmul.cmake lists them)");
+          op + ": no cooperative-matrix variant " + variant + (splits ? " split-K" : "") +
+              " (matmul.cmake lists them)");
     d.shader = *shader;
     // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
     // H200 as a SYNC-HAZARD after a transfer write); ordering it as read-write costs nothing.
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
-    d.spec = {t.group_m, epilogue ? 1u : 0u};
-    d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
-    d.push = push_constants(p, e, 0);
+    // The split partial pass stores raw sums; the reduce pass applies the epilogue.
+    d.spec = {t.group_m, epilogue && !splits ? 1u : 0u};
+    d.push = push_constants(p, e, split.k_chunk);
+    // The variant in the label, so profiles (and tests) show which kernel ran.
+    d.label = op + " (coopmat " + variant +
+              (splits ? " split " + std::to_string(split.splits) : std::string()) + ")";
+    if (splits) {
+      add_split_k_dispatches(g, std::move(d), split, p, e, out, dtype, Access::ReadWrite, op);
+      return;
+    }
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));
     return;
@@ -330,26 +407,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     g.add_dispatch(std::move(d));
     return;
   }
-  // Split-K: the partials of every slice go to a scratch graph tensor (so the planner and the
-  // hazard tracker see them), which the reduce pass sums into `out` with the epilogue.
-  TensorRef partials = g.add_tensor({split.splits * batch, p.m(), p.n}, DType::Float32);
   d.shader = declared(shaders::matmul_tiled::find(t.vec4(), true, dtype), op);
-  d.bindings[3] = {partials, Access::Write};
-  d.groups[2] *= split.splits;
-  check_groups(g, d.groups, op);
-  DispatchDesc reduce;
-  reduce.shader = declared(shaders::matmul_splitk_reduce::find(dtype), op);
-  reduce.bindings = {{partials, Access::Read},
-                     {partials, Access::Read},
-                     {e.bias.value_or(partials), Access::Read},
-                     {out, Access::Write},
-                     {e.residual.value_or(partials), Access::Read}};
-  reduce.push = d.push;
-  reduce.groups = groups_for(static_cast<uint64_t>(batch * p.m() * p.n));
-  reduce.local = {kLocal, 1, 1};
-  reduce.label = op + " (split-K reduce)";
-  g.add_dispatch(std::move(d));
-  g.add_dispatch(std::move(reduce));
+  add_split_k_dispatches(g, std::move(d), split, p, e, out, dtype, Access::Write, op);
 }
 
 // `s`: the bias's strides against the numpy result, which lacks the dims a 1-D operand was

@@ -38,6 +38,7 @@ void check_config(const MatmulConfig& c, const vk::Context& context) {
   if (c.use_coopmat && context.features().coopmat_f16_16x16x16)
     for (const CoopmatTile* t : {&c.coopmat, c.coopmat_small ? &*c.coopmat_small : nullptr})
       require(!t || (t->threads() <= lim.maxComputeWorkGroupInvocations &&
+                     t->shared_bytes(c.coopmat_b_t) <= lim.maxComputeSharedMemorySize &&
                      t->shared_bytes() <= lim.maxComputeSharedMemorySize && t->fits_epilogue()),
               "cooperative-matrix tile exceeds the device's workgroup or shared-memory limits, "
               "or its A slices hold less than one fp32 fragment per subgroup");
@@ -132,6 +133,14 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   c.coopmat_small_below = tuned("mm16.small_below", c.coopmat_small_below);
   c.coopmat_max_k_per_tile = tuned("mm16.max_k_per_tile", c.coopmat_max_k_per_tile);
   if (c.coopmat_small_below > 0) c.coopmat_small = CoopmatTile{2, 2, 2, 2, 32, 2, 1};
+  c.coopmat_pick = tuned("mm16.pick", c.coopmat_pick) != 0;
+  c.coopmat_pick_bk = tuned("mm16.pick_bk", c.coopmat_pick_bk);
+  c.coopmat_target_groups = tuned("mm16.groups", static_cast<uint32_t>(c.coopmat_target_groups));
+  c.coopmat_split_k = tuned("mm16.split", c.coopmat_split_k) != 0;
+  c.coopmat_split_groups = tuned("mm16.sk_groups", static_cast<uint32_t>(c.coopmat_split_groups));
+  c.coopmat_b_t = tuned("mm16.bt", c.coopmat_b_t) != 0;
+  c.coopmat_min_slice =
+      std::max<int64_t>(1, tuned("mm16.sk_slice", static_cast<uint32_t>(c.coopmat_min_slice)));
   c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);
   c.small = choose_small_tile(lim, tuning);
@@ -163,18 +172,61 @@ SplitKPolicy split_k_policy(ComputeGraph& g) {
   return tuned_split_k_policy(tuning ? *tuning : Tuning{});
 }
 
-SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k,
-                      const SplitKPolicy& policy) {
+std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
+                                             int64_t n, int64_t k, const MatmulConfig& cfg,
+                                             bool n_edge) {
+  auto groups = [&](const CoopmatTile& t) {
+    return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
+           static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
+  };
+  auto area = [](const CoopmatTile& t) { return uint64_t{t.tile_m()} * t.tile_n(); };
+  std::optional<CoopmatTile> best;
+  for (CoopmatTile t : declared) {
+    if (t.bk != cfg.coopmat_pick_bk || (!n_edge && n % t.tile_n() != 0) || k % t.bk != 0) continue;
+    t.group_m = cfg.coopmat.group_m;
+    if (!best) {
+      best = t;
+      continue;
+    }
+    const bool full = groups(t) >= cfg.coopmat_target_groups;
+    const bool best_full = groups(*best) >= cfg.coopmat_target_groups;
+    // A full grid prefers the larger tile (fewer loads per product); a short one the grid with
+    // more workgroups; ties go to more subgroups, which keep more loads in flight.
+    bool better;
+    if (full != best_full)
+      better = full;
+    else if (full && area(t) != area(*best))
+      better = area(t) > area(*best);
+    else if (!full && groups(t) != groups(*best))
+      better = groups(t) > groups(*best);
+    else
+      better = t.threads() > best->threads();
+    if (better) best = t;
+  }
+  return best;
+}
+
+SplitK coopmat_split_k(const CoopmatTile& t, uint64_t groups, int64_t k, const MatmulConfig& cfg) {
+  if (!cfg.coopmat_split_k || groups >= cfg.coopmat_split_groups) return {};
+  SplitKPolicy p;
+  p.target_threads = cfg.coopmat_split_groups * t.threads();
+  p.min_k = 2 * cfg.coopmat_min_slice;
+  p.min_slice = cfg.coopmat_min_slice;
+  return choose_split_k(groups, t.threads(), k, p, t.bk);
+}
+
+SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k, const SplitKPolicy& policy,
+                      int64_t k_align) {
   SplitK s;
   if (k < policy.min_k || tiles == 0) return s;
   uint64_t by_groups = policy.target_threads / (tiles * group_threads);
   uint64_t by_depth = static_cast<uint64_t>(k / policy.min_slice);
   uint64_t splits = std::min({by_groups, by_depth, uint64_t{policy.max_splits}});
   if (splits < 2) return s;
-  // Slices a multiple of 16 deep keep every slice but the last on whole K tiles of the kernels.
-  constexpr int64_t kAlign = 16;
+  // Slices a multiple of k_align deep keep every slice but the last on whole K tiles of the
+  // kernels.
   int64_t chunk = (k + static_cast<int64_t>(splits) - 1) / static_cast<int64_t>(splits);
-  s.k_chunk = (chunk + kAlign - 1) / kAlign * kAlign;
+  s.k_chunk = (chunk + k_align - 1) / k_align * k_align;
   s.splits = static_cast<uint32_t>((k + s.k_chunk - 1) / s.k_chunk);
   if (s.splits < 2) return SplitK{};
   return s;

@@ -14,6 +14,13 @@
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one
 // feeds the tensor cores.
+// B_T: B is stored [N, K] (K contiguous: a Linear weight read as its transpose), its slices
+// copied like A's (BN rows of BK) and loaded column-major; N may then end inside the last tile
+// (rows of B past N load as zeros, their columns are not stored), and a row stride of C that
+// is no multiple of 8 stores element by element.
+// SPLIT_K: workgroup z walks only K slice [z k_chunk, (z + 1) k_chunk) (a multiple of BK) and
+// writes its fp32 sums, without the epilogue, to partials [z, M, N] in C; matmul_splitk_reduce
+// sums the slices and applies the epilogue once.
 #define MATMUL_OWN_BUFFERS 1
 #include "matmul_common.glsl"
 
@@ -33,18 +40,28 @@ const uint THREADS = SG_M * SG_N * 32;
 layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
 layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
+#if SPLIT_K
+layout(std430, binding = 3) writeonly buffer C { float c[]; };
+#else
 layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
+#endif
 layout(std430, binding = 4) readonly buffer Residual { float16_t residual[]; };  // A when absent
 
 // Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
 const uint A_ROW = BK / 8 + 1;  // uvec4 per row of the A slice (BM rows)
+#if B_T
+const uint B_ROW = BK / 8 + 1;  // uvec4 per row of the B slice (BN rows of K)
+const uint B_SLICE_ROWS = BN;
+#else
 const uint B_ROW = BN / 8 + 1;  // uvec4 per row of the B slice (BK rows)
+const uint B_SLICE_ROWS = BK;
+#endif
 const uint A_VECS = BM * BK / 8;
 const uint B_VECS = BK * BN / 8;
 const uint A_LOADS = A_VECS / THREADS;
 const uint B_LOADS = B_VECS / THREADS;
 shared uvec4 As[STAGES * BM * A_ROW];
-shared uvec4 Bs[STAGES * BK * B_ROW];
+shared uvec4 Bs[STAGES * B_SLICE_ROWS * B_ROW];
 // The epilogue stages each subgroup's fp32 16x16 fragment (64 uvec4) in As, free once the K
 // loop's last barrier has passed; a separate array would cost occupancy on the plain path.
 const uint FRAGMENT = 16 * 16 / 4;
@@ -60,8 +77,13 @@ void fetch(int m0, int n0, int k0) {
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
+#if B_T
+    uint r = i / (BK / 8), v = i % (BK / 8);
+    rb[l] = n0 + int(r) < p.N ? b[((n0 + int(r)) * p.b_sn + k0) / 8 + int(v)] : uvec4(0);
+#else
     uint r = i / (BN / 8), v = i % (BN / 8);
     rb[l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
+#endif
   }
 }
 
@@ -72,7 +94,11 @@ void stash(uint buf) {
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
+#if B_T
+    Bs[(buf * BN + i / (BK / 8)) * B_ROW + i % (BK / 8)] = rb[l];
+#else
     Bs[(buf * BK + i / (BN / 8)) * B_ROW + i % (BN / 8)] = rb[l];
+#endif
   }
 }
 
@@ -90,18 +116,30 @@ void main() {
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb[FN];
 
-  fetch(m0, n0, 0);
+#if SPLIT_K
+  const int k_begin = int(gl_WorkGroupID.z) * p.k_chunk;
+  const int k_end = min(p.K, k_begin + p.k_chunk);
+  const uint c_base = gl_WorkGroupID.z * uint(p.M) * uint(p.N);
+#else
+  const int k_begin = 0, k_end = p.K;
+  const uint c_base = 0;
+#endif
+  fetch(m0, n0, k_begin);
   stash(0);
   barrier();
   uint buf = 0;
-  for (int k0 = 0; k0 < p.K; k0 += int(BK)) {
-    const bool more = k0 + int(BK) < p.K;
+  for (int k0 = k_begin; k0 < k_end; k0 += int(BK)) {
+    const bool more = k0 + int(BK) < k_end;
     if (more) fetch(m0, n0, k0 + int(BK));
     [[unroll]] for (uint kf = 0; kf < BK / 16; ++kf) {
       [[unroll]] for (uint i = 0; i < FM; ++i)
         coopMatLoadNV(fa[i], As, (buf * BM + sm + i * 16) * A_ROW + kf * 2, A_ROW, false);
       [[unroll]] for (uint j = 0; j < FN; ++j)
+#if B_T
+        coopMatLoadNV(fb[j], Bs, (buf * BN + sn + j * 16) * B_ROW + kf * 2, B_ROW, true);
+#else
         coopMatLoadNV(fb[j], Bs, (buf * BK + kf * 16) * B_ROW + (sn + j * 16) / 8, B_ROW, false);
+#endif
       [[unroll]] for (uint i = 0; i < FM; ++i)
         [[unroll]] for (uint j = 0; j < FN; ++j)
           acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
@@ -112,16 +150,22 @@ void main() {
     buf = (buf + 1) % STAGES;
   }
 
-  // A tile past M's end stores through the epilogue's shared-memory path, which can skip rows.
-  const bool m_edge = m0 + int(BM) > p.M;
+  // A tile past M's or N's end stores through the epilogue's shared-memory path, which can skip
+  // rows and columns; so does a C whose rows are not 16-byte aligned.
+  const bool edge = m0 + int(BM) > p.M || n0 + int(BN) > p.N || p.N % 8 != 0;
   [[unroll]] for (uint i = 0; i < FM; ++i)
     [[unroll]] for (uint j = 0; j < FN; ++j) {
       uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
-      if (int(row) >= p.M) continue;  // the whole fragment is past M (uniform in the subgroup)
-      if (!EPILOGUE && !m_edge) {
+      // The whole fragment is past M or N (uniform in the subgroup).
+      if (int(row) >= p.M || int(col) >= p.N) continue;
+      if (!EPILOGUE && !edge) {
+#if SPLIT_K
+        coopMatStoreNV(acc[i * FN + j], c, c_base + row * uint(p.N) + col, uint(p.N), false);
+#else
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i * FN + j]);
         coopMatStoreNV(h, c, row * uint(p.N) + col, uint(p.N), false);
+#endif
         continue;
       }
       coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
@@ -129,12 +173,17 @@ void main() {
       subgroupBarrier();
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
-        if (m >= p.M) continue;
-        float y = p.alpha * uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
+        if (m >= p.M || n >= p.N) continue;
+        const float sum = uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
+#if SPLIT_K
+        c[c_base + uint(m * p.N + n)] = sum;
+#else
+        float y = p.alpha * sum;
         if ((p.inputs & EPILOGUE_BIAS) != 0)
           y += p.beta * float(bias[m * p.bias_sm + n * p.bias_sn]);
         if ((p.inputs & EPILOGUE_RESIDUAL) != 0) y += float(residual[m * p.N + n]);
         c[m * p.N + n] = float16_t(activate(p.activation, y, p.act_alpha, p.act_beta));
+#endif
       }
       subgroupBarrier();  // every lane has read the fragment before the next one lands
     }

@@ -1,11 +1,21 @@
 // matmul under other tile configurations, split-K and float16 operands, against the
 // double-precision CPU reference of matmul_test_util.h.
 #include "matmul_test_util.h"
+#include "vkgraph/shaders/matmul_coopmat.h"
 
 namespace vkgraph::testing {
 namespace {
 
 using namespace matmul_reference;
+
+// The tiles of the cooperative-matrix variants matmul.cmake declares.
+std::vector<ops::CoopmatTile> declared_coopmat_tiles() {
+  std::vector<ops::CoopmatTile> tiles;
+  for (const auto& v : shaders::matmul_coopmat::kVariants)
+    if (!v.split_k && !v.b_t)
+      tiles.push_back({v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1});
+  return tiles;
+}
 
 // --- other tile configurations -------------------------------------------------------------
 
@@ -147,6 +157,53 @@ TEST(SplitKHeuristic, DefaultPolicy) {
   EXPECT_EQ(ops::choose_split_k(4, 256, 128).splits, 1u);         // K too shallow
 }
 
+// Slices aligned to the cooperative-matrix kernel's 32-deep K steps.
+TEST(SplitKHeuristic, AlignsSlices) {
+  ops::SplitK s = ops::choose_split_k(24, 128, 768, {}, 32);
+  EXPECT_EQ(s.k_chunk % 32, 0);
+  EXPECT_EQ(s.splits, 12u);
+  EXPECT_EQ(s.k_chunk, 64);
+  ops::SplitK odd = ops::choose_split_k(8, 128, 800, {}, 32);  // 12 slices of 67 wanted
+  EXPECT_EQ(odd.k_chunk, 96);
+  EXPECT_EQ(odd.splits, 9u);  // the last slice 32 deep
+}
+
+// The shape-based cooperative-matrix tile (pick_coopmat_tile) and its split-K
+// (coopmat_split_k) on batch-1 transformer shapes, from the tiles matmul.cmake declares.
+TEST(CoopmatPick, TransformerShapes) {
+  const std::vector<ops::CoopmatTile> tiles = declared_coopmat_tiles();
+  ops::MatmulConfig cfg;
+  cfg.coopmat_pick = true;
+  cfg.coopmat_split_k = true;
+  auto pick = [&](int64_t m, int64_t n, int64_t k) {
+    std::optional<ops::CoopmatTile> t = ops::pick_coopmat_tile(tiles, m, n, k, cfg);
+    return t ? t->name() : std::string("none");
+  };
+  // M 128, N 768: no tile fills 264 workgroups; 32 x 32 tiles give the most (96), split
+  // towards 1024 workgroups in slices of >= 256.
+  EXPECT_EQ(pick(128, 768, 768), "2211_k32s2");
+  ops::CoopmatTile t = *ops::pick_coopmat_tile(tiles, 128, 768, 3072, cfg);
+  ops::SplitK s = ops::coopmat_split_k(t, 96, 3072, cfg);
+  EXPECT_EQ(s.splits, 10u);
+  EXPECT_EQ(s.k_chunk, 320);  // 308 rounded up to whole 32-deep slices; the last 192
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 768, cfg).splits, 3u);
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 256, cfg).splits, 1u);     // one slice's depth
+  EXPECT_EQ(ops::coopmat_split_k(t, 1100, 3072, cfg).splits, 1u);  // the grid is full
+  // A full grid takes the largest tile that keeps it full.
+  EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
+  EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups
+  cfg.coopmat_target_groups = 132;
+  EXPECT_EQ(pick(128, 3072, 768), "2212_k32s2");  // 4 x 48 = 192: 2212 over 1222 (more subgroups)
+  cfg.coopmat_pick_bk = 64;
+  EXPECT_EQ(pick(128, 768, 768), "2211_k64s2");
+  EXPECT_EQ(pick(128, 768, 800), "none");  // K off the 64-deep slices
+  EXPECT_EQ(pick(128, 776, 768), "none");  // N off every tile
+  // B stored [N, K]: N may end inside a tile (gpt2's LM head, N 50257).
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 50257, 768, cfg, true)->name(), "2222_k64s2");
+  cfg.coopmat_split_k = false;
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, cfg).splits, 1u);
+}
+
 // Split-K forced onto small shapes: K >= 16 is cut into slices of 16 (the last shorter).
 class MatmulSplitK : public MatmulConfigs {
  protected:
@@ -225,9 +282,14 @@ class MatmulFloat16 : public MatmulTest {
   }
 
   // C[m, n] = act(sum_k A[m, k] B[k, n] + bias[n] [+ R[m, n]]); B stored [N, K] for linear.
-  void check(int64_t m, int64_t k, int64_t n, bool linear, bool bias, bool residual = false) {
-    SCOPED_TRACE(::testing::Message() << m << "x" << k << "x" << n << " linear=" << linear
-                                      << " bias=" << bias << " residual=" << residual);
+  // `activation` defaults to Relu for linear, none for matmul. Returns the graph's node count.
+  size_t check(int64_t m, int64_t k, int64_t n, bool linear, bool bias, bool residual = false,
+               std::optional<UnaryOp> activation = std::nullopt) {
+    if (!activation && linear) activation = UnaryOp::Relu;
+    SCOPED_TRACE(::testing::Message()
+                 << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias
+                 << " residual=" << residual
+                 << " activation=" << (activation ? static_cast<int>(*activation) : -1));
     std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
                           c = to_half(random_floats(n)), r = to_half(random_floats(m * n, -2, 2));
     ComputeGraph g(context(), graph_options());
@@ -238,7 +300,7 @@ class MatmulFloat16 : public MatmulTest {
     ops::MatmulEpilogue e;
     if (bias) e.bias = tc;
     if (residual) e.residual = tr;
-    if (linear) e.activation = UnaryOp::Relu;
+    e.activation = activation;
     auto y = linear ? ops::linear(g, ta, tb, e) : ops::matmul(g, ta, tb, e);
     EXPECT_EQ(g.info(y).dtype, DType::Float16);
     g.add_output(y, "y");
@@ -256,11 +318,33 @@ class MatmulFloat16 : public MatmulTest {
         for (int64_t q = 0; q < k; ++q)
           want += double(half_to_float(a[i * k + q])) *
                   half_to_float(b[linear ? j * k + q : q * n + j]);
-        if (linear) want = std::max(want, 0.0);
+        if (activation) want = activate(*activation, {}, want);
         float v = half_to_float(got[i * n + j]);
-        ASSERT_NEAR(v, want, 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
+        EXPECT_NEAR(v, want, 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
             << "at " << i << "," << j;
+        if (std::abs(v - want) > 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
+          return g.stats().nodes;  // one mismatch per product is enough to report
       }
+    return g.stats().nodes;
+  }
+
+  bool has_coopmat() {
+    const vk::DeviceFeatures& f = context()->features();
+    return f.coopmat_f16_16x16x16 && f.subgroup_size == 32;
+  }
+
+  // Every fp16 product the tensor cores take runs on tile `t`, B stored [N, K] too with `b_t`,
+  // split into slices of one BK step where `split`.
+  void force_coopmat(const ops::CoopmatTile& t, bool split, bool b_t) {
+    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+    cfg.coopmat = t;
+    cfg.coopmat_small_below = 0;
+    cfg.coopmat_max_k_per_tile = uint64_t{1} << 40;
+    cfg.coopmat_b_t = b_t;
+    cfg.coopmat_split_k = split;
+    cfg.coopmat_min_slice = t.bk;
+    cfg.coopmat_split_groups = uint64_t{1} << 40;
+    tuning_.matmul = cfg;
   }
 };
 
@@ -292,6 +376,82 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
     check(197, 96, 128, false, true);
     check(70, 64, 256, false, false, true);
     check(200, 32, 128, false, true, true);
+  }
+}
+
+// Every declared cooperative-matrix variant (matmul.cmake), whole and split-K (forced: slices
+// of one BK step), with each epilogue, at M of one row, a partial 16-row fragment, a tile edge,
+// whole tiles and ViT's 197 tokens. The graph has one node unsplit, two (partials, reduce) split.
+TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
+  if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
+    for (bool split : {false, true}) {
+      SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
+      force_coopmat(t, split, false);
+      const size_t nodes = split ? 2 : 1;
+      const int64_t n = 2 * t.tile_n(), k = 5 * t.bk;  // split: five slices
+      for (int64_t m : {1, 16, 70, 128, 197}) {
+        EXPECT_EQ(check(m, k, n, false, false), nodes);
+        EXPECT_EQ(check(m, k, n, false, true, true, UnaryOp::Gelu), nodes);
+        EXPECT_EQ(check(m, k, n, false, true, false, UnaryOp::Silu), nodes);
+      }
+      EXPECT_EQ(check(197, k, n, false, true, false, UnaryOp::Relu), nodes);
+      EXPECT_EQ(check(70, k, n, false, false, true, UnaryOp::GeluTanh), nodes);
+    }
+  }
+}
+
+// B stored [N, K] (linear's weight) on every declared tile with mm16.bt, whole and split-K: N
+// ending inside the last tile (and C rows that are no multiple of 8 halves: element stores),
+// and the LM head's odd N through the shape-based choice.
+TEST_F(MatmulFloat16, CoopmatTransposedB) {
+  if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
+    for (bool split : {false, true}) {
+      SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
+      force_coopmat(t, split, true);
+      const size_t nodes = split ? 2 : 1;
+      const int64_t k = 3 * t.bk;
+      for (int64_t n : {int64_t{2} * t.tile_n(), int64_t{t.tile_n()} + 8, int64_t{77}})
+        for (int64_t m : {1, 70, 197}) {
+          EXPECT_EQ(check(m, k, n, true, false, false, UnaryOp::Relu), nodes);
+          EXPECT_EQ(check(m, k, n, true, true, true, UnaryOp::Gelu), nodes);
+        }
+    }
+  }
+  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+  cfg.coopmat_pick = cfg.coopmat_split_k = cfg.coopmat_b_t = true;
+  tuning_.matmul = cfg;
+  EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 2u);  // 316 tiles, 3 ways
+  EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 2u);
+}
+
+// The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer
+// products with their epilogues, for 32- and 64-deep slices, B row-major (matmul) and stored
+// [N, K] (linear, mm16.bt). K off the slices (1000; 800 at bk 64), and N off the tiles (776)
+// with B row-major, take the portable kernel; linear takes N 776 on the tensor cores.
+TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
+  if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  for (uint32_t bk : {32u, 64u}) {
+    SCOPED_TRACE("pick_bk " + std::to_string(bk));
+    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
+    cfg.coopmat_pick = true;
+    cfg.coopmat_pick_bk = bk;
+    cfg.coopmat_split_k = true;
+    cfg.coopmat_b_t = true;  // linear's [N, K] weights too
+    tuning_.matmul = cfg;
+    check(128, 768, 768, true, true);
+    check(128, 768, 3072, true, true, false, UnaryOp::Gelu);
+    check(128, 3072, 768, false, true, true);
+    check(197, 768, 2304, true, true);
+    check(16, 1024, 2816, true, false, false, UnaryOp::Silu);
+    check(128, 2816, 1024, false, false, true);
+    check(1, 768, 768, false, true);
+    check(70, 2304, 768, false, true, true, UnaryOp::GeluTanh);
+    check(128, 800, 768, false, true, true);  // bk 32: two slices, the last shorter
+    check(128, 768, 776, true, true);
+    check(128, 768, 776, false, true);
+    check(70, 1000, 768, false, true, true);
   }
 }
 

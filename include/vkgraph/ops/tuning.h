@@ -42,10 +42,12 @@ struct CoopmatTile {
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
   uint32_t threads() const { return 32 * sg_m * sg_n; }
-  // `stages` slices of 16-byte words, each row padded by one word. The epilogue reuses the A
-  // slices for one fp32 16x16 fragment per subgroup (fits_epilogue()).
-  uint32_t shared_bytes() const {
-    return stages * (tile_m() * (bk / 8 + 1) + bk * (tile_n() / 8 + 1)) * 16;
+  // `stages` slices of 16-byte words, each row padded by one word (B's rows are of K when it
+  // is stored [N, K], `b_t`). The epilogue reuses the A slices for one fp32 16x16 fragment per
+  // subgroup (fits_epilogue()).
+  uint32_t shared_bytes(bool b_t = false) const {
+    const uint32_t b = b_t ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return stages * (tile_m() * (bk / 8 + 1) + b) * 16;
   }
   bool fits_epilogue() const { return stages * tile_m() * (bk / 8 + 1) >= sg_m * sg_n * 64; }
   std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
@@ -65,6 +67,25 @@ struct MatmulConfig {
   // Products with K above this many times their tile count take the tiled kernel, which
   // splits K across workgroups.
   uint64_t coopmat_max_k_per_tile = 64;
+  // Shape-based choice (coopmat_tile_for in src/ops/matmul_config.h): among the declared
+  // cooperative-matrix variants with slices coopmat_pick_bk deep, the largest tile whose grid
+  // reaches coopmat_target_groups workgroups, else the one with the most; it replaces
+  // coopmat / coopmat_small / coopmat_max_k_per_tile when set.
+  bool coopmat_pick = false;
+  uint32_t coopmat_pick_bk = 32;
+  uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
+  // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
+  // workgroups: slices of at least coopmat_min_slice until it has about that many, fp32
+  // partials, the epilogue in the reduce pass. Small grids are bound by each workgroup's serial
+  // K walk (a global load's latency per slice), and ~16 workgroups of 128 threads stay
+  // resident per SM, so the split target is well above the tile choice's.
+  bool coopmat_split_k = false;
+  uint64_t coopmat_split_groups = 1024;
+  int64_t coopmat_min_slice = 256;
+  // B stored [N, K] (a Linear weight read as its transpose, K contiguous) on the
+  // cooperative-matrix kernel too, N then free to end inside a tile (gpt2's LM head, N 50257);
+  // else such products take the tiled kernel.
+  bool coopmat_b_t = false;
   GemmTile tile;
   // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
   // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
