@@ -370,7 +370,7 @@ TEST_F(MatMulNBitsTest, GemvSplitK) {
   }
 }
 
-// The wide-load GEMV (nbits.gemv = 2, the default where the device has subgroup arithmetic):
+// The wide-load GEMV (nbits.gemv = 2, where the device has subgroup arithmetic):
 // 2, 4 and 8 bits; blocks of 16, 32 and 128; K not a multiple of the block (nor of 4) and N odd
 // (a partial group of rows); rows starting off 16-byte boundaries (4-bit blocks of 16 with an
 // odd block count: the word-by-word loads); zero points absent, packed and float; bias or not;
