@@ -7,9 +7,13 @@ foreach(dtype f32 f16)
   vkgraph_shader(quant_nbits_gemv_${dtype} ${OPS}/quant_nbits_gemv.comp DTYPE_${DT}=1)
   vkgraph_shader(quant_nbits_gemv_subgroup_${dtype} ${OPS}/quant_nbits_gemv.comp
                  SUBGROUP_REDUCE=1 DTYPE_${DT}=1)
+  vkgraph_shader(quant_nbits_gemv_wide_${dtype} ${OPS}/quant_nbits_gemv_wide.comp DTYPE_${DT}=1)
   vkgraph_shader(quant_nbits_tiled_${dtype} ${OPS}/quant_nbits_tiled.comp DTYPE_${DT}=1)
   vkgraph_shader(quant_nbits_dequant_${dtype} ${OPS}/quant_nbits_dequant.comp DTYPE_${DT}=1)
 endforeach()
+# The wide GEMV's float16-arithmetic variant for 4-bit codes (knob nbits.half_math).
+vkgraph_shader(quant_nbits_gemv_wide_half_f16 ${OPS}/quant_nbits_gemv_wide.comp DTYPE_F16=1
+               HALF_MATH=1)
 vkgraph_shader(quant_dequantize_u8 ${OPS}/quant.comp DEQUANTIZE=1)
 vkgraph_shader(quant_dequantize_i32 ${OPS}/quant.comp DEQUANTIZE=1 X_I32=1)
 vkgraph_shader(quant_widen ${OPS}/quant.comp WIDEN=1)

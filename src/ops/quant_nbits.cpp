@@ -57,12 +57,34 @@ HostTensor prepack_gemv_weights(const HostTensor& b, const NBitsLayout& l, int64
   return out;
 }
 
-// The decode GEMV. Knobs: nbits.subgroup = 0 forces the shared-memory reduction,
-// nbits.rows the rows per row set (default 2 where that leaves >= 512 row sets, else 1),
-// nbits.vec the words per lane and row in flight (a multiple of 4, default 8), nbits.prepack
-// = 0 reads a constant weight in its natural layout, nbits.split (1, 2, 4 or 8; default 1) the
-// row sets that share rows, each taking every split-th step (a workgroup of max(4, split) row
-// sets).
+// Both GEMVs' push constants (quant_nbits_gemv*.comp's Params) for a row stride of `stride`
+// words.
+std::vector<uint8_t> gemv_push(const NBitsLayout& l, int64_t stride, bool has_bias) {
+  const std::string op = "matmul_nbits";
+  PushConstants pc;
+  pc.add(checked_i32(l.n, op, "N")).add(checked_i32(l.k, op, "K"));
+  pc.add(static_cast<int32_t>(l.block)).add(checked_i32(l.blocks, op, "blocks"));
+  pc.add(checked_i32(stride, op, "row words")).add(checked_i32(l.words(), op, "words"));
+  pc.add(checked_i32(l.zero_row_bytes, op, "zero point bytes")).add(l.zero_mode);
+  pc.add(int32_t{has_bias});
+  return pc.take();
+}
+
+// The GEMV's bindings (the same in both kernels) with `words` as the weights.
+std::vector<Binding> gemv_bindings(TensorRef a, TensorRef words, TensorRef scales,
+                                   TensorRef zp_packed, TensorRef zp_float, TensorRef bias,
+                                   TensorRef y) {
+  return {{a, Access::Read},         {words, Access::Read},    {scales, Access::Read},
+          {zp_packed, Access::Read}, {zp_float, Access::Read}, {bias, Access::Read},
+          {y, Access::Write}};
+}
+
+// The first decode GEMV (quant_nbits_gemv.comp, knob nbits.gemv = 1). Knobs: nbits.subgroup =
+// 0 forces the shared-memory reduction, nbits.rows the rows per row set (default 2 where that
+// leaves >= 512 row sets, else 1), nbits.vec the words per lane and row in flight (a multiple
+// of 4, default 8), nbits.prepack = 0 reads a constant weight in its natural layout,
+// nbits.split (1, 2, 4 or 8; default 1) the row sets that share rows, each taking every
+// split-th step (a workgroup of max(4, split) row sets).
 void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
               TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l, bool has_bias,
               const std::string& suffix) {
@@ -82,17 +104,9 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
     stride = (l.row_words + 3) / 4 * 4;
     words = g.add_constant(prepack_gemv_weights(*value, l, vec, stride));
   }
-  PushConstants pc;
-  pc.add(checked_i32(l.n, op, "N")).add(checked_i32(l.k, op, "K"));
-  pc.add(static_cast<int32_t>(l.block)).add(checked_i32(l.blocks, op, "blocks"));
-  pc.add(checked_i32(stride, op, "row words")).add(checked_i32(l.words(), op, "words"));
-  pc.add(checked_i32(l.zero_row_bytes, op, "zero point bytes")).add(l.zero_mode);
-  pc.add(int32_t{has_bias});
   DispatchDesc d;
   d.shader = std::string(subgroup ? "quant_nbits_gemv_subgroup_" : "quant_nbits_gemv_") + suffix;
-  d.bindings = {{a, Access::Read},         {words, Access::Read},    {scales, Access::Read},
-                {zp_packed, Access::Read}, {zp_float, Access::Read}, {bias, Access::Read},
-                {y, Access::Write}};
+  d.bindings = gemv_bindings(a, words, scales, zp_packed, zp_float, bias, y);
   const int64_t per_group = int64_t{sets / split} * rows;
   const int64_t groups = (l.n + per_group - 1) / per_group;
   check(groups <= 65535, ErrorKind::Unsupported,
@@ -100,7 +114,43 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
   d.groups = {static_cast<uint32_t>(groups), 1, 1};
   d.local = {kLanes * sets, 1, 1};
   d.spec = {rows, vec, static_cast<uint32_t>(l.bits), uint32_t{prepack}, sets, split};
-  d.push = pc.take();
+  d.push = gemv_push(l, stride, has_bias);
+  d.label = op;
+  g.add_dispatch(std::move(d));
+}
+
+// The wide-load GEMV (quant_nbits_gemv_wide.comp, knob nbits.gemv = 2; needs subgroup
+// arithmetic). A workgroup owns nbits.wide_rows rows (1..16; default the most of 8, 4, 2, 1
+// that still gives >= 512 workgroups, about 4 per SM on a 132-SM GPU) and T <= 256
+// invocations, T a multiple of 32 covering a row's quads (4 words) in as few even passes as
+// possible, so every invocation has work in each pass. Natural layout: no prepacked copy.
+void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
+                   TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
+                   bool has_bias, const std::string& suffix) {
+  const std::string op = "matmul_nbits";
+  uint32_t rows = 8;
+  while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
+  rows = std::clamp(nbits_knob(g, "nbits.wide_rows", rows), 1u, 16u);
+  const int64_t max_threads =
+      std::clamp(nbits_knob(g, "nbits.wide_threads", 256), 32u, 256u) / 32 * 32;
+  const int64_t quads = (l.words() + 3) / 4;
+  const int64_t passes = (quads + max_threads - 1) / max_threads;
+  const int64_t threads = std::min(max_threads, ((quads + passes - 1) / passes + 31) / 32 * 32);
+  const int64_t groups = (l.n + rows - 1) / rows;
+  check(groups <= 65535, ErrorKind::Unsupported,
+        op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  // 4-bit codes in fp16 mode: float16 arithmetic, two codes an instruction (default off until
+  // measured: docs/notes/gemv4-6.md).
+  const bool half_math = suffix == "f16" && l.bits == 4 && g.context().features().shader_float16 &&
+                         nbits_knob(g, "nbits.half_math", 0) != 0;
+  DispatchDesc d;
+  d.shader = half_math ? "quant_nbits_gemv_wide_half_f16" : "quant_nbits_gemv_wide_" + suffix;
+  d.bindings = gemv_bindings(a, b, scales, zp_packed, zp_float, bias, y);
+  d.groups = {static_cast<uint32_t>(groups), 1, 1};
+  d.local = {static_cast<uint32_t>(threads), 1, 1};
+  d.spec = {rows, static_cast<uint32_t>(l.bits), static_cast<uint32_t>(l.block),
+            uint32_t{l.row_words % 4 == 0}};
+  d.push = gemv_push(l, l.row_words, has_bias);
   d.label = op;
   g.add_dispatch(std::move(d));
 }
@@ -221,7 +271,12 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
   }
   TensorRef y = g.add_tensor(out, fdt);
   if (m == 1 && !g_idx) {
-    add_gemv(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
+    // nbits.gemv: 2 the wide-load GEMV (needs subgroup arithmetic), 1 the first one. The
+    // default stays 1 until the H200 A/B of docs/notes/gemv4-6-h200.md says otherwise.
+    if (g.context().features().subgroup_arithmetic && nbits_knob(g, "nbits.gemv", 1) == 2)
+      add_gemv_wide(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
+    else
+      add_gemv(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
     return y;
   }
   PushConstants pc;

@@ -1,0 +1,175 @@
+#version 450
+// MatMulNBits decode GEMV, wide-load version (knob nbits.gemv = 2; docs/notes/gemv4-6.md):
+// y[n] = sum_k a[k] * w[n, k] (+ bias[n]) for M = 1 without g_idx, w's codes of BITS bits
+// packed low first along K in the natural layout, one scale (and zero) per block of K.
+//
+// Why a second kernel: the first (quant_nbits_gemv.comp) issued its weight words up front but
+// loaded each word's scale (and a) only when it used the word, inside the loop over the step's
+// words, so every step waited out one more memory round trip per word: at K = N = 4096 about
+// 16 dependent trips per row set, ~20 us where streaming 8 MiB takes ~2 us.
+// Here an invocation loads everything of one pass first, in one straight-line block:
+// - a "quad" is 4 consecutive words of a row (one 16-byte load where rows start on 16-byte
+//   boundaries, QUADS); invocation t of T takes quads t, t + T, ... of every row, so the 32
+//   lanes of a subgroup read 512 contiguous bytes of a row per load instruction;
+// - a workgroup owns ROWS rows and loads one quad of each (ROWS * 16 bytes in flight per
+//   invocation, 16-64 KB per SM at the default sizes), the quad's scales and zero points of
+//   each row (consecutive lanes: consecutive blocks, coalesced), and the quad's values of a
+//   once for all ROWS rows; only then does any math start;
+// - codes become floats without conversions (1 + c / 2^BITS as a float's top mantissa bits)
+//   and sum(a * (c - zero)) = 2^B * dot - (2^B + zero) * sum(a) per block, as in the first
+//   kernel;
+// - rows end in subgroupAdd and one shared-memory sum over the workgroup's subgroups.
+// Values of a past K are zero, so the codes in a block's padding past K add nothing whatever
+// they hold. Rows past N are computed (clamped to N - 1) and not stored.
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+#if HALF_MATH
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 0) readonly buffer A4 { ELEM4 a4[]; };
+layout(std430, binding = 1) readonly buffer B { uint b[]; };
+layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
+layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
+layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
+layout(std430, binding = 4) readonly buffer ZeroFloat { ELEM zero_float[]; };
+layout(std430, binding = 5) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 6) writeonly buffer Y { ELEM y[]; };
+
+// The first kernel's push constants (quant_nbits.cpp builds both the same way).
+layout(push_constant) uniform Params {
+  int N, K;
+  int block_size, blocks;  // blocks per row
+  int row_stride;          // 32-bit words per row of b in memory
+  int words;               // words of a row that hold codes with k < K
+  int zero_row_bytes;      // packed zero points: bytes per row
+  int zero_mode;           // 0: 2^(BITS-1), 1: packed uint8, 2: float
+  int has_bias;
+} p;
+
+layout(constant_id = 3) const int ROWS = 8;  // rows per workgroup (knob nbits.wide_rows)
+layout(constant_id = 4) const int BITS = 4;
+layout(constant_id = 5) const int BLOCK = 32;     // block_size, as a constant for the unrolling
+layout(constant_id = 6) const bool QUADS = true;  // row_stride % 4 == 0: 16-byte loads
+
+const int PER_WORD = 32 / BITS;
+const int CODES = 4 * PER_WORD;                // codes per quad
+const int QB = CODES > BLOCK ? CODES / BLOCK : 1;  // blocks per quad (blocks are whole words)
+const int QB_CODES = CODES / QB;                   // codes of a quad in one block
+const uint MASK = (1u << BITS) - 1u;
+const int MAX_SUBGROUPS = 256;  // quant_nbits.cpp keeps workgroups at <= 256 invocations
+
+shared float part[ROWS][MAX_SUBGROUPS];
+
+float zero_of(int n, int block) {
+  if (p.zero_mode == 0) return float(1 << (BITS - 1));
+  if (p.zero_mode == 2) return float(zero_float[n * p.blocks + block]);
+  const int bit = block * BITS;
+  const uint byte = uint(zero_packed[n * p.zero_row_bytes + bit / 8]);
+  return float((byte >> uint(bit % 8)) & MASK);
+}
+
+// 1 + c / 2^BITS for code j of `word`, exactly: the code as the mantissa's top bits of 1.0.
+float code_float(uint word, int j) {
+  return uintBitsToFloat(0x3F800000u | (((word >> uint(j * BITS)) & MASK) << uint(23 - BITS)));
+}
+
+void main() {
+  const int t = int(gl_LocalInvocationID.x), threads = int(gl_WorkGroupSize.x);
+  const int n0 = int(gl_WorkGroupID.x) * ROWS;
+  int row[ROWS];  // clamped row index
+  float acc[ROWS];
+  [[unroll]] for (int r = 0; r < ROWS; ++r) {
+    row[r] = min(n0 + r, p.N - 1);
+    acc[r] = 0.0;
+  }
+  const int quads = (p.words + 3) / 4;
+  const bool vec_a = (p.K & 3) == 0;
+  const float levels = float(1 << BITS);
+
+  for (int q = t; q < quads; q += threads) {
+    const int w0 = 4 * q, k0 = w0 * PER_WORD;
+    // Every load of the pass first: a, the ROWS quads, their scales and zero points.
+    float x[CODES];
+    if (vec_a && k0 + CODES <= p.K) {
+      [[unroll]] for (int i = 0; i < CODES / 4; ++i) {
+        const vec4 v = vec4(a4[k0 / 4 + i]);
+        x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+      }
+    } else {
+      [[unroll]] for (int j = 0; j < CODES; ++j) x[j] = k0 + j < p.K ? float(a[k0 + j]) : 0.0;
+    }
+    uvec4 wq[ROWS];
+    float scale[ROWS][QB], zero[ROWS][QB];
+    [[unroll]] for (int r = 0; r < ROWS; ++r) {
+      const int at = row[r] * p.row_stride + w0;
+      if (QUADS) {
+        wq[r] = b4[at / 4];
+      } else {
+        [[unroll]] for (int j = 0; j < 4; ++j) wq[r][j] = w0 + j < p.words ? b[at + j] : 0u;
+      }
+      [[unroll]] for (int i = 0; i < QB; ++i) {
+        // min: a last quad that reaches past the row's blocks (its x there are zero).
+        const int blk = min((k0 + i * QB_CODES) / BLOCK, p.blocks - 1);
+        scale[r][i] = float(scales[row[r] * p.blocks + blk]);
+        zero[r][i] = zero_of(row[r], blk);
+      }
+    }
+
+    float sum_a[QB];
+    [[unroll]] for (int i = 0; i < QB; ++i) {
+      sum_a[i] = 0.0;
+      [[unroll]] for (int j = 0; j < QB_CODES; ++j) sum_a[i] += x[i * QB_CODES + j];
+    }
+#if HALF_MATH
+    // 4-bit codes two at a time in float16 (knob nbits.half_math): a word's nibbles j and
+    // j + 4 masked into the low mantissa bits of two halves of 1024.0 are 1024 + c exactly;
+    // subtracting 1024 + zero (integral zero points; float ones go through sum_a as below)
+    // leaves c - zero exactly, and one fma multiplies it by a pair of a: about 2 instructions
+    // per code instead of 3. Products and a block's sum round to float16 (a's 11 bits), well
+    // inside the fp16 tolerance; the block's sum then goes on in float32.
+    f16vec2 xp[4][4];  // word i, pair j: a of codes j and j + 4 of word i
+    [[unroll]] for (int i = 0; i < 4; ++i)
+      [[unroll]] for (int j = 0; j < 4; ++j)
+        xp[i][j] = f16vec2(float16_t(x[8 * i + j]), float16_t(x[8 * i + j + 4]));
+    const bool float_zero = p.zero_mode == 2;
+    [[unroll]] for (int r = 0; r < ROWS; ++r)
+      [[unroll]] for (int i = 0; i < QB; ++i) {
+        const float16_t off = float16_t(1024.0 + (float_zero ? 0.0 : zero[r][i]));
+        f16vec2 d = f16vec2(0.0);
+        [[unroll]] for (int wi = i * (4 / QB); wi < (i + 1) * (4 / QB); ++wi)
+          [[unroll]] for (int j = 0; j < 4; ++j) {
+            const uint h = ((wq[r][wi] >> uint(4 * j)) & 0x000F000Fu) | 0x64006400u;
+            d = fma(unpackFloat2x16(h) - f16vec2(off), xp[wi][j], d);
+          }
+        const float rest = float_zero ? zero[r][i] * sum_a[i] : 0.0;
+        acc[r] = fma(scale[r][i], float(d.x) + float(d.y) - rest, acc[r]);
+      }
+#else
+    [[unroll]] for (int r = 0; r < ROWS; ++r)
+      [[unroll]] for (int i = 0; i < QB; ++i) {
+        float dot_f = 0.0;
+        [[unroll]] for (int j = 0; j < QB_CODES; ++j) {
+          const int c = i * QB_CODES + j;
+          dot_f = fma(x[c], code_float(wq[r][c / PER_WORD], c % PER_WORD), dot_f);
+        }
+        acc[r] = fma(scale[r][i], levels * dot_f - (levels + zero[r][i]) * sum_a[i], acc[r]);
+      }
+#endif
+  }
+
+  [[unroll]] for (int r = 0; r < ROWS; ++r) {
+    const float s = subgroupAdd(acc[r]);
+    if (subgroupElect()) part[r][gl_SubgroupID] = s;
+  }
+  barrier();
+  if (t < ROWS && n0 + t < p.N) {
+    float sum = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; ++i) sum += part[t][i];
+    y[n0 + t] = ELEM(sum + (p.has_bias != 0 ? float(bias[n0 + t]) : 0.0));
+  }
+}
