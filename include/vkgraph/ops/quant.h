@@ -120,8 +120,8 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
 
 // A QDQ GlobalAveragePool, DequantizeLinear -> GlobalAveragePool -> QuantizeLinear, on 8-bit
 // x [N, C, D1, ...] -> [N, C, 1, ...] of `out` (Int8 / UInt8): the exact integer sum S of
-// (x - x_zero) over each (n, c), then mean = S * x_scale / count and
-// y = saturate(round_half_even(mean / y_scale) + y_zero), each step rounded once in float32.
+// (x - x_zero) over each (n, c), then y = saturate(round_half_even(S * m) + y_zero) with
+// m = x_scale / (y_scale * count), in float32 as onnxruntime's QLinearGlobalAveragePool.
 // Scales and zero points per tensor; count * 255 must stay below 2^24.
 TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
                                   const QuantizedOperand& y_params, DType out);
