@@ -113,6 +113,13 @@ class OnnxQuantDynamic : public GpuTest {
   std::vector<HostTensor> run(const ModelBuilder& m, const HostTensor& x,
                               std::map<std::string, uint32_t> knobs,
                               std::vector<std::string>* labels, bool fuse = true) {
+    return run(m, {{"x", x}}, std::move(knobs), labels, fuse);
+  }
+
+  // The outputs, with the dispatch labels in `labels`.
+  std::vector<HostTensor> run(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
+                              std::map<std::string, uint32_t> knobs,
+                              std::vector<std::string>* labels, bool fuse = true) {
     SessionOptions o;
     o.fuse = fuse;
     auto tuning = std::make_shared<ops::Tuning>();
@@ -120,7 +127,7 @@ class OnnxQuantDynamic : public GpuTest {
     o.graph.tuning = tuning;
     o.graph.profile = true;
     Session s = m.session(o);
-    std::vector<HostTensor> r = s.run({{"x", x}});
+    std::vector<HostTensor> r = s.run(feeds);
     labels->clear();
     for (const NodeTime& t : s.graph()->node_times()) labels->push_back(t.label);
     return r;
@@ -247,22 +254,9 @@ TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
   for (size_t i = 0; i < want_a.size(); ++i) want_a[i] = r.data<float>()[i] + want_a[i];
   const std::vector<float> h = reference(xv, b);
 
-  auto run = [&](std::map<std::string, uint32_t> knobs, bool fuse,
-                 std::vector<std::string>* labels) {
-    SessionOptions o;
-    o.fuse = fuse;
-    auto tuning = std::make_shared<ops::Tuning>();
-    for (const auto& [key, v] : knobs) tuning->knobs[key] = v;
-    o.graph.tuning = tuning;
-    o.graph.profile = true;
-    Session s = m.session(o);
-    std::vector<HostTensor> out = s.run({{"x", x}, {"r", r}});
-    labels->clear();
-    for (const NodeTime& t : s.graph()->node_times()) labels->push_back(t.label);
-    return out;
-  };
+  const std::map<std::string, HostTensor> feeds{{"x", x}, {"r", r}};
   std::vector<std::string> labels;
-  const std::vector<HostTensor> plain = run({}, false, &labels);
+  const std::vector<HostTensor> plain = run(m, feeds, {}, &labels, false);
   expect_bits(plain[0], want_a, "unfused a");
   auto expect_gelu = [&](const HostTensor& got, const char* what) {
     ASSERT_EQ(got.numel(), static_cast<int64_t>(h.size())) << what;
@@ -280,7 +274,7 @@ TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
     for (uint32_t splits : {1u, 3u}) {
       SCOPED_TRACE("prequant " + std::to_string(prequant) + " splits " + std::to_string(splits));
       const std::vector<HostTensor> fused =
-          run({{"qdyn.prequant", prequant}, {"qgemm.splits", splits}}, true, &labels);
+          run(m, feeds, {{"qdyn.prequant", prequant}, {"qgemm.splits", splits}}, &labels);
       // Split-K needs the quantized bytes: quantizing as it loads, each slice would do it again.
       const bool split = prequant && splits > 1;
       EXPECT_EQ(labels.size(), 3u + prequant + (split ? 2 : 0));
@@ -291,7 +285,7 @@ TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
       expect_gelu(fused[1], "fused b");
     }
   // The packed GEMM's fallback: the Add and the Gelu kernel after the ops apart.
-  const std::vector<HostTensor> apart = run({{"qgemm.packed", 0}}, true, &labels);
+  const std::vector<HostTensor> apart = run(m, feeds, {{"qgemm.packed", 0}}, &labels);
   expect_bits(apart[0], want_a, "fallback a");
   expect_gelu(apart[1], "fallback b");
 }
