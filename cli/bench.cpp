@@ -548,6 +548,21 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     flops = 2.0 * m * n * k;
     what =
         "qgemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " int8";
+  } else if (args.op == "qdyn") {
+    // DynamicQuantRange + DynamicQuantMatMul as the fusion pass lowers a layer: the range
+    // pass, the quantize pass (unless qdyn.prequant=0), the GEMM (and split-K reduce).
+    const int64_t m = gm, n = gn, k = gk;
+    const TensorRef x = random_const({m, k}, DType::Float32);
+    const TensorRef range = ops::dynamic_quant_range(g, x);
+    ops::DynamicQuantEpilogue e;
+    e.bias = random_const({n}, DType::Float32);
+    e.x_packed = ops::dynamic_quantize_packed(g, x, range);
+    y = ops::dynamic_quant_matmul(
+        g, x, range, random_const({k, n}, DType::Int8), std::nullopt,
+        g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{0.002f})), e);
+    flops = 2.0 * m * n * k;
+    what = "qdyn " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           " int8 dynamic";
   } else if (args.op == "add") {
     const int64_t n = args.count;
     y = ops::binary(g, ops::BinaryOp::Add, random_const({n}, DType::Float32),

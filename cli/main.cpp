@@ -154,6 +154,12 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
   size(qgemm, "M", args.m, "rows of a");
   size(qgemm, "N", args.n, "columns of b");
   size(qgemm, "K", args.k, "columns of a, rows of b");
+  CLI::App& qdyn = op("qdyn",
+                      "quantize_dynamic's linear layer: float a [M, K] quantized (range pass, "
+                      "qdyn.prequant), int8 constant b [K, N], float bias, float out");
+  size(qdyn, "M", args.m, "rows of a");
+  size(qdyn, "N", args.n, "columns of b");
+  size(qdyn, "K", args.k, "columns of a, rows of b");
   size(op("add", "y = a + b over N floats"), "N", args.count, "elements");
   add_integer(op("io", "host-to-host y = 2x: staged copies vs bound host memory"), "N", args.count,
               1, INT64_MAX, "floats")

@@ -63,10 +63,8 @@ void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& param
   a->add_floats(params.beta);
 }
 
-// An activation that alone reads `tail`'s output (of rank `rank`), which the kernel's epilogue
-// can apply: absorbed into `f` and recorded on `n`. Either one activation node or the
-// arithmetic an exporter wrote it out as (fuse_activation.h), whose nodes are then all of the
-// output's readers.
+}  // namespace
+
 void take_activation(Pass& p, const NodeProto& tail, size_t rank, bool (*can_fuse)(ops::UnaryOp),
                      Fusion& f, NodeProto& n) {
   const std::string& y = tail.output(0);
@@ -84,6 +82,20 @@ void take_activation(Pass& p, const NodeProto& tail, size_t rank, bool (*can_fus
   set_activation(n, chain->op, {});
   f.absorbed.insert(f.absorbed.end(), chain->nodes.begin(), chain->nodes.end());
 }
+
+int residual_input(Pass& p, const NodeProto& tail, const Shape& shape) {
+  const Importer& im = p.importer();
+  const NodeProto* residual = p.sole_consumer(tail.output(0));
+  if (!residual || residual->op_type() != "Add" || residual->input_size() != 2) return -1;
+  const int other = other_input(*residual, tail.output(0));
+  if (residual->input(other) == tail.output(0) || !im.available(*residual, other) ||
+      im.constant(*residual, other) || im.input(*residual, other).dtype != DType::Float32 ||
+      im.input(*residual, other).shape != shape)
+    return -1;
+  return other;
+}
+
+namespace {
 
 // ---- the patterns ----
 
@@ -298,15 +310,10 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
       }
     }
   }
-  const NodeProto* residual = p.sole_consumer(tail->output(0));
-  if (residual && residual->op_type() == "Add" && residual->input_size() == 2) {
-    int other = other_input(*residual, tail->output(0));
-    if (residual->input(other) != tail->output(0) && im.available(*residual, other) &&
-        !im.constant(*residual, other) && im.input(*residual, other).dtype == DType::Float32 &&
-        im.input(*residual, other).shape == matmul_shape(a.shape, b.shape)) {
-      n.set_input(kMatMulResidual, residual->input(other));
-      f.absorbed.push_back(tail = residual);
-    }
+  if (const int other = residual_input(p, *tail, matmul_shape(a.shape, b.shape)); other >= 0) {
+    const NodeProto* residual = p.sole_consumer(tail->output(0));
+    n.set_input(kMatMulResidual, residual->input(other));
+    f.absorbed.push_back(tail = residual);
   }
   take_activation(p, *tail, matmul_shape(a.shape, b.shape).size(), ops::matmul_can_fuse, f, n);
   if (f.absorbed.empty() && a.perm.empty() && b.perm.empty()) return std::nullopt;

@@ -125,6 +125,15 @@ inline std::string fused_key(const std::string& op_type) {
   return std::string(kDomain) + "." + op_type;
 }
 
+// Epilogue matching shared by the patterns (fuse.cpp). residual_input: the input of `tail`'s
+// sole consumer, an Add, that is a float32 tensor of `shape` computed before it (not a
+// constant, not `tail`'s output), or -1. take_activation: an activation (one node, or the
+// arithmetic an exporter wrote it out as) that alone reads `tail`'s output of rank `rank` and
+// that `can_fuse` accepts, absorbed into `f` and recorded on `n` (attribute "activation").
+int residual_input(Pass& p, const onnx::NodeProto& tail, const Shape& shape);
+void take_activation(Pass& p, const onnx::NodeProto& tail, size_t rank,
+                     bool (*can_fuse)(ops::UnaryOp), Fusion& f, onnx::NodeProto& n);
+
 // The epilogue attributes of a fused node, as its lowering reads them; defaults for other nodes.
 std::optional<Activation> activation(const onnx::NodeProto& node, const fold::Attrs& attrs);
 float alpha(const onnx::NodeProto& node, const fold::Attrs& attrs);  // FusedMatMul's scale

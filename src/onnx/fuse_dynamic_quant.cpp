@@ -3,6 +3,7 @@
 #include <set>
 
 #include "onnx/importer.h"
+#include "vkgraph/ops/matmul.h"
 
 namespace vkgraph::onnx_import::fuse {
 namespace {
@@ -113,6 +114,10 @@ std::string dynamic_range_name(const NodeProto& dql) {
   return dql.output(0) + ":range";
 }
 
+std::string dynamic_packed_name(const NodeProto& dql) {
+  return dql.output(0) + ":packed";
+}
+
 std::optional<Fusion> dynamic_quant_range(const NodeProto& dql, Pass& p) {
   if (!default_op(&dql, "DynamicQuantizeLinear") || dql.input_size() != 1 ||
       !all_readers_are_layers(dql, p))
@@ -124,6 +129,7 @@ std::optional<Fusion> dynamic_quant_range(const NodeProto& dql, Pass& p) {
   n.set_domain(kDomain);
   n.add_input(dql.input(0));
   n.add_output(dynamic_range_name(dql));
+  n.add_output(dynamic_packed_name(dql));
   return Fusion{n, {}};
 }
 
@@ -140,9 +146,21 @@ std::optional<Fusion> dynamic_quant_matmul(const NodeProto& mmi, Pass& p) {
   n.set_name(mmi.name());
   n.set_op_type("DynamicQuantMatMul");
   n.set_domain(kDomain);
-  for (const std::string& name :
-       {l->dql->input(0), dynamic_range_name(*l->dql), mmi.input(1),
-        mmi.input_size() > 3 ? mmi.input(3) : std::string(), l->w_scale, l->bias})
+  // The float matmul's epilogue (fuse.cpp matmul_epilogue): a residual Add, then an activation
+  // (a transformer's skip connections and GELU).
+  Shape y_shape = p.importer().input(*l->dql, 0).shape;
+  const HostTensor* w = p.importer().constant(mmi, 1);
+  y_shape.back() = w->shape[1];
+  std::string residual;
+  if (const int other = residual_input(p, *f.absorbed.back(), y_shape); other >= 0) {
+    const NodeProto* add = p.sole_consumer(f.absorbed.back()->output(0));
+    residual = add->input(other);
+    f.absorbed.push_back(add);
+  }
+  take_activation(p, *f.absorbed.back(), y_shape.size(), ops::matmul_can_fuse, f, n);
+  for (const std::string& name : {l->dql->input(0), dynamic_range_name(*l->dql), mmi.input(1),
+                                  mmi.input_size() > 3 ? mmi.input(3) : std::string(), l->w_scale,
+                                  l->bias, dynamic_packed_name(*l->dql), residual})
     n.add_input(name);
   n.add_output(f.absorbed.back()->output(0));
   f.node = std::move(n);

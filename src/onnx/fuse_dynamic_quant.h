@@ -9,11 +9,13 @@
 // run as two dispatches instead of about nine: one DynamicQuantizeLinear often feeds several
 // layers (a transformer's Q, K and V projections read one). Where every reader of its three
 // outputs is such a layer, it becomes a DynamicQuantRange node (ops::dynamic_quant_range: the
-// (min, max) partials of x) and each layer one DynamicQuantMatMul (ops::dynamic_quant_matmul: an
-// integer GEMM that quantizes x as it loads and computes the Cast, Mul and Add in its epilogue,
-// the unfused float32 operations in the unfused order). The scale products Mul(x_scale,
-// w_scale) are absorbed by their layer, or elided where the model lists them before it.
-// Otherwise nothing fuses and the ops run one by one.
+// (min, max) partials of x, and x quantized once where ops::dynamic_quantize_packed applies)
+// and each layer one DynamicQuantMatMul (ops::dynamic_quant_matmul: an integer GEMM that
+// computes the Cast, Mul and Add in its epilogue, the unfused float32 operations in the unfused
+// order). The scale products Mul(x_scale, w_scale) are absorbed by their layer, or elided where
+// the model lists them before it. As FusedMatMul, a layer also absorbs a residual Add and then
+// an activation that follow it (a transformer's skip connections and GELU; attribute
+// "activation"). Otherwise nothing fuses and the ops run one by one.
 #include <onnx/onnx_pb.h>
 
 #include <optional>
@@ -29,11 +31,25 @@ std::optional<Fusion> dynamic_quant_matmul(const onnx::NodeProto& mmi, Pass& pas
 // Rooted at Mul: a layer's scale product listed before its MatMulInteger, elided.
 std::optional<Fusion> dynamic_quant_scale(const onnx::NodeProto& mul, Pass& pass);
 
-// DynamicQuantMatMul's inputs: x (the float activation), DynamicQuantRange's output, the
-// weight, its zero point (or empty), its scale, the bias (or empty).
-enum DynamicQuantInput : int { kDqX, kDqRange, kDqW, kDqWZero, kDqWScale, kDqBias, kDqInputs };
+// DynamicQuantMatMul's inputs: x (the float activation), DynamicQuantRange's first output, the
+// weight, its zero point (or empty), its scale, the bias (or empty), DynamicQuantRange's second
+// output (x quantized once: ops::dynamic_quantize_packed; an empty placeholder where that does
+// not apply).
+enum DynamicQuantInput : int {
+  kDqX,
+  kDqRange,
+  kDqW,
+  kDqWZero,
+  kDqWScale,
+  kDqBias,
+  kDqPacked,
+  kDqResidual,  // a float tensor of y's shape added after the bias (or empty)
+  kDqInputs
+};
 
-// The name of DynamicQuantRange's output for a DynamicQuantizeLinear `dql`.
+// The names of DynamicQuantRange's outputs for a DynamicQuantizeLinear `dql`: the range
+// partials and the packed quantized x.
 std::string dynamic_range_name(const onnx::NodeProto& dql);
+std::string dynamic_packed_name(const onnx::NodeProto& dql);
 
 }  // namespace vkgraph::onnx_import::fuse

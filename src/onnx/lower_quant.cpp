@@ -449,23 +449,45 @@ std::vector<Value> lower_qdq_pool(Importer& im, const onnx::NodeProto& node, con
   return {quantized_value(im, ops::qlinear_global_avg_pool(im.graph(), xo, y, out))};
 }
 
-// quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once, then per layer
-// one GEMM quantizing it as it loads.
+// quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once and x quantized
+// once (where that applies; else an empty Int32 placeholder, and the GEMMs quantize x as they
+// load it), then per layer one GEMM.
 std::vector<Value> lower_dynamic_quant_range(Importer& im, const onnx::NodeProto& node,
                                              const fold::Attrs&) {
   im.require_inputs(node, 1, 1);
-  return {
-      Importer::device_value(im.graph(), ops::dynamic_quant_range(im.graph(), im.tensor(node, 0)))};
+  ComputeGraph& g = im.graph();
+  const TensorRef x = im.tensor(node, 0);
+  const TensorRef range = ops::dynamic_quant_range(g, x);
+  std::vector<Value> out{Importer::device_value(g, range)};
+  if (node.output_size() > 1) {
+    const std::optional<TensorRef> packed = ops::dynamic_quantize_packed(g, x, range);
+    out.push_back(Importer::device_value(g, packed ? *packed : g.add_tensor({0}, DType::Int32)));
+  }
+  return out;
+}
+
+// DynamicQuantMatMul's packed x, or nothing for the placeholder (or an older node without it).
+std::optional<TensorRef> packed_input(Importer& im, const onnx::NodeProto& node) {
+  const std::optional<TensorRef> t = optional_tensor(im, node, fuse::kDqPacked);
+  if (!t || numel(im.graph().info(*t).shape) == 0) return std::nullopt;
+  return t;
 }
 
 std::vector<Value> lower_dynamic_quant_matmul(Importer& im, const onnx::NodeProto& node,
-                                              const fold::Attrs&) {
+                                              const fold::Attrs& a) {
   using namespace fuse;
   im.require_inputs(node, kDqWScale + 1, kDqInputs);
-  TensorRef y =
-      ops::dynamic_quant_matmul(im.graph(), im.tensor(node, kDqX), im.tensor(node, kDqRange),
-                                quantized(im, node, kDqW, "w"), optional_tensor(im, node, kDqWZero),
-                                im.tensor(node, kDqWScale), optional_tensor(im, node, kDqBias));
+  ops::DynamicQuantEpilogue e;
+  e.bias = optional_tensor(im, node, kDqBias);
+  e.x_packed = packed_input(im, node);
+  e.residual = optional_tensor(im, node, kDqResidual);
+  if (auto act = fuse::activation(node, a)) {
+    e.activation = act->op;
+    e.activation_params = act->params;
+  }
+  TensorRef y = ops::dynamic_quant_matmul(
+      im.graph(), im.tensor(node, kDqX), im.tensor(node, kDqRange), quantized(im, node, kDqW, "w"),
+      optional_tensor(im, node, kDqWZero), im.tensor(node, kDqWScale), e);
   return {Importer::device_value(im.graph(), y)};
 }
 

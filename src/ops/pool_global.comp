@@ -3,8 +3,11 @@
 // `cols` spatial elements, reduced in shared memory.
 // QUANT8 (GLOBAL_AVG): a QDQ GlobalAveragePool on Int8 / UInt8 bytes, DequantizeLinear ->
 // GlobalAveragePool -> QuantizeLinear: the sum of (x - x_zero) is an integer below 2^24 (the
-// host checks cols), so the float reduction is exact; then mean = sum * x_scale / cols and
-// y = saturate(round_half_even(mean / y_scale) + y_zero), each step rounded once.
+// host checks cols), so the float reduction is exact; then y = saturate(round_half_even(sum *
+// m) + y_zero) with one multiplier m = x_scale / (y_scale * cols), in float32 as onnxruntime's
+// QLinearGlobalAveragePool (which it runs this pattern as) computes it. Rounding mean =
+// sum * x_scale / cols and then mean / y_scale moved exact .5 ties (x_scale 0.1, y_scale 0.05,
+// 196 pixels, sum 147: 1.5 came out 1.4999999) one step off ONNX's and onnxruntime's value.
 #if QUANT8
 #extension GL_EXT_shader_8bit_storage : require
 #endif
@@ -45,9 +48,9 @@ void main() {
   for (int i = int(gl_LocalInvocationID.x); i < p.cols; i += int(gl_WorkGroupSize.x))
     v += float(widen_byte(x[base + i], p.is_signed) - x_zero[0]);
   precise float sum = workgroup_reduce(v, false);
-  precise float scaled = sum * x_scale[0];
-  float mean = div_exact(scaled, float(p.cols));
-  int q = quantize_value(div_exact(mean, y_scale[0]), y_zero[0], p.qmin, p.qmax);
+  precise float denominator = y_scale[0] * float(p.cols);
+  precise float scaled = sum * div_exact(x_scale[0], denominator);
+  int q = quantize_value(scaled, y_zero[0], p.qmin, p.qmax);
   if (gl_LocalInvocationID.x == 0) y[row] = narrow_byte(q);
 #else
   float v = 0.0;

@@ -20,6 +20,7 @@ vkgraph_shader(quant_widen ${OPS}/quant.comp WIDEN=1)
 vkgraph_shader(quant_narrow ${OPS}/quant.comp NARROW=1)
 vkgraph_shader(quant_minmax ${OPS}/quant_dynamic.comp MINMAX=1)
 vkgraph_shader(quant_dynamic_params ${OPS}/quant_dynamic.comp PARAMS=1)
+vkgraph_shader(quant_dynamic_pack ${OPS}/quant_dynamic.comp PACK=1)
 vkgraph_shader(quant_matmul_i32 ${OPS}/quant_gemm.comp)
 vkgraph_shader(quant_matmul_requant ${OPS}/quant_gemm.comp REQUANT=1)
 vkgraph_shader(quant_conv_i32 ${OPS}/quant_gemm.comp CONV=1)
@@ -34,7 +35,8 @@ vkgraph_shader(quant_global_avg_pool ${OPS}/pool_global.comp GLOBAL_AVG=1 QUANT8
 # are few; dot=1 sums with VK_KHR_shader_integer_dot_product's instructions, dot=0 unpacks.
 # Kernels without tiles have tile 0.
 vkgraph_shader_family(qgemm
-  AXIS kind ENUM conv conv_pointwise matmul matmul_dynamic splitk_reduce depthwise
+  AXIS kind ENUM conv conv_pointwise matmul matmul_dynamic matmul_dynamic_bytes splitk_reduce
+    depthwise
   AXIS tile UINT
   AXIS requant BOOL
   AXIS split_k BOOL
@@ -59,14 +61,21 @@ foreach(kind conv conv_pointwise matmul)
                     KEY ${kind} 32 0 1 ${dot} DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
   endforeach()
 endforeach()
-# matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float32 out).
+# matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float32 out);
+# matmul_dynamic_bytes: the same with a quantized once beforehand (quant_dynamic_pack).
 foreach(dot 0 1)
   foreach(tile 64 32)
     vkgraph_variant(qgemm qgemm_matmul_dynamic${tile}_dot${dot} ${OPS}/quant_packed.comp
                     KEY matmul_dynamic ${tile} 0 0 ${dot}
                     DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1)
+    vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_dot${dot} ${OPS}/quant_packed.comp
+                    KEY matmul_dynamic_bytes ${tile} 0 0 ${dot}
+                    DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1 DYNAMIC_BYTES=1)
   endforeach()
 endforeach()
+# The dynamic layer's split-K: matmul32_splitk partials, reduced with the float epilogue.
+vkgraph_variant(qgemm qgemm_splitk_reduce_dynamic ${OPS}/quant_packed_reduce.comp
+                KEY matmul_dynamic_bytes 0 0 1 0 DEFINES DYNAMIC=1)
 foreach(requant 0 1)
   vkgraph_variant(qgemm qgemm_splitk_reduce_${requant} ${OPS}/quant_packed_reduce.comp
                   KEY splitk_reduce 0 ${requant} 0 0 DEFINES REQUANT=${requant})

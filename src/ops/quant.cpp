@@ -289,15 +289,48 @@ TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   return partial;
 }
 
-DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range) {
-  const std::string op = "dynamic_quantize_linear";
-  require_dtype(g, x, DType::Float32, op);
-  require_8bit_storage(g, op);
+void require_range(ComputeGraph& g, TensorRef range, const std::string& op) {
   const Shape rs = g.info(range).shape;
   check(rs.size() == 2 && rs[1] == 2 && rs[0] > 0 && g.info(range).dtype == DType::Float32,
         ErrorKind::InvalidArgument,
         op + ": range must be the Float32 [partials, 2] of dynamic_quant_range, got " +
             shape_str(rs));
+}
+
+std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, TensorRef range) {
+  const std::string op = "dynamic_quantize_linear";
+  require_dtype(g, x, DType::Float32, op);
+  require_range(g, range, op);
+  const int64_t n = numel(g.info(x).shape);
+  // Without the packed GEMM (qgemm.packed = 0) no layer would read it.
+  if (tuned(g, "qdyn.prequant", 1) == 0 || tuned(g, "qgemm.packed", 1) == 0 || n % 4 != 0 || n == 0)
+    return std::nullopt;
+  constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
+  const int64_t words = n / 4;
+  // A few words per invocation: each workgroup first reduces the partials itself.
+  const uint32_t groups =
+      static_cast<uint32_t>(std::clamp<int64_t>((words + kLocal * 4 - 1) / (kLocal * 4), 1, 65535));
+  TensorRef y = g.add_tensor({words}, DType::Int32);
+  DispatchDesc d;
+  d.shader = "quant_dynamic_pack";
+  d.bindings = {{range, Access::Read}, {x, Access::Read}, {y, Access::Write}};
+  d.groups = {groups, 1, 1};
+  d.local = {kLocal, 1, 1};
+  d.push = PushConstants()
+               .add(checked_i32(g.info(range).shape[0], op, "partials"))
+               .add(checked_i32(words, op, "element count"))
+               .take();
+  d.label = op + " (packed)";
+  g.add_dispatch(std::move(d));
+  return y;
+}
+
+DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range) {
+  const std::string op = "dynamic_quantize_linear";
+  require_dtype(g, x, DType::Float32, op);
+  require_8bit_storage(g, op);
+  require_range(g, range, op);
+  const Shape rs = g.info(range).shape;
   DynamicQuantized r;
   r.scale = g.add_tensor({}, DType::Float32);
   r.zero_point = g.add_tensor({}, DType::UInt8);

@@ -4,7 +4,11 @@
 //   PARAMS  one workgroup reduces the partials, widens the range to include 0 and writes
 //           scale = (max - min) / 255 and zero_point = saturate(round_half_even(-min / scale))
 //           as int32 (for the quantize pass) and as uint8 (the op's output).
-// The quantize pass is quant.comp's QUANTIZE with those per-tensor parameters.
+// The quantize pass is quant.comp's QUANTIZE with those per-tensor parameters, or
+//   PACK    every workgroup reduces the partials as PARAMS does, then quantizes a strided
+//           share of x (numel % 4 == 0) as quant.comp does, four values to a word, low byte
+//           first: the packed GEMM's data words (quant_packed.comp DYNAMIC_BYTES), so each
+//           value is quantized once rather than once per column tile of every GEMM reading it.
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
 #include "quant.glsl"
@@ -12,45 +16,56 @@
 #define LOCAL 256
 #if MINMAX
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Partial { vec2 partial[]; };
+layout(std430, binding = 1) writeonly buffer Partial { vec2 range_partial[]; };
+#elif PACK
+layout(std430, binding = 0) readonly buffer Partial { vec2 range_partial[]; };
+layout(std430, binding = 1) readonly buffer X { vec4 x4[]; };
+layout(std430, binding = 2) writeonly buffer Packed { uint packed_out[]; };
 #else
-layout(std430, binding = 0) readonly buffer Partial { vec2 partial[]; };
+layout(std430, binding = 0) readonly buffer Partial { vec2 range_partial[]; };
 layout(std430, binding = 1) writeonly buffer Scale { float scale_out[]; };
 layout(std430, binding = 2) writeonly buffer Zero { int zero_out[]; };
 layout(std430, binding = 3) writeonly buffer ZeroBytes { uint8_t zero_bytes[]; };
 #endif
 layout(push_constant) uniform Params {
-  int n;  // MINMAX: elements of x; PARAMS: partials
+  int n;  // MINMAX: elements of x; PARAMS, PACK: partials
+  int words;  // PACK: elements of x / 4
 } p;
 
-shared vec2 range[LOCAL];
+#define RANGE_LOCAL LOCAL
+shared vec2 range_tree[LOCAL];
+#if MINMAX
+#define RANGE_NO_PARTIALS 1
+#endif
+#include "quant_range.glsl"
 
 void main() {
   uint t = gl_LocalInvocationID.x;
-  vec2 r = vec2(0.0);  // the range always includes 0
 #if MINMAX
+  vec2 r = vec2(0.0);  // the range always includes 0
   for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.n); i += gl_NumWorkGroups.x * LOCAL) {
     float v = x[i];
     r = vec2(min(r.x, v), max(r.y, v));
   }
-#else
-  for (uint i = t; i < uint(p.n); i += LOCAL) r = vec2(min(r.x, partial[i].x), max(r.y, partial[i].y));
-#endif
-  range[t] = r;
-  barrier();
-  for (uint s = LOCAL / 2; s > 0; s >>= 1) {
-    if (t < s) range[t] = vec2(min(range[t].x, range[t + s].x), max(range[t].y, range[t + s].y));
-    barrier();
-  }
-  if (t != 0) return;
-#if MINMAX
-  partial[gl_WorkGroupID.x] = range[0];
+  r = tree_reduce_range(t, r);
+  if (t == 0) range_partial[gl_WorkGroupID.x] = r;
 #else
   float scale;
   int zero;
-  dynamic_params(range[0], scale, zero);
+  dynamic_params(reduce_range_partials(t, p.n), scale, zero);
+#if PACK
+  for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.words); i += gl_NumWorkGroups.x * LOCAL) {
+    vec4 v = x4[i];
+    uint word = 0u;
+    for (int c = 0; c < 4; ++c)
+      word |= uint(quantize_value(div_exact(v[c], scale), zero, 0, 255)) << (8 * c);
+    packed_out[i] = word;
+  }
+#else
+  if (t != 0) return;
   scale_out[0] = scale;
   zero_out[0] = zero;
   zero_bytes[0] = narrow_byte(zero);
+#endif
 #endif
 }

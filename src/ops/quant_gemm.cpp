@@ -372,7 +372,7 @@ TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const Quantiz
 
 TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, TensorRef w,
                                std::optional<TensorRef> w_zero, TensorRef w_scale,
-                               std::optional<TensorRef> bias) {
+                               const DynamicQuantEpilogue& e) {
   const std::string op = "dynamic_quant_matmul";
   require_dtype(g, x, DType::Float32, op);
   require_quantized(g, w, op, "w");
@@ -380,30 +380,64 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
   check(!xs.empty() && ws.size() == 2 && xs.back() == ws[0], ErrorKind::InvalidArgument,
         op + ": needs x [..., K] and w [K, N], got " + shape_str(xs) + " and " + shape_str(ws));
   const int64_t k = ws[0], n = ws[1], rows = numel(xs) / std::max<int64_t>(k, 1);
+  require_range(g, range, op);
   const Shape rs = g.info(range).shape;
-  check(rs.size() == 2 && rs[1] == 2 && rs[0] > 0 && g.info(range).dtype == DType::Float32,
-        ErrorKind::InvalidArgument,
-        op + ": range must be dynamic_quant_range's Float32 [partials, 2], got " + shape_str(rs));
   TensorRef scale = scale_f32(g, w_scale, op);
   const int32_t scale_count = param_count(g, scale, n, n, op, "w's scale");
   if (w_zero) param_count(g, *w_zero, n, n, op, "w's zero point");
-  if (bias)
-    check(g.info(*bias).dtype == DType::Float32 && numel(g.info(*bias).shape) == n,
+  if (e.bias)
+    check(g.info(*e.bias).dtype == DType::Float32 && numel(g.info(*e.bias).shape) == n,
           ErrorKind::InvalidArgument,
           op + ": bias must be Float32 with one value per column (" + std::to_string(n) + ")");
+  if (e.x_packed)
+    check(g.info(*e.x_packed).dtype == DType::Int32 &&
+              numel(g.info(*e.x_packed).shape) * 4 == numel(xs),
+          ErrorKind::InvalidArgument,
+          op + ": x_packed must be dynamic_quantize_packed's Int32 [numel(x) / 4], got " +
+              shape_str(g.info(*e.x_packed).shape));
   Shape out = xs;
   out.back() = n;
+  if (e.residual)
+    check(g.info(*e.residual).dtype == DType::Float32 && g.info(*e.residual).shape == out,
+          ErrorKind::InvalidArgument,
+          op + ": the residual must be Float32 " + shape_str(out) + ", got " +
+              shape_str(g.info(*e.residual).shape));
+  int32_t act = 0;
+  if (e.activation) {
+    const auto code = epilogue_activation(*e.activation);
+    check(code.has_value(), ErrorKind::Unsupported,
+          op + ": activation UnaryOp #" + std::to_string(static_cast<int>(*e.activation)) +
+              " cannot be fused (see ops::matmul_can_fuse)");
+    act = static_cast<int32_t>(*code);
+  }
   TensorRef y = g.add_tensor(out, DType::Float32);
-  PackedDynamicMatmul m{x,           range,  w,    y,
-                        scale,       w_zero, bias, checked_i32(rs[0], op, "partials"),
-                        scale_count, rows,   k,    n};
+  PackedDynamicMatmul m;
+  m.x = x;
+  m.range = range;
+  m.b = w;
+  m.y = y;
+  m.b_scale = scale;
+  m.b_zero = w_zero;
+  m.bias = e.bias;
+  m.x_packed = e.x_packed;
+  m.residual = e.residual;
+  m.activation = act;
+  m.activation_params = e.activation_params;
+  m.range_count = checked_i32(rs[0], op, "partials");
+  m.b_scale_count = scale_count;
+  m.rows = rows;
+  m.k = k;
+  m.n = n;
   if (add_packed_dynamic_matmul(g, m, op)) return y;
-  // The ops apart: the same values, more dispatches and the 8-bit activation in memory.
+  // The ops apart: the same values (the activation: the unary kernel's, within a few ulp of the
+  // epilogue's), more dispatches and the 8-bit activation in memory.
   DynamicQuantized q = dynamic_quantize_linear(g, x, range);
   TensorRef acc = matmul_integer(g, q.y, w, q.zero_point, w_zero);
   TensorRef r = binary(g, BinaryOp::Mul, cast(g, acc, DType::Float32),
                        binary(g, BinaryOp::Mul, q.scale, scale));
-  return bias ? binary(g, BinaryOp::Add, r, *bias) : r;
+  if (e.bias) r = binary(g, BinaryOp::Add, r, *e.bias);
+  if (e.residual) r = binary(g, BinaryOp::Add, r, *e.residual);
+  return e.activation ? unary(g, *e.activation, r, e.activation_params) : r;
 }
 
 }  // namespace vkgraph::ops

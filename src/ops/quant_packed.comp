@@ -18,11 +18,16 @@
 // quantized to uint8 as it loads with DynamicQuantizeLinear's parameters, which each workgroup
 // computes from the per-workgroup (min, max) partials of quant_dynamic.comp's MINMAX pass;
 // y = float(acc) * (x_scale * sw[c]) [+ bias[c]] in float32, the unfused Cast, Mul and Add.
+// DYNAMIC_BYTES: a was quantized beforehand (quant_dynamic.comp PACK, the same values) and is
+// read as words; the parameters still come from the partials.
 #extension GL_EXT_control_flow_attributes : require
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
 #endif
 #include "common.glsl"
+#if DYNAMIC
+#include "activation.glsl"  // before quant_packed.glsl, for dynamic_epilogue
+#endif
 #include "quant_packed.glsl"
 
 #define TM 4
@@ -49,7 +54,7 @@ layout(constant_id = 6) const bool HAS_RESIDUAL = false;
 layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
 #if CONV
 layout(std430, binding = 1) readonly buffer X { uint8_t x[]; };
-#elif DYNAMIC
+#elif DYNAMIC && !DYNAMIC_BYTES
 layout(std430, binding = 1) readonly buffer A { vec4 xf[]; };
 #else
 layout(std430, binding = 1) readonly buffer A { uint a[]; };
@@ -70,7 +75,8 @@ layout(std430, binding = 4) readonly buffer Chan { ivec2 chan[]; };
 #if DYNAMIC
 layout(std430, binding = 5) readonly buffer SW { float sw[]; };
 layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
-#define TAPS_BINDING 7
+layout(std430, binding = 7) readonly buffer Residual { float residual[]; };  // laid out as y
+#define TAPS_BINDING 8
 #elif REQUANT && !SPLIT_K
 layout(std430, binding = 5) readonly buffer SD { float sd[]; };
 layout(std430, binding = 6) readonly buffer SW { float sw[]; };
@@ -98,6 +104,10 @@ layout(push_constant) uniform Params {
   int qmin, qmax;
   int has_bias;
   int k_chunk;  // SPLIT_K: words per slice
+#if DYNAMIC
+  int has_residual, activation;  // the epilogue after the bias (dynamic_epilogue)
+  float alpha, beta;
+#endif
 #if CONV
   int groups, cin_g, H, W, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw;
 #endif
@@ -157,26 +167,19 @@ int tid, group, c0, n0, KWORDS;
 #if DYNAMIC
 float x_scale, x_inverse;
 int x_zero;
+#define RANGE_LOCAL THREADS
 shared vec2 range_tree[THREADS];
+#include "quant_range.glsl"
 
 // DynamicQuantizeLinear's scale and zero point, from the range partials (every workgroup
 // reduces them itself: there are few, and a separate pass would cost a dispatch).
 void dynamic_range() {
-  vec2 r = vec2(0.0);
-  for (int i = tid; i < p.zd_count; i += THREADS)
-    r = vec2(min(r.x, range_partial[i].x), max(r.y, range_partial[i].y));
-  range_tree[tid] = r;
-  barrier();
-  for (int s = THREADS / 2; s > 0; s >>= 1) {
-    if (tid < s)
-      range_tree[tid] = vec2(min(range_tree[tid].x, range_tree[tid + s].x),
-                             max(range_tree[tid].y, range_tree[tid + s].y));
-    barrier();
-  }
-  dynamic_params(range_tree[0], x_scale, x_zero);
+  dynamic_params(reduce_range_partials(uint(tid), p.zd_count), x_scale, x_zero);
   x_inverse = 1.0 / x_scale;
 }
+#endif
 
+#if DYNAMIC && !DYNAMIC_BYTES
 // Four floats quantized as quant.comp's QUANTIZE does, packed low byte first. Every workgroup
 // quantizes its rows again, so the quotient is v * (1 / scale), which is within 3e-4 of the
 // correctly rounded v / scale (|v / scale| <= 255, a few ulp); only where that lands within 2^-8
@@ -256,7 +259,7 @@ void fetch(int kw0, int kw_end) {
     int e = tid + i * THREADS;
     int r = e / KW, kw = kw0 + e % KW;
     int n = n0 + r;
-#if DYNAMIC
+#if DYNAMIC && !DYNAMIC_BYTES
     next_d[i] = n < p.N && kw < kw_end ? quantize4(xf[n * KWORDS + kw]) : 0u;
 #else
     next_d[i] = n < p.N && kw < kw_end ? a[n * KWORDS + kw] : 0u;
@@ -377,11 +380,9 @@ void main() {
 #else
       int sum = finish_sum(partial, z, ch, p.K4);
 #if DYNAMIC
-      // Cast, Mul(x_scale * w_scale), Add(bias): float32, rounded after each, as apart.
-      precise float scale = x_scale * sw[c % p.sw_count];
-      precise float v = float(sum) * scale;
-      if (p.has_bias != 0) v = v + bias[c];
-      y[at] = v;
+      y[at] = dynamic_epilogue(
+          dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? bias[c] : -0.0),
+          p.has_residual != 0 ? residual[at] : -0.0, p.activation, p.alpha, p.beta);
 #elif REQUANT
       if (p.has_bias != 0) sum += bias[c];
       float m = p.sd_count == 1 ? multiplier[i]

@@ -173,10 +173,11 @@ struct Gemm {
   std::vector<int32_t> geometry;  // the conv kernels' window push constants
 };
 
-void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>& requant,
-                    const std::string& op) {
-  if (m.channels == 0 || m.vectors == 0) return;
-  const Plan pl = plan(g, m.channels, m.vectors, m.groups, m.weights.k4);
+// The GEMM pass of plan `pl`: writes m.y, or returns the split-K partials (Int32 [splits,
+// numel(y)]) for a reduce to finish.
+std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
+                                       const std::optional<Requant>& requant, const Plan& pl,
+                                       const std::string& op) {
   const bool split = pl.splits > 1;
   const bool dot = use_dot(g);
   const Shape ys = g.info(m.y).shape;
@@ -221,7 +222,19 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
             (split ? " split " + std::to_string(pl.splits) : "") +
             (residual && !split ? " + residual add" : "") + ")";
   g.add_dispatch(std::move(d));
-  if (!split) return;
+  if (!split) return std::nullopt;
+  return out;
+}
+
+void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>& requant,
+                    const std::string& op) {
+  if (m.channels == 0 || m.vectors == 0) return;
+  const Plan pl = plan(g, m.channels, m.vectors, m.groups, m.weights.k4);
+  const std::optional<TensorRef> partials = add_gemm_pass(g, m, requant, pl, op);
+  if (!partials) return;
+  const TensorRef out = *partials;
+  const int64_t total = numel(g.info(m.y).shape);
+  const bool residual = requant && requant->residual.has_value();
 
   PushConstants rp;
   rp.add(checked_i32(total, op, "output size"))
@@ -399,22 +412,73 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   const PackedWeights w =
       pack_weights(g, mm.n, mm.k, w_signed, *zeros,
                    [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; });
-  // No split-K: each slice would need the data's zero point in its reduce, which the GEMM
-  // computes itself.
-  const Plan pl = plan(g, mm.n, mm.rows, 1, w.k4, false);
+  TensorRef bias =
+      mm.bias ? *mm.bias : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
+  const TensorRef residual =
+      mm.residual ? *mm.residual
+                  : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
+  // The epilogue's push constants after the GEMM's or the reduce's own (quant_packed.comp's and
+  // quant_packed_reduce.comp's DYNAMIC fields).
+  auto add_epilogue = [&](PushConstants& pc) {
+    pc.add(int32_t{mm.residual.has_value()}).add(mm.activation);
+    pc.add(mm.activation_params.alpha).add(mm.activation_params.beta);
+  };
+  const std::string epilogue =
+      std::string(mm.residual ? " + residual" : "") + (mm.activation ? " + activation" : "");
+  // Split-K only on quantized bytes (knob qdyn.split, default 1): the plain packed matmul's
+  // slices (their partials need no zero point), then a reduce that computes the parameters
+  // from the partials and applies the float epilogue. Quantizing as it loads, every slice
+  // would quantize its rows again.
+  const Plan pl = plan(g, mm.n, mm.rows, 1, w.k4, mm.x_packed && tuned(g, "qdyn.split", 1) != 0);
+  if (pl.splits > 1) {
+    Gemm m;
+    m.kind = Kind::Matmul;
+    m.data = *mm.x_packed;
+    m.y = mm.y;
+    m.data_zero = zero_point_i32(g, std::nullopt, op);  // the slices do not read it
+    m.weights = w;
+    m.channels = mm.n;
+    m.vectors = mm.rows;
+    m.groups = 1;
+    m.data_zero_count = 1;
+    m.w_signed = w_signed;
+    m.d_signed = false;
+    m.plane = 0;
+    const TensorRef partials = *add_gemm_pass(g, m, std::nullopt, pl, op);
+    const int64_t total = mm.rows * mm.n;
+    PushConstants rp;
+    rp.add(checked_i32(total, op, "output size")).add(checked_i32(mm.n, op, "channels"));
+    rp.add(int32_t{0}).add(static_cast<int32_t>(pl.splits));
+    rp.add(checked_i32(w.k4, op, "depth")).add(mm.range_count);
+    rp.add(int32_t{1}).add(mm.b_scale_count).add(int32_t{0}).add(int32_t{0});
+    rp.add(int32_t{mm.bias.has_value()});
+    add_epilogue(rp);
+    DispatchDesc r;
+    r.shader = declared(shaders::qgemm::find(Kind::MatmulDynamicBytes, 0, false, true, false), op);
+    r.bindings = {{partials, Access::Read}, {mm.y, Access::Write},      {mm.range, Access::Read},
+                  {w.chan, Access::Read},   {mm.b_scale, Access::Read}, {bias, Access::Read},
+                  {residual, Access::Read}};
+    r.groups = groups_for(static_cast<uint64_t>(total));
+    r.local = {kLocal, 1, 1};
+    r.push = rp.take();
+    r.label = op + " (split-K reduce dynamic" + epilogue + ")";
+    g.add_dispatch(std::move(r));
+    return true;
+  }
   const bool dot = use_dot(g);
   PushConstants pc;
   pc.add(checked_i32(mm.n, op, "channels")).add(checked_i32(mm.rows, op, "rows"));
   pc.add(checked_i32(w.k4, op, "depth")).add(mm.range_count);
   pc.add(int32_t{1}).add(mm.b_scale_count).add(int32_t{0}).add(int32_t{0});
   pc.add(int32_t{mm.bias.has_value()}).add(int32_t{0});
+  add_epilogue(pc);
   DispatchDesc d;
-  d.shader = declared(shaders::qgemm::find(Kind::MatmulDynamic, pl.tile, false, false, dot), op);
-  TensorRef bias =
-      mm.bias ? *mm.bias : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
-  d.bindings = {{w.words, Access::Read},  {mm.x, Access::Read},   {mm.y, Access::Write},
-                {mm.range, Access::Read}, {w.chan, Access::Read}, {mm.b_scale, Access::Read},
-                {bias, Access::Read}};
+  const Kind kind = mm.x_packed ? Kind::MatmulDynamicBytes : Kind::MatmulDynamic;
+  d.shader = declared(shaders::qgemm::find(kind, pl.tile, false, false, dot), op);
+  d.bindings = {{w.words, Access::Read}, {mm.x_packed.value_or(mm.x), Access::Read},
+                {mm.y, Access::Write},   {mm.range, Access::Read},
+                {w.chan, Access::Read},  {mm.b_scale, Access::Read},
+                {bias, Access::Read},    {residual, Access::Read}};
   const uint64_t gx = (mm.rows + pl.tile - 1) / pl.tile, gy = (mm.n + pl.tile - 1) / pl.tile;
   check(gx <= 65535 && gy <= 65535, ErrorKind::Unsupported,
         op + ": " + std::to_string(mm.rows) + " rows x " + std::to_string(mm.n) +
@@ -423,7 +487,8 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   d.local = {tile_threads(pl.tile), 1, 1};
   d.spec = {uint32_t{w_signed}, 0u, uint32_t{w.any_zero}, 0u};
   d.push = pc.take();
-  d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") + " dynamic)";
+  d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
+            (mm.x_packed ? " dynamic bytes" : " dynamic") + epilogue + ")";
   g.add_dispatch(std::move(d));
   return true;
 }

@@ -25,6 +25,24 @@ int requantize(int acc, float multiplier, int zy, int qmin, int qmax) {
   return quantize_value(float(acc) * multiplier, zy, qmin, qmax);
 }
 
+// quantize_dynamic's epilogue: the unfused Cast, Mul(x_scale * w_scale) and Add(bias), in
+// float32 rounded after each, as apart; `b` is -0 without a bias (v + -0 is v, for v = -0 too).
+float dynamic_dequant(int sum, float x_scale, float w_scale, float b) {
+  precise float scale = x_scale * w_scale;
+  precise float v = float(sum) * scale;
+  precise float r = v + b;
+  return r;
+}
+
+#ifdef ACTIVATION_GLSL
+// What follows the bias there: the residual Add (`r` -0 without one: exact), then the float
+// matmul's epilogue activation (activation.glsl; the includer includes it first).
+float dynamic_epilogue(float v, float r, int activation, float alpha, float beta) {
+  precise float s = v + r;
+  return activate(activation, s, alpha, beta);
+}
+#endif
+
 // A QDQ residual Add fused after the requantization (quant_packed.cpp's ResidualRequant):
 //   saturate(round_half_even(((q - zc) * sc + (r - zr) * sr) / so) + zo)
 // with q the conv's quantized output, read back through its DequantizeLinear (sc, zc), and r

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "quant_util.h"
+#include "vkgraph/ops/elementwise.h"
 
 namespace vkgraph::ops {
 
@@ -59,13 +60,19 @@ bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& m,
                        const std::optional<Requant>& requant, const std::string& op);
 
 // quantize_dynamic's linear layer (ops::dynamic_quant_matmul): y [rows][n] float32 =
-// float(sum (quantize(x) - x_zero)(b - b_zero)) * (x_scale * b_scale[col]) [+ bias[col]], x
-// float32 [rows][k] quantized as it loads with DynamicQuantizeLinear's parameters from
-// `range` (Float32 [range_count][2] per-workgroup (min, max) partials). Never split along K.
-// Returns false as add_packed_matmul (then nothing is added).
+// float(sum (quantize(x) - x_zero)(b - b_zero)) * (x_scale * b_scale[col]) [+ bias[col]]
+// [+ residual], then the activation; x float32 [rows][k] quantized as it loads with
+// DynamicQuantizeLinear's parameters from `range` (Float32 [range_count][2] per-workgroup
+// (min, max) partials), or read from `x_packed` (ops::dynamic_quantize_packed) where given,
+// and then split along K where the plan says so (knob qdyn.split). Returns false as
+// add_packed_matmul (then nothing is added).
 struct PackedDynamicMatmul {
   TensorRef x, range, b, y, b_scale;
   std::optional<TensorRef> b_zero, bias;  // bias: Float32 [n]
+  std::optional<TensorRef> x_packed;
+  std::optional<TensorRef> residual;  // Float32, y's shape, added after the bias
+  int32_t activation = 0;             // EpilogueActivation, applied last
+  UnaryParams activation_params;
   int32_t range_count = 1, b_scale_count = 1;
   int64_t rows, k, n;
 };

@@ -2,14 +2,30 @@
 // Split-K reduce of the packed integer GEMM (quant_packed.comp): one invocation per output
 // element sums the slices' int32 partials (each already less zw * sum d of its slice), then
 // finishes the zero-point correction and, REQUANT, requantizes to bytes (and applies a fused
-// residual Add, HAS_RESIDUAL). Outputs are laid out
+// residual Add, HAS_RESIDUAL), or, DYNAMIC, applies quantize_dynamic's float epilogue with the
+// data's zero point and scale from the range partials (as quant_packed.comp DYNAMIC does).
+// Outputs are laid out
 // as the GEMM's: `plane` > 0 a convolution's [images][channels][plane], else a matmul's
 // [rows][channels].
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
+#if DYNAMIC
+#include "activation.glsl"  // before quant_packed.glsl, for dynamic_epilogue
+#endif
 #include "quant_packed.glsl"
 
 layout(std430, binding = 0) readonly buffer Partials { int partials[]; };
+#if DYNAMIC
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) readonly buffer Range { vec2 range_partial[]; };  // zd_count of them
+layout(std430, binding = 3) readonly buffer Chan { ivec2 chan[]; };
+layout(std430, binding = 4) readonly buffer SW { float sw[]; };
+layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 6) readonly buffer Residual { float residual[]; };  // laid out as y
+#define RANGE_LOCAL 128  // the dispatch's workgroup size (op_util.h kLocal)
+shared vec2 range_tree[RANGE_LOCAL];
+#include "quant_range.glsl"
+#else
 #if REQUANT
 layout(std430, binding = 1) writeonly buffer Y { uint8_t y[]; };
 #else
@@ -28,15 +44,26 @@ layout(std430, binding = 9) readonly buffer R { uint8_t residual[]; };
 layout(std430, binding = 10) readonly buffer RP { ivec4 rp[3]; };
 layout(constant_id = 3) const bool HAS_RESIDUAL = false;
 #endif
+#endif
 
 layout(push_constant) uniform Params {
   int total, channels, plane, splits, K4;
   int zd_count, sd_count, sw_count;
   int qmin, qmax, has_bias;
+#if DYNAMIC
+  int has_residual, activation;  // the epilogue after the bias (dynamic_epilogue)
+  float alpha, beta;
+#endif
 } p;
 
 void main() {
   int at = int(linear_index());
+#if DYNAMIC
+  // Before any invocation leaves: the reduction has barriers.
+  float x_scale;
+  int x_zero;
+  dynamic_params(reduce_range_partials(gl_LocalInvocationID.x, p.zd_count), x_scale, x_zero);
+#endif
   if (at >= p.total) return;
   int partial = 0;
   for (int s = 0; s < p.splits; ++s) partial += partials[s * p.total + at];
@@ -49,6 +76,12 @@ void main() {
     n = at / p.channels;
   }
   ivec2 ch = chan[c];
+#if DYNAMIC
+  int sum = finish_sum(partial, x_zero, ch, p.K4);
+  y[at] = dynamic_epilogue(
+      dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? bias[c] : -0.0),
+      p.has_residual != 0 ? residual[at] : -0.0, p.activation, p.alpha, p.beta);
+#else
   int sum = finish_sum(partial, zd[n % p.zd_count], ch, p.K4);
 #if REQUANT
   if (p.has_bias != 0) sum += bias[c];
@@ -58,5 +91,6 @@ void main() {
   y[at] = narrow_byte(q);
 #else
   y[at] = sum;
+#endif
 #endif
 }

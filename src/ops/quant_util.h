@@ -38,5 +38,7 @@ TensorRef scale_f32(ComputeGraph& g, TensorRef scale, const std::string& op);
 // (valid lengths: 1 or a multiple of `expect` that `total` is a multiple of).
 int32_t param_count(ComputeGraph& g, TensorRef param, int64_t expect, int64_t total,
                     const std::string& op, const char* what);
+// Throws naming `op` unless `range` is dynamic_quant_range's Float32 [partials, 2].
+void require_range(ComputeGraph& g, TensorRef range, const std::string& op);
 
 }  // namespace vkgraph::ops

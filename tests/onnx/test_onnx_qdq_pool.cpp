@@ -83,8 +83,9 @@ TEST_F(OnnxQdqPool, MaxPoolAndGlobalAveragePoolRunOnBytes) {
     ASSERT_EQ(r.plain[0].data<int32_t>()[i], mq[i]) << i;
   }
   // GlobalAveragePool: ONNX's value is round_half_even(sum (q - z) * s / 16 / gs) - 3 saturated;
-  // the fused kernel sums exactly and rounds each of three float32 steps once, so it may differ
-  // only within float error of a .5 tie. The unfused path sums dequantized floats: within one step.
+  // the fused kernel sums exactly and applies one float32 multiplier (onnxruntime's), so it may
+  // differ only within float error of a .5 tie. The unfused path sums dequantized floats: within
+  // one step.
   for (int c = 0; c < 4; ++c) {
     int64_t sum = 0;
     for (int i = 0; i < 16; ++i) sum += mq[c * 16 + i] - x_zero;
@@ -155,6 +156,47 @@ TEST_F(OnnxQdqPool, PatternsFireOnlyWhereExact) {
   for (size_t o : {1u, 2u})
     for (int64_t i = 0; i < got[o].numel(); ++i)
       EXPECT_EQ(got[o].data<int32_t>()[i], r.plain[o].data<int32_t>()[i]) << o << " " << i;
+}
+
+// Exact .5 ties of the average: x_scale 0.1, y_scale 0.05 (0.1f / 0.05f is 2 exactly), 196
+// pixels; a channel sum S = 98 k + 49 averages to k + 0.5, which ONNX (and onnxruntime's
+// QLinearGlobalAveragePool) rounds to the even neighbour. Found by comparing with onnxruntime on
+// tools/qdq_resnet_block.py's model (--seed 3 --size 56): the kernel rounded S * x_scale / 196
+// and then / y_scale, and S = 147 gave 1.4999999, so 1. Other sums: equal to onnxruntime's
+// float32 formula round(S * (x_scale / (y_scale * 196))).
+TEST_F(OnnxQdqPool, GlobalAveragePoolRoundsTiesAsOnnxruntime) {
+  constexpr int kC = 12, kHw = 196;
+  ModelBuilder m(13);
+  m.input("xq", kUInt8, {1, kC, 14, 14});
+  m.output("gq", kUInt8);
+  m.initializer("xs", Shape{}, std::vector<float>{0.1f});
+  m.int_initializer("xz", kUInt8, {}, {0});
+  m.initializer("gs", Shape{}, std::vector<float>{0.05f});
+  m.int_initializer("gz", kUInt8, {}, {0});
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  m.node("GlobalAveragePool", {"xd"}, {"g"});
+  m.node("QuantizeLinear", {"g", "gs", "gz"}, {"gq"});
+  // Channels 0-5: sums at ties (k = 1..6); the rest random bytes.
+  std::vector<int> x = random_ints(rng, kC * kHw, 0, 20);
+  for (int c = 0; c < 6; ++c) {
+    const int s = 98 * (c + 1) + 49;
+    for (int i = 0; i < kHw; ++i) x[c * kHw + i] = s / kHw + (i < s % kHw ? 1 : 0);
+  }
+  HostTensor xt =
+      HostTensor::from(DType::Int32, {1, kC, 14, 14}, std::vector<int32_t>(x.begin(), x.end()));
+  Runs r = run_both(m, {{"xq", xt}});
+  const float multiplier = 0.1f / (0.05f * float(kHw));
+  for (int c = 0; c < kC; ++c) {
+    int sum = 0;
+    for (int i = 0; i < kHw; ++i) sum += x[c * kHw + i];
+    const float ort = float(sum) * multiplier;
+    const int want = quantize_ref(double(ort), 0, DType::UInt8);
+    if (c < 6) {
+      ASSERT_EQ(sum * 2 % kHw, kHw / 2) << "channel " << c << " is not a tie";
+      EXPECT_EQ(want, quantize_ref(sum * 2.0 / kHw, 0, DType::UInt8)) << "channel " << c;
+    }
+    EXPECT_EQ(r.fused[0].data<int32_t>()[c], want) << "channel " << c << " sum " << sum;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include "model_builder.h"
 #include "quant_test_util.h"
@@ -111,6 +113,13 @@ class OnnxQuantDynamic : public GpuTest {
   std::vector<HostTensor> run(const ModelBuilder& m, const HostTensor& x,
                               std::map<std::string, uint32_t> knobs,
                               std::vector<std::string>* labels, bool fuse = true) {
+    return run(m, {{"x", x}}, std::move(knobs), labels, fuse);
+  }
+
+  // The outputs, with the dispatch labels in `labels`.
+  std::vector<HostTensor> run(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
+                              std::map<std::string, uint32_t> knobs,
+                              std::vector<std::string>* labels, bool fuse = true) {
     SessionOptions o;
     o.fuse = fuse;
     auto tuning = std::make_shared<ops::Tuning>();
@@ -118,7 +127,7 @@ class OnnxQuantDynamic : public GpuTest {
     o.graph.tuning = tuning;
     o.graph.profile = true;
     Session s = m.session(o);
-    std::vector<HostTensor> r = s.run({{"x", x}});
+    std::vector<HostTensor> r = s.run(feeds);
     labels->clear();
     for (const NodeTime& t : s.graph()->node_times()) labels->push_back(t.label);
     return r;
@@ -153,21 +162,27 @@ TEST_F(OnnxQuantDynamic, LinearLayersAreOneGemmEachBitExact) {
   expect_bits(plain[0], want_a, "unfused a");
   expect_bits(plain[1], want_b, "unfused b");
 
-  for (uint32_t dot : {0u, 1u})
-    for (uint32_t tile : {32u, 64u}) {
-      SCOPED_TRACE("dot " + std::to_string(dot) + " tile " + std::to_string(tile));
-      std::vector<HostTensor> fused =
-          run(m, x, {{"qgemm.dot", dot}, {"qgemm.tile", tile}}, &labels);
-      // One range pass shared by both layers, one GEMM per layer.
-      EXPECT_EQ(labels.size(), 3u);
-      EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 1);
-      EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed " + std::to_string(tile) +
-                                  (dot && context()->features().integer_dot_product ? " dot" : "") +
-                                  " dynamic)"),
-                2);
-      expect_bits(fused[0], want_a, "fused a");
-      expect_bits(fused[1], want_b, "fused b");
-    }
+  // qdyn.prequant 1 (the default): x quantized once, each GEMM reading the bytes; 0: each
+  // GEMM quantizes x as it loads it.
+  for (uint32_t prequant : {0u, 1u})
+    for (uint32_t dot : {0u, 1u})
+      for (uint32_t tile : {32u, 64u}) {
+        SCOPED_TRACE("prequant " + std::to_string(prequant) + " dot " + std::to_string(dot) +
+                     " tile " + std::to_string(tile));
+        std::vector<HostTensor> fused = run(
+            m, x, {{"qdyn.prequant", prequant}, {"qgemm.dot", dot}, {"qgemm.tile", tile}}, &labels);
+        // One range pass (and one quantize pass) shared by both layers, one GEMM per layer.
+        EXPECT_EQ(labels.size(), 3u + prequant);
+        EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 1);
+        EXPECT_EQ(count(labels, "dynamic_quantize_linear (packed)"), static_cast<int>(prequant));
+        EXPECT_EQ(
+            count(labels, "dynamic_quant_matmul (packed " + std::to_string(tile) +
+                              (dot && context()->features().integer_dot_product ? " dot" : "") +
+                              (prequant ? " dynamic bytes)" : " dynamic)")),
+            2);
+        expect_bits(fused[0], want_a, "fused a");
+        expect_bits(fused[1], want_b, "fused b");
+      }
   // DynamicQuantizeLinear's range, parameters and quantize passes, its zero point widened, and
   // MatMulInteger, Cast, Mul, Mul [, Add] per layer.
   EXPECT_EQ(plain_nodes, 13u);
@@ -191,15 +206,88 @@ TEST_F(OnnxQuantDynamic, LinearLayersAreOneGemmEachBitExact) {
   ties.data<float>()[0] = -12.8f;
   ties.data<float>()[1] = 12.7f;
   const std::vector<float> tv(ties.data<float>(), ties.data<float>() + 160);
-  std::vector<HostTensor> t = run(m, ties, {}, &labels);
-  expect_bits(t[0], reference(tv, a), "ties a");
-  expect_bits(t[1], reference(tv, b), "ties b");
+  for (uint32_t prequant : {0u, 1u}) {
+    SCOPED_TRACE("prequant " + std::to_string(prequant));
+    std::vector<HostTensor> t = run(m, ties, {{"qdyn.prequant", prequant}}, &labels);
+    expect_bits(t[0], reference(tv, a), "ties a");
+    expect_bits(t[1], reference(tv, b), "ties b");
 
-  // An all-zero activation: scale 0, zero point 0, every sum 0, so y is the bias.
-  HostTensor zeros = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
-  std::vector<HostTensor> z = run(m, zeros, {}, &labels);
-  for (int64_t i = 0; i < z[0].numel(); ++i) ASSERT_EQ(z[0].data<float>()[i], a.bias[i % 12]);
-  for (int64_t i = 0; i < z[1].numel(); ++i) ASSERT_EQ(z[1].data<float>()[i], 0.f);
+    // An all-zero activation: scale 0, zero point 0, every sum 0, so y is the bias.
+    HostTensor zeros = HostTensor::from(DType::Float32, {2, 5, 16}, std::vector<float>(160, 0.f));
+    std::vector<HostTensor> z = run(m, zeros, {{"qdyn.prequant", prequant}}, &labels);
+    for (int64_t i = 0; i < z[0].numel(); ++i) ASSERT_EQ(z[0].data<float>()[i], a.bias[i % 12]);
+    for (int64_t i = 0; i < z[1].numel(); ++i) ASSERT_EQ(z[1].data<float>()[i], 0.f);
+  }
+}
+
+// The float matmul's epilogue on the integer GEMM: layer a's residual Add (a transformer's skip
+// connection) and layer b's erf GELU as torch.onnx writes it, with K deep enough for split-K
+// (forced: qgemm.splits 3; the reduce applies the same epilogue). The residual sum is exact
+// (one float32 Add after the unfused ops' values); GELU is the float matmul's epilogue
+// activation, within a few ulp of the unfused Gelu kernel and of erf in double.
+TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
+  const int64_t rows = 6, k = 256;
+  const Weight a = weight(k, 12, true, true, true), b = weight(k, 40, false, false, true);
+  ModelBuilder m(13);
+  m.input("x", kFloat, {rows, k});
+  m.input("r", kFloat, {rows, 12});
+  m.output("ya", kFloat);
+  m.output("yb", kFloat);
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+  layer(m, "a_", a, false, false, "a_y");
+  m.node("Add", {"r", "a_y"}, {"ya"});
+  layer(m, "b_", b, false, true, "h");
+  m.initializer("sqrt2", Shape{}, std::vector<float>{std::sqrt(2.f)});
+  m.initializer("one", Shape{}, std::vector<float>{1.f});
+  m.initializer("half", Shape{}, std::vector<float>{0.5f});
+  m.node("Div", {"h", "sqrt2"}, {"h_d"});
+  m.node("Erf", {"h_d"}, {"h_e"});
+  m.node("Add", {"h_e", "one"}, {"h_a"});
+  m.node("Mul", {"h", "h_a"}, {"h_m"});
+  m.node("Mul", {"h_m", "half"}, {"yb"});
+
+  HostTensor x = random_tensor(rng, DType::Float32, {rows, k});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
+  const HostTensor r = random_tensor(rng, DType::Float32, {rows, 12});
+  const std::vector<float> xv(x.data<float>(), x.data<float>() + x.numel());
+  std::vector<float> want_a = reference(xv, a);
+  for (size_t i = 0; i < want_a.size(); ++i) want_a[i] = r.data<float>()[i] + want_a[i];
+  const std::vector<float> h = reference(xv, b);
+
+  const std::map<std::string, HostTensor> feeds{{"x", x}, {"r", r}};
+  std::vector<std::string> labels;
+  const std::vector<HostTensor> plain = run(m, feeds, {}, &labels, false);
+  expect_bits(plain[0], want_a, "unfused a");
+  auto expect_gelu = [&](const HostTensor& got, const char* what) {
+    ASSERT_EQ(got.numel(), static_cast<int64_t>(h.size())) << what;
+    for (size_t i = 0; i < h.size(); ++i) {
+      const double v = h[i], want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      ASSERT_NEAR(got.data<float>()[i], want, 1e-6 * std::abs(want) + 1e-7)
+          << what << " element " << i;
+      ASSERT_NEAR(got.data<float>()[i], plain[1].data<float>()[i], 4e-7 * std::abs(want) + 1e-7)
+          << what << " vs unfused, element " << i;
+    }
+  };
+  expect_gelu(plain[1], "unfused b");
+
+  for (uint32_t prequant : {0u, 1u})
+    for (uint32_t splits : {1u, 3u}) {
+      SCOPED_TRACE("prequant " + std::to_string(prequant) + " splits " + std::to_string(splits));
+      const std::vector<HostTensor> fused =
+          run(m, feeds, {{"qdyn.prequant", prequant}, {"qgemm.splits", splits}}, &labels);
+      // Split-K needs the quantized bytes: quantizing as it loads, each slice would do it again.
+      const bool split = prequant && splits > 1;
+      EXPECT_EQ(labels.size(), 3u + prequant + (split ? 2 : 0));
+      EXPECT_EQ(count(labels, "+ residual)"), 1);
+      EXPECT_EQ(count(labels, "+ activation)"), 1);
+      EXPECT_EQ(count(labels, "split-K reduce dynamic"), split ? 2 : 0);
+      expect_bits(fused[0], want_a, "fused a");
+      expect_gelu(fused[1], "fused b");
+    }
+  // The packed GEMM's fallback: the Add and the Gelu kernel after the ops apart.
+  const std::vector<HostTensor> apart = run(m, feeds, {{"qgemm.packed", 0}}, &labels);
+  expect_bits(apart[0], want_a, "fallback a");
+  expect_gelu(apart[1], "fallback b");
 }
 
 // DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.

@@ -5,6 +5,7 @@ quantization tools and write onnxruntime CPU references, then compare vkgraph ag
 usage:
   quant_models.py make DIR [--models resnet50,mobilenet_v3,bert] [--inputs N] [--seed S]
   quant_models.py compare DIR --vkgraph PATH [--out FILE.json] [--runs N] [--models ...]
+  quant_models.py ortref DIR [--models ...]
 
 make (PyTorch, torchvision, transformers, onnx, onnxruntime with onnxruntime.quantization;
 no network, so weights are random and calibration uses random inputs) writes into DIR, per
@@ -22,6 +23,12 @@ model and reports, against onnxruntime's int8 result and against the float model
 classifiers top-1 agreement, encoders cosine similarity; max and mean |error| for both; and
 `vkgraph bench` timings (batch 1) of the int8 model (fp32 and --fp16 mode) against the float
 model (fp32 and --fp16). Writes JSON (--out) and prints a markdown table.
+ortref (onnxruntime only) adds a second int8 reference to a made DIR, MODEL_ort_int8_noopt.npy:
+onnxruntime with graph optimizations off, so that it runs the QDQ graph as ONNX defines it
+(float ops between DequantizeLinear and QuantizeLinear) rather than as its fused QLinearConv /
+QLinearAdd / QGemm kernels; compare then also reports agreement with it (vs_ort_int8_noopt),
+and the host CPU's integer dot-product features (onnxruntime's u8s8 kernels without VNNI sum
+pairs in 16 bits with saturation).
 """
 
 import argparse
@@ -156,10 +163,13 @@ def quantize(name, float_path, int8_path, calib_inputs, work):
     return "quantize_static QDQ, per-channel QInt8 weights, QUInt8 activations, MinMax"
 
 
-def ort_run(path, inputs, output, dynamic):
+def ort_run(path, inputs, output, dynamic, optimize=True):
     import onnxruntime as ort
 
-    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    if not optimize:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     t0 = time.time()
     y = np.concatenate([s.run([output], b)[0] for b in batches(inputs, dynamic)])
     return y, time.time() - t0
@@ -194,6 +204,29 @@ def make(args):
         print(f"{name}: {how}; {n} inputs; {entry['make_s']} s", flush=True)
     with open(os.path.join(args.dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def ortref(args):
+    with open(os.path.join(args.dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    for name in args.models:
+        entry = manifest["models"].get(name)
+        if not entry:
+            continue
+        inputs = dict(np.load(os.path.join(args.dir, f"{name}_inputs.npz")))
+        y, secs = ort_run(os.path.join(args.dir, f"{name}_int8.onnx"), inputs, entry["output"],
+                          entry.get("batch_dynamic", True), optimize=False)
+        np.save(os.path.join(args.dir, f"{name}_ort_int8_noopt.npy"), y)
+        print(f"{name}: onnxruntime without graph optimizations, {secs:.1f} s", flush=True)
+
+
+def cpu_dot_features():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return []
+    return sorted(flags & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8"})
 
 
 # --------------------------------------------------------------------------
@@ -282,6 +315,12 @@ def compare_model(args, name, entry):
         res["vs_ort_int8"] = agreement(got, ort_int8, entry["kind"])
         res["vs_float"] = agreement(got, ort_float, entry["kind"])
         res["ort_int8_vs_float"] = agreement(ort_int8, ort_float, entry["kind"])
+        noopt = os.path.join(d, f"{name}_ort_int8_noopt.npy")
+        if os.path.exists(noopt):
+            ref = np.load(noopt).reshape(ort_int8.shape)
+            res["vs_ort_int8_noopt"] = agreement(got, ref, entry["kind"])
+            res["ort_int8_vs_noopt"] = agreement(ort_int8, ref, entry["kind"])
+        res["host_cpu_dot_features"] = cpu_dot_features()
         res["timing_batch1"] = {}
         for tag, model, fp16 in (("int8", int8, False), ("int8_fp16", int8, True),
                                  ("float", flt, False), ("float_fp16", flt, True)):
@@ -341,7 +380,7 @@ def compare(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
-    for mode in ("make", "compare"):
+    for mode in ("make", "compare", "ortref"):
         p = sub.add_parser(mode)
         p.add_argument("dir")
         p.add_argument("--models", default=",".join(ALL_MODELS),
@@ -350,7 +389,7 @@ def main():
             p.add_argument("--inputs", type=int, default=0, help="inputs per model (default: resnet50 100, mobilenet_v3 32, bert 8)")
             p.add_argument("--calib", type=int, default=16, help="random calibration inputs")
             p.add_argument("--seed", type=int, default=0)
-        else:
+        elif mode == "compare":
             p.add_argument("--vkgraph", default=os.path.join(REPO, "build-h200", "vkgraph"))
             p.add_argument("--out", default="")
             p.add_argument("--runs", type=int, default=50)
@@ -359,7 +398,7 @@ def main():
     unknown = [m for m in args.models if m not in ALL_MODELS]
     if unknown:
         ap.error(f"unknown models {unknown}; known: {ALL_MODELS}")
-    return make(args) if args.mode == "make" else compare(args)
+    return {"make": make, "compare": compare, "ortref": ortref}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "vkgraph/graph/compute_graph.h"
+#include "vkgraph/ops/elementwise.h"
 
 namespace vkgraph::ops {
 
@@ -48,6 +49,12 @@ DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x);
 TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x);
 // dynamic_quantize_linear(x) with the range dynamic_quant_range(x) computed already.
 DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range);
+// x quantized once with the parameters of `range` (dynamic_quant_range(x)) for the
+// dynamic_quant_matmul layers reading it: Int32 [numel / 4], four uint8 values to a word (low
+// byte first), DynamicQuantizeLinear's values. Nothing where it does not apply: numel(x) % 4 !=
+// 0, or tuning knob qdyn.prequant = 0 (the GEMMs then quantize x as they load it) or
+// qgemm.packed = 0.
+std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, TensorRef range);
 
 // onnxruntime quantize_dynamic's linear layer, DynamicQuantizeLinear(x) -> MatMulInteger(x_q,
 // w, x_zero, w_zero) -> Cast(float) -> Mul(., x_scale * w_scale) [-> Add(bias)], as one integer
@@ -56,9 +63,19 @@ DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef
 // Int8 or UInt8 [K, N]; w_zero (8-bit or Int32) and w_scale (Float32) per tensor or per column;
 // bias Float32 [N]; `range` from dynamic_quant_range(x). Returns Float32 [..., N]. Where the
 // packed GEMM does not apply (w not a constant, K % 4 != 0, qgemm.packed=0) the ops run apart.
+// The epilogue: bias Float32 [N]; then a residual (Float32, y's shape) added; then an
+// activation, as the float matmul's epilogue (ops::matmul_can_fuse) computes it. `x_packed`:
+// dynamic_quantize_packed(x, range), which the GEMM then reads instead of x.
+struct DynamicQuantEpilogue {
+  std::optional<TensorRef> bias;
+  std::optional<TensorRef> x_packed;
+  std::optional<TensorRef> residual;
+  std::optional<UnaryOp> activation;
+  UnaryParams activation_params;
+};
 TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, TensorRef w,
                                std::optional<TensorRef> w_zero, TensorRef w_scale,
-                               std::optional<TensorRef> bias = std::nullopt);
+                               const DynamicQuantEpilogue& epilogue = {});
 
 // Between Int8/UInt8 and Int32 (also Int8 <-> UInt8): widening is exact, narrowing keeps the
 // low 8 bits (two's complement), as ONNX Cast does. ops::cast forwards here.
@@ -103,8 +120,8 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
 
 // A QDQ GlobalAveragePool, DequantizeLinear -> GlobalAveragePool -> QuantizeLinear, on 8-bit
 // x [N, C, D1, ...] -> [N, C, 1, ...] of `out` (Int8 / UInt8): the exact integer sum S of
-// (x - x_zero) over each (n, c), then mean = S * x_scale / count and
-// y = saturate(round_half_even(mean / y_scale) + y_zero), each step rounded once in float32.
+// (x - x_zero) over each (n, c), then y = saturate(round_half_even(S * m) + y_zero) with
+// m = x_scale / (y_scale * count), in float32 as onnxruntime's QLinearGlobalAveragePool.
 // Scales and zero points per tensor; count * 255 must stay below 2^24.
 TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
                                   const QuantizedOperand& y_params, DType out);
