@@ -169,15 +169,16 @@ constexpr ConvTile kTensorCoreTile{64, 64, 128};
 constexpr ConvTile kTensorCoreTallTile{128, 64, 128};
 
 // Float16 convolutions may run on tensor cores where the device has 16x16x16 fp16 cooperative
-// matrices and subgroups of 32, when the GEMM is at least one fragment deep and tall. Opt-in
-// (VKGRAPH_TUNE=conv.coopmat=1) until the H200 says otherwise: its first kernel (cb39d77,
-// element-by-element gathers) took batch-1 resnet18 1.002 ms against 0.801 without, and
-// mobilenet_v2 0.734 against 0.625; conv_coopmat.comp now stages vectors, double-buffered.
+// matrices and subgroups of 32, when the GEMM is at least one fragment deep and tall. The
+// default since the H200 run of 2026-12-02 (docs/bench/2026-12-02-session6.md, run 2): with
+// vector staging and 16-byte stores it beat the fp32-arithmetic kernel on 13 of 15 ResNet-50
+// layers (3x3 56x56 0.0376 -> 0.0297 ms; the 7x7 1x1 layers lose ~15%).
+// VKGRAPH_TUNE=conv.coopmat=0 turns it off.
 bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
          c.out_c_g >= 16 && c.in_c_g * c.k_d * c.k_h * c.k_w >= 16 &&
-         tuned(g, "conv.coopmat", 0) != 0;
+         tuned(g, "conv.coopmat", 1) != 0;
 }
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below
@@ -255,8 +256,9 @@ DispatchDesc gemm_dispatch(ComputeGraph& g, const std::string& op, const ConvGeo
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {tile.threads, 1, 1};
   // conv_coopmat.comp's VEC_STORE (constant 5; finish_dispatch puts 3 and 4 in front): 16-byte
-  // epilogue stores, opt-in (conv.tc_vec_store=1) until the H200 compares them.
-  if (tensor_cores) d.spec = {tuned(g, "conv.tc_vec_store", 0) != 0 ? 1u : 0u};
+  // epilogue stores (conv.tc_vec_store=0: one element each, the A/B of the H200 run: the
+  // vector stores took every layer measured from 0.8-1.4x of the default path to 0.7-1.2x).
+  if (tensor_cores) d.spec = {tuned(g, "conv.tc_vec_store", 1) != 0 ? 1u : 0u};
   return d;
 }
 

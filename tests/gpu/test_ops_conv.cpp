@@ -428,7 +428,7 @@ TEST_F(OpsConv, Conv1d) {
 // Float16 tensors through every implicit-GEMM kind, on the float32-arithmetic kernel and, where
 // the device has float16 cooperative matrices (the H200), on the tensor-core one
 // (conv_coopmat.comp); tile edges in M, N and K, batch, strides, dilation, groups, residual,
-// 3-D and split-K, once with conv.coopmat=1 (the tensor-core kernel is opt-in) and once without.
+// 3-D and split-K, once with conv.coopmat=0 (the float32-arithmetic kernel) and once with 1.
 class OpsConvFloat16 : public OpsConv {
  protected:
   void SetUp() override {
@@ -470,6 +470,7 @@ class OpsConvFloat16 : public OpsConv {
 };
 
 TEST_F(OpsConvFloat16, EveryGemmKind) {
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=0");
   check_all();
 }
 
@@ -494,8 +495,8 @@ class OpsConvTensorCores : public OpsConvFloat16 {
   // Every case once per tensor-core tile (conv.tc_tile) and store (conv.tc_vec_store), unsplit.
   void check_tiles(const std::vector<ConvCase>& cases) {
     for (const char* knobs :
-         {"conv.tc_tile=64", "conv.tc_tile=128", "conv.tc_tile=64,conv.tc_vec_store=1",
-          "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+         {"conv.tc_tile=64,conv.tc_vec_store=0", "conv.tc_tile=128,conv.tc_vec_store=0",
+          "conv.tc_tile=64,conv.tc_vec_store=1", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
       SCOPED_TRACE(knobs);
       tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
       ops::SplitKPolicy unsplit;
@@ -559,7 +560,8 @@ TEST_F(OpsConvTensorCores, SplitK) {
   ConvCase stem{{1, 3, 8, 8}, {32, 3, 7, 7}, conv_params({1, 1}, {3, 3, 3, 3})};
   stem.act = UnaryOp::Silu;
   stem.nodes = 2;
-  for (const char* knobs : {"conv.tc_tile=64", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
+  for (const char* knobs :
+       {"conv.tc_tile=64,conv.tc_vec_store=0", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
     SCOPED_TRACE(knobs);
     tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
     tuning_.split_k = policy;

@@ -175,6 +175,7 @@ TEST(CoopmatPick, TransformerShapes) {
   ops::MatmulConfig cfg;
   cfg.coopmat_pick = true;
   cfg.coopmat_split_k = true;
+  cfg.coopmat_min_slice = 256;  // the policy at slices of 256; the default (512) below
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     std::optional<ops::CoopmatTile> t = ops::pick_coopmat_tile(tiles, m, n, k, cfg);
     return t ? t->name() : std::string("none");
@@ -189,6 +190,11 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 768, cfg).splits, 3u);
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 256, cfg).splits, 1u);     // one slice's depth
   EXPECT_EQ(ops::coopmat_split_k(t, 1100, 3072, cfg).splits, 1u);  // the grid is full
+  // The default slices of 512: K 768 stays whole, K 3072 splits 6 ways.
+  const ops::MatmulConfig defaults;
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 768, defaults).splits, 1u);
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, defaults).splits, 6u);
+  EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, defaults).k_chunk, 512);
   // A full grid takes the largest tile that keeps it full.
   EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
   EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups

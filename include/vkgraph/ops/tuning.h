@@ -71,7 +71,10 @@ struct MatmulConfig {
   // cooperative-matrix variants with slices coopmat_pick_bk deep, the largest tile whose grid
   // reaches coopmat_target_groups workgroups, else the one with the most; it replaces
   // coopmat / coopmat_small / coopmat_max_k_per_tile when set.
-  bool coopmat_pick = false;
+  // On by default since the H200 run of 2026-12-02 (docs/bench/2026-12-02-session6.md, run 2):
+  // 128x768x768 0.0161 -> 0.0133 ms, 128x768x3072 0.0407 -> 0.0238 ms with split-K, 4096^3
+  // unchanged at 181 TFLOP/s.
+  bool coopmat_pick = true;
   uint32_t coopmat_pick_bk = 32;
   uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
   // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
@@ -79,9 +82,11 @@ struct MatmulConfig {
   // partials, the epilogue in the reduce pass. Small grids are bound by each workgroup's serial
   // K walk (a global load's latency per slice), and ~16 workgroups of 128 threads stay
   // resident per SM, so the split target is well above the tile choice's.
-  bool coopmat_split_k = false;
+  // Slices of 512 or more: K = 768 (BERT's projections) stays whole, where splitting it three
+  // ways cost more than it gained (128x3072x768 0.0164 -> 0.0259 ms); K = 3072 splits.
+  bool coopmat_split_k = true;
   uint64_t coopmat_split_groups = 1024;
-  int64_t coopmat_min_slice = 256;
+  int64_t coopmat_min_slice = 512;
   // B stored [N, K] (a Linear weight read as its transpose, K contiguous) on the
   // cooperative-matrix kernel too, N then free to end inside a tile (gpt2's LM head, N 50257);
   // else such products take the tiled kernel.
