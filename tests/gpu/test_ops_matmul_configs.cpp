@@ -427,6 +427,7 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
   }
   ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
   cfg.coopmat_pick = cfg.coopmat_split_k = cfg.coopmat_b_t = true;
+  cfg.coopmat_min_slice = 256;  // K 768 splits (the default, 512, keeps it whole)
   tuning_.matmul = cfg;
   EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 2u);  // 316 tiles, 3 ways
   EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 2u);
