@@ -426,7 +426,14 @@ std::optional<Fusion> Pass::rewrite(const NodeProto& node) {
   // from the model's proto).
   for (int i = 0; i < node.input_size(); ++i)
     on_device |= !node.input(i).empty() && !(im_.available(node, i) && im_.input(node, i).constant);
-  if (!on_device && fold::can_fold(node.op_type())) return std::nullopt;
+  // Except a Transpose of a weight larger than folding would make of a small input (GPT-2's
+  // tied 50257 x 768 embedding, for its LM head): when only MatMuls read it, they read the
+  // weight in place as B stored [N, K] (view_node), rather than the loader holding and
+  // uploading a transposed copy of it.
+  const bool large_transpose = node.op_type() == "Transpose" && node.input_size() == 1 &&
+                               im_.available(node, 0) &&
+                               numel(im_.input(node, 0).shape) > fold::kMaxFoldElements;
+  if (!on_device && !large_transpose && fold::can_fold(node.op_type())) return std::nullopt;
   for (const Pattern& pattern : kPatterns) {
     if (node.op_type() != pattern.root) continue;
     attrs_.clear();  // each pattern's reads are its own

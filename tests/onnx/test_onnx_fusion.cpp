@@ -54,6 +54,47 @@ TEST_F(OnnxFusion, TransposesIntoMatMulAreReadInPlace) {
   }
 }
 
+// A weight too large to fold twice (> kMaxFoldElements), transposed for a MatMul and read by
+// a Gather too, as GPT-2's tied embedding is: the MatMul reads it in place as B stored [N, K]
+// (no Transpose dispatch, one copy of the weight); unfused, the Transpose folds at load.
+TEST_F(OnnxFusion, LargeTransposedWeightIsReadInPlace) {
+  const int64_t rows = 4099, cols = 4097;  // 16,793,603 elements > 2^24
+  ModelBuilder m(14);
+  m.input("x", kFloat, {2, cols});
+  m.input("idx", onnx::TensorProto::INT64, {3});
+  m.output("y", kFloat);
+  m.output("e", kFloat);
+  const HostTensor w = random_tensor(rng, DType::Float32, {rows, cols});
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(kFloat);
+  t.add_dims(rows);
+  t.add_dims(cols);
+  t.set_raw_data(w.bytes.data(), w.bytes.size());
+  m.initializer(std::move(t));
+  m.node("Transpose", {"w"}, {"wt"});
+  m.node("MatMul", {"x", "wt"}, {"y"});
+  set_int(m.node("Gather", {"w", "idx"}, {"e"}), "axis", 0);
+  const HostTensor x = random_tensor(rng, DType::Float32, {2, cols});
+  const HostTensor idx = HostTensor::from(DType::Int64, {3}, std::vector<int64_t>{0, 7, rows - 1});
+  Runs r = run_both(m, {{"x", x}, {"idx", idx}});
+  ASSERT_EQ(r.fused.size(), 2u);
+  EXPECT_EQ(r.fused_nodes, 2u);  // the MatMul and the Gather
+  EXPECT_EQ(r.plain_nodes, 2u);  // the Transpose folded
+  const float* wp = w.data<float>();
+  const float* xp = x.data<float>();
+  HostTensor want(DType::Float32, {2, rows});
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t n = 0; n < rows; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < cols; ++k) acc += double(xp[i * cols + k]) * wp[n * cols + k];
+      want.data<float>()[i * rows + n] = static_cast<float>(acc);
+    }
+  expect_near(r.fused[0], want, 1e-3f);
+  expect_near(r.plain[0], want, 1e-3f);
+  EXPECT_EQ(r.fused[1].bytes, r.plain[1].bytes);
+}
+
 // Both MatMul operands as views (nothing else reads Q's heads), bias, scale and activation in
 // one epilogue; and a Div with the constant first, which must stay a node of its own.
 TEST_F(OnnxFusion, BothOperandsViewsWithBiasScaleAndActivation) {
