@@ -249,8 +249,9 @@ class Node {
 // Output element i is input element base + sum_d index[d] * strides[d]. Slice, Transpose,
 // Expand and Tile are all this copy.
 // An output no larger than `in` may exceed kMaxFoldElements: the model holds that much already,
-// so folding it amplifies nothing (GPT-2's tied embedding, 50257 x 768, transposed for its
-// LM head; unfolded, that Transpose ran on the GPU every call).
+// so folding it amplifies nothing (a large weight transposed for a reader that cannot read it
+// as a view would otherwise be transposed on the GPU every call; MatMuls read such a weight in
+// place, fuse.cpp's Pass::rewrite).
 inline HostTensor strided_copy(const Node& n, const HostTensor& in, const Shape& out_shape,
                                const std::vector<int64_t>& strides, int64_t base) {
   HostTensor out = n.output(in.dtype, out_shape, std::max(kMaxFoldElements, in.numel()));

@@ -250,8 +250,7 @@ HostTensor eval_concat(const Node& n) {
 }
 
 // A matrix transposed in blocks, so that reads and writes both stay in cache, with copies of
-// a size known at compile time: GPT-2's tied embedding (50257 x 768 floats) folds in a fraction
-// of a second.
+// a size known at compile time: a 50257 x 768 float weight folds in a fraction of a second.
 template <size_t kElem>
 void transpose_blocks(const uint8_t* in, uint8_t* out, int64_t rows, int64_t cols) {
   constexpr int64_t kBlock = 64;
