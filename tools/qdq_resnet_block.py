@@ -24,21 +24,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_graph_builder import GraphBuilder
 
-class Builder:
+
+class Builder(GraphBuilder):
     def __init__(self, rng):
+        super().__init__()
         self.rng = rng
-        self.nodes, self.inits = [], []
-        self.count = 0
-
-    def name(self, base):
-        self.count += 1
-        return f"{base}_{self.count}"
-
-    def const(self, base, array):
-        n = self.name(base)
-        self.inits.append(numpy_helper.from_array(array, n))
-        return n
 
     def node(self, op, inputs, attrs=None, base=None):
         out = self.name(base or op.lower())
@@ -57,7 +49,6 @@ class Builder:
 
     def conv(self, xq, cin, cout, k, stride, out_scale):
         """DQ(x) * DQ(w) + DQ(b) -> Conv -> Q (uint8, zero point 0: the Relu folded in)."""
-        x_scale = float(self.rng.uniform(0.01, 0.03)) if xq is None else None
         w = self.rng.integers(-127, 128, size=(cout, cin, k, k), dtype=np.int8)
         ws = self.rng.uniform(0.002, 0.01, size=cout).astype(np.float32)
         wn = self.const("w", w)
@@ -121,12 +112,10 @@ def main():
                                      b.const("fwz", np.int8(0))])
     g = b.node("Gemm", [flat, wd], {"transB": 1})
     logits = b.dq(b.q(g, 0.1, 128))
-    graph = helper.make_graph(
-        b.nodes, "qdq_resnet_block",
+    model = b.model(
+        "qdq_resnet_block",
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 3, hw, hw])],
-        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 10])], b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 10])], opset=13)
     onnx.save(model, args.out)
 
 

@@ -21,24 +21,16 @@ import argparse
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+from onnx_graph_builder import GraphBuilder
 
 
-class Builder:
+class Builder(GraphBuilder):
     def __init__(self, quantized, rng, per_channel):
-        self.nodes, self.inits = [], []
+        super().__init__()
         self.quantized, self.rng, self.per_channel = quantized, rng, per_channel
-        self.count = 0
         self.dql = {}  # activation name -> (x_q, x_scale, x_zero)
-
-    def name(self, base):
-        self.count += 1
-        return f"{base}_{self.count}"
-
-    def const(self, base, array):
-        n = self.name(base)
-        self.inits.append(numpy_helper.from_array(array, n))
-        return n
 
     def node(self, op, inputs, outputs=None, **attrs):
         outputs = outputs or [self.name(op.lower())]
@@ -113,15 +105,11 @@ def build(quantized, args):
     for _ in range(args.layers):
         x = b.encoder(x, m, args.seq, args.hidden, args.heads, args.ffn)
     b.node("Identity", [x], ["y"])
-    graph = helper.make_graph(
-        b.nodes, "quant_dynamic_bert",
+    return b.model(
+        "quant_dynamic_bert",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, args.seq, args.hidden])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, args.seq, args.hidden])],
-        b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+        opset=17, ir_version=8)
 
 
 def main():
