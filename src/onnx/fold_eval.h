@@ -246,15 +246,20 @@ class Node {
   const std::vector<const HostTensor*>& inputs_;
 };
 
+// The output limit of an op whose output rearranges `in`'s elements: kMaxFoldElements, or more
+// where `in` is larger. The model holds that much already, so folding it amplifies nothing (a
+// large weight transposed for a reader that cannot read it as a view would otherwise be
+// transposed on the GPU every call; MatMuls read such a weight in place, fuse.cpp's
+// Pass::rewrite).
+inline int64_t rearranged_limit(const HostTensor& in) {
+  return std::max(kMaxFoldElements, in.numel());
+}
+
 // Output element i is input element base + sum_d index[d] * strides[d]. Slice, Transpose,
 // Expand and Tile are all this copy.
-// An output no larger than `in` may exceed kMaxFoldElements: the model holds that much already,
-// so folding it amplifies nothing (a large weight transposed for a reader that cannot read it
-// as a view would otherwise be transposed on the GPU every call; MatMuls read such a weight in
-// place, fuse.cpp's Pass::rewrite).
 inline HostTensor strided_copy(const Node& n, const HostTensor& in, const Shape& out_shape,
                                const std::vector<int64_t>& strides, int64_t base) {
-  HostTensor out = n.output(in.dtype, out_shape, std::max(kMaxFoldElements, in.numel()));
+  HostTensor out = n.output(in.dtype, out_shape, rearranged_limit(in));
   walk(out_shape, {strides}, {base},
        [&](int64_t i, const std::vector<int64_t>& off) { copy_element(in, off[0], out, i); });
   return out;

@@ -263,7 +263,7 @@ void transpose_blocks(const uint8_t* in, uint8_t* out, int64_t rows, int64_t col
 
 HostTensor transpose_matrix(const Node& n, const HostTensor& x) {
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  HostTensor out = n.output(x.dtype, {cols, rows}, std::max(kMaxFoldElements, x.numel()));
+  HostTensor out = n.output(x.dtype, {cols, rows}, rearranged_limit(x));
   const uint8_t* in = x.bytes.data();
   uint8_t* o = out.bytes.data();
   switch (dtype_size(x.dtype)) {
