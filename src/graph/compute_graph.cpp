@@ -344,4 +344,9 @@ std::vector<NodeTime> ComputeGraph::node_times() const {
   return impl_->encoder.node_times();
 }
 
+void ComputeGraph::set_profile(bool on) {
+  ExclusiveUse use(impl_->user, "set_profile");
+  impl_->encoder.set_profile(on);
+}
+
 }  // namespace vkgraph

@@ -50,10 +50,24 @@ void Encoder::prepare() {
   descriptors_ = std::make_unique<vk::DescriptorPool>(ctx, sets, descriptors);
   commands_ = std::make_unique<vk::CommandPool>(ctx);
   fence_ = std::make_unique<vk::Fence>(ctx);
-  if (ctx.features().timestamps) {
-    uint32_t count = g_.options.profile ? static_cast<uint32_t>(g_.nodes.size()) + 1 : 2;
-    timestamps_ = std::make_unique<vk::TimestampPool>(ctx, count);
-  }
+  make_timestamps();
+}
+
+void Encoder::make_timestamps() {
+  if (!g_.context->features().timestamps) return;
+  uint32_t count = g_.options.profile ? static_cast<uint32_t>(g_.nodes.size()) + 1 : 2;
+  timestamps_ = std::make_unique<vk::TimestampPool>(*g_.context, count);
+}
+
+void Encoder::set_profile(bool on) {
+  check(!g_.in_flight, ErrorKind::InvalidState, "set_profile() while an execution is in flight");
+  if (g_.options.profile == on) return;
+  g_.options.profile = on;
+  if (!timestamps_) return;  // not prepared yet (or no timestamps): prepare() sizes the pool
+  // The recorded command buffers write into the old pool: record them again.
+  if (encoded_) discard_recording();
+  make_timestamps();
+  timed_ = false;  // the new pool holds no execution's times yet
 }
 
 void Encoder::invalidate() {
@@ -333,17 +347,18 @@ void Encoder::wait() {
   for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
   g_.in_flight = false;
   g_.executed = true;
+  timed_ = true;
 }
 
 double Encoder::last_gpu_ms() const {
-  if (!timestamps_ || !g_.executed) return 0;
+  if (!timestamps_ || !timed_) return 0;
   auto ns = timestamps_->read_ns();
   return (ns.back() - ns.front()) / 1e6;
 }
 
 std::vector<NodeTime> Encoder::node_times() const {
   std::vector<NodeTime> out;
-  if (!timestamps_ || !g_.options.profile || !g_.executed) return out;
+  if (!timestamps_ || !g_.options.profile || !timed_) return out;
   auto ns = timestamps_->read_ns();
   for (size_t i = 0; i < g_.nodes.size(); ++i)
     out.push_back({g_.nodes[i].label, (ns[i + 1] - ns[i]) / 1e6});

@@ -35,6 +35,8 @@ class Encoder {
 
   void prepare();     // pipelines, descriptor and command pools, fence, timestamps
   void invalidate();  // after an I/O rebinding: the next submit records again
+  // Per-node timestamps on or off; the next submit records again. Not while in flight.
+  void set_profile(bool on);
   // Records (submitting each chunk as it ends) on the first call, replays afterwards.
   void submit(const vk::SubmitSync& sync);
   void wait();
@@ -50,6 +52,7 @@ class Encoder {
     size_t index;  // into the inputs, the outputs or the nodes
     std::vector<std::pair<VkBuffer, ResourceAccess>> accesses;
   };
+  void make_timestamps();  // the pool options.profile needs
   void write_descriptors(Node& node);
   std::vector<Step> steps() const;
   void add_ownership_transfers(vk::PipelineBarrier& entry, vk::PipelineBarrier& exit) const;
@@ -71,6 +74,7 @@ class Encoder {
   std::vector<VkCommandBuffer> recorded_;
   std::vector<uint64_t> recorded_ids_;
   bool encoded_ = false;
+  bool timed_ = false;  // the timestamp pool holds a finished execution's times
   // Submit to fence signal of the last execution, which the next wait polls through (capped)
   // rather than sleep for a graph longer than the fixed poll.
   std::chrono::steady_clock::time_point submitted_at_;

@@ -252,6 +252,35 @@ TEST_F(GraphReplay, ExecuteReplaysWithoutRecordingAgain) {
   for (auto& s : submits) EXPECT_EQ(s.command_buffers.size(), chunks);
 }
 
+// Profiling switched after building: each switch records once more, results stay right, node
+// times exist only while profiling and only after an execution with the new setting.
+TEST_F(GraphReplay, ProfileSwitchesRecordAgainAndKeepResults) {
+  auto ctx = own_context();
+  GraphOptions go;
+  go.profile = true;
+  go.nodes_per_command_buffer = 16;
+  ComputeGraph g(ctx, go);
+  DagGraph dag(g, 40);
+  dag.run_and_check(g, rng);
+  const bool timestamps = ctx->features().timestamps;
+  EXPECT_EQ(g.node_times().size(), timestamps ? 40u : 0u);
+  g.set_profile(false);
+  EXPECT_TRUE(g.node_times().empty());
+  EXPECT_EQ(g.last_gpu_ms(), 0.0);  // no execution timed by the new pool yet
+  dag.run_and_check(g, rng);
+  dag.run_and_check(g, rng);
+  EXPECT_EQ(g.stats().recordings, 2u);
+  EXPECT_TRUE(g.node_times().empty());
+  if (timestamps) EXPECT_GT(g.last_gpu_ms(), 0.0);
+  g.set_profile(false);  // unchanged: nothing records again
+  dag.run_and_check(g, rng);
+  EXPECT_EQ(g.stats().recordings, 2u);
+  g.set_profile(true);
+  dag.run_and_check(g, rng);
+  EXPECT_EQ(g.stats().recordings, 3u);
+  EXPECT_EQ(g.node_times().size(), timestamps ? 40u : 0u);
+}
+
 // A fence wait that polls before it blocks (the GPU default) still ends every execution with
 // the blocking wait the trace audit and the validation layer rely on.
 TEST_F(GraphReplay, PollingFenceWaitKeepsTheHostVisibilityContract) {

@@ -92,7 +92,7 @@ enum class HostIOPath { Imported, Copied };
 struct GraphOptions {
   uint32_t nodes_per_command_buffer = 64;  // chunk size for submission
   bool plan_memory = true;                 // share activation memory between tensors by lifetime
-  bool profile = false;                    // per-node timestamps
+  bool profile = false;                    // per-node timestamps (ComputeGraph::set_profile)
   ExternalSync external;
   // Kernel tuning for the ops that build this graph (vkgraph/ops/tuning.h); null: the device's
   // defaults. The graph only carries it.
@@ -202,6 +202,9 @@ class ComputeGraph {
   GraphStats stats() const;
   double last_gpu_ms() const;                // GPU time of the last execution (timestamps)
   std::vector<NodeTime> node_times() const;  // needs options.profile
+  // Turns per-node timestamps on or off after building (the next execution records its command
+  // buffers again): a timestamp after every node costs GPU time, so time runs without them.
+  void set_profile(bool on);
 
  private:
   struct Impl;
