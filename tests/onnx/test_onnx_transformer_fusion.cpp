@@ -137,6 +137,40 @@ TEST_F(OnnxTransformerFusion, TanhGeluJoinsTheMatMulEpilogue) {
   }
 }
 
+// GPT-2's MLP (Conv1D): Gemm on [S, K] -> Reshape to [1, S, N] -> tanh GELU: the GELU joins the
+// Gemm's epilogue, the output viewed as the Reshape's shape. The Reshape's output also a model
+// output, or a second reader of it: no fusion.
+TEST_F(OnnxTransformerFusion, GeluAfterReshapedGemmJoinsItsEpilogue) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE("variant " + std::to_string(variant) + (fp16 ? " fp16" : ""));
+      ModelBuilder m(14);
+      m.input("x", kFloat, {kS, kK});
+      m.output("y", kFloat);
+      m.initializer("w", Shape{kK, kN}, random_floats(kK * kN, -1.5f, 1.5f));
+      m.initializer("b", Shape{kN}, random_floats(kN));
+      m.initializer("bsn", std::vector<int64_t>{1, kS, kN});
+      m.node("Gemm", {"x", "w", "b"}, {"g"});
+      m.node("Reshape", {"g", "bsn"}, {"r"});
+      if (variant == 1) m.output("r", kFloat);
+      if (variant == 2) {
+        m.output("r2", kFloat);
+        m.node("Relu", {"r"}, {"r2"});
+      }
+      tanh_gelu(m, "r", "y", false);
+      Runs r = run_both(m, feeds(), fp16);
+      for (size_t i = 0; i < r.fused.size(); ++i)
+        expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 2e-5f);
+      const size_t outs = variant == 0 ? 1 : 2;
+      // Fused: the Gemm; else the Gemm, one Gelu node [and the Relu].
+      EXPECT_EQ(r.fused_nodes,
+                static_cast<size_t>(variant == 0 ? 1 : variant + 1) + casts(fp16, 1 + outs));
+      EXPECT_GT(r.plain_nodes, 8u);
+    }
+  }
+}
+
 // A GELU after something that has no epilogue becomes one Gelu node.
 TEST_F(OnnxTransformerFusion, GeluAfterAnyNodeIsOneNode) {
   for (bool fp16 : {false, true}) {
