@@ -5,6 +5,7 @@
 // are errors naming the problem.
 #include <cmath>
 
+#include "float_test_util.h"
 #include "shape_test_util.h"
 #include "vkgraph/ops/rope.h"
 
@@ -22,23 +23,6 @@ struct Case {
            (per_batch ? " per-batch" : "") + (fp16 ? " fp16" : "");
   }
 };
-
-std::vector<float> stored(std::vector<float> x, bool fp16) {
-  if (fp16)
-    for (float& v : x) v = half_to_float(float_to_half(v));
-  return x;
-}
-
-HostTensor tensor_of(const std::vector<float>& x, Shape shape, bool fp16) {
-  HostTensor t(fp16 ? DType::Float16 : DType::Float32, std::move(shape));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (fp16)
-      t.data<uint16_t>()[i] = float_to_half(x[i]);
-    else
-      t.data<float>()[i] = x[i];
-  }
-  return t;
-}
 
 class RopeTest : public GpuTest {
  protected:
