@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/types.h"
 
 namespace vkgraph::testing {
@@ -38,6 +39,20 @@ inline HostTensor tensor_of(const std::vector<float>& x, Shape shape, bool fp16)
       t.data<float>()[i] = x[i];
   }
   return t;
+}
+
+// Runs `g` (its inputs `inputs`, in order) first on NaN inputs, then on `inputs`, and returns
+// output 0: NaN in it means an element the kernel did not write on the second run.
+inline HostTensor run_poisoned(ComputeGraph& g, const std::vector<HostTensor>& inputs, bool fp16) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor nan = tensor_of(std::vector<float>(inputs[i].numel(), NAN), inputs[i].shape, fp16);
+    g.copy_to_input(i, nan.bytes.data(), nan.nbytes());
+  }
+  g.execute();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
+  g.execute();
+  return g.read_output(0);
 }
 
 // max |got - want| / max |want| over Float32 tensors of one shape; NaN in `got` counts as an

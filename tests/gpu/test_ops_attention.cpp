@@ -138,16 +138,7 @@ class AttentionTest : public GpuTest {
     }
     g.add_output(y, "y");
     // First run on NaN inputs: the output holds NaN unless the second run rewrites it all.
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      HostTensor nan =
-          tensor_of(std::vector<float>(inputs[i].numel(), NAN), inputs[i].shape, c.fp16);
-      g.copy_to_input(i, nan.bytes.data(), nan.nbytes());
-    }
-    g.execute();
-    for (size_t i = 0; i < inputs.size(); ++i)
-      g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
-    g.execute();
-    HostTensor got = g.read_output(0);
+    HostTensor got = run_poisoned(g, inputs, c.fp16);
     const Shape bhsd{c.b, c.h, c.s, c.d};
     const std::vector<int64_t> perm =
         c.out_perm.empty() ? std::vector<int64_t>{0, 1, 2, 3} : c.out_perm;
