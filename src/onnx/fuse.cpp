@@ -19,15 +19,6 @@ namespace {
 
 using onnx::NodeProto;
 
-// A node of the private domain, named after the model's node it replaces.
-NodeProto fused_node(const NodeProto& root, const char* op_type) {
-  NodeProto n;
-  n.set_name(root.name());
-  n.set_op_type(op_type);
-  n.set_domain(kDomain);
-  return n;
-}
-
 void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
   onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
@@ -73,6 +64,14 @@ void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& param
 }
 
 }  // namespace
+
+NodeProto fused_node(const NodeProto& root, const char* op_type) {
+  NodeProto n;
+  n.set_name(root.name());
+  n.set_op_type(op_type);
+  n.set_domain(kDomain);
+  return n;
+}
 
 void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
   if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);

@@ -137,6 +137,9 @@ int residual_input(Pass& p, const onnx::NodeProto& tail, const Shape& shape);
 void take_activation(Pass& p, const onnx::NodeProto& tail, size_t rank,
                      bool (*can_fuse)(ops::UnaryOp), Fusion& f, onnx::NodeProto& n);
 
+// A node of the private domain, named after the model's node `root` it replaces.
+onnx::NodeProto fused_node(const onnx::NodeProto& root, const char* op_type);
+
 // How a fused node's kernel reads its operand `x` (FusedAttention's q, k, v; FusedRope's x):
 // attribute "perm_x" for a permutation of the stored tensor; "shape_x", "strides_x",
 // "offset_x" for another view; nothing for the tensor as stored.

@@ -112,10 +112,7 @@ std::optional<Fusion> rope(const NodeProto& root, Pass& p) {
     const Pass::View v = p.resolve(root, i);
     const std::optional<Match> m = match(p, x, v.shape);
     if (!m || m->first != &root) continue;
-    NodeProto n;
-    n.set_name(root.name());
-    n.set_op_type("FusedRope");
-    n.set_domain(kDomain);
+    NodeProto n = fused_node(root, "FusedRope");
     n.add_input(v.source);
     n.add_input(m->cos);
     n.add_input(m->sin);
