@@ -9,6 +9,7 @@
 #include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
 #include "onnx/fuse_rope.h"
+#include "onnx/fuse_siblings.h"
 #include "onnx/fuse_view.h"
 #include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
@@ -404,6 +405,9 @@ constexpr Pattern kPatterns[] = {
     {"Div", attention_scaled_q},
     // MatMul(q, kᵀ) [-> scale] [-> mask] -> Softmax [-> Dropout] -> MatMul(·, v) => FusedAttention
     {"MatMul", attention},
+    // MatMuls of one x by constant weights [-> Add(bias)] => SiblingMatMul, their results
+    // views of its output (off unless fuse.siblings=1)
+    {"MatMul", sibling_matmuls},
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
     // => FusedMatMul
     {"MatMul", matmul_epilogue},
@@ -433,6 +437,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"FusedMatMul", "MatMul"},
       {"FusedAttention", "MatMul"},
       {"FusedRope", "Mul"},
+      {"SiblingMatMul", "MatMul"},
       {"QdqConv", "Conv"},
       {"QdqMatMul", "MatMul"},
       {"QdqGemm", "Gemm"},
