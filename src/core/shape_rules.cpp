@@ -152,6 +152,13 @@ Shape reduced_shape(const Shape& in, const std::vector<bool>& reduced, bool keep
   return out;
 }
 
+std::vector<int64_t> split_evenly(int64_t dim, int64_t parts) {
+  const int64_t each = dim / parts + (dim % parts != 0);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, dim - i * each));
+  return sizes;
+}
+
 SliceRange resolve_slice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   int64_t s = start < 0 ? start + dim : start;
   int64_t e = end < 0 ? end + dim : end;

@@ -72,4 +72,9 @@ struct SliceRange {
 // must be non-zero (callers name the axis in that error).
 SliceRange resolve_slice(int64_t dim, int64_t start, int64_t end, int64_t step);
 
+// ONNX Split without sizes: `parts` pieces of ceil(dim / parts) along the axis, the last one
+// smaller where it does not divide (parts > 0; a size below 0 where parts do not fit: the
+// caller's to refuse).
+std::vector<int64_t> split_evenly(int64_t dim, int64_t parts);
+
 }  // namespace vkgraph::shapes

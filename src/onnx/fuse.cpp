@@ -8,23 +8,17 @@
 #include "onnx/fuse_dynamic_quant.h"
 #include "onnx/fuse_norm.h"
 #include "onnx/fuse_qdq.h"
+#include "onnx/fuse_rope.h"
+#include "onnx/fuse_siblings.h"
 #include "onnx/fuse_view.h"
 #include "onnx/fuse_weight_only.h"
 #include "onnx/importer.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::onnx_import::fuse {
 namespace {
 
 using onnx::NodeProto;
-
-// A node of the private domain, named after the model's node it replaces.
-NodeProto fused_node(const NodeProto& root, const char* op_type) {
-  NodeProto n;
-  n.set_name(root.name());
-  n.set_op_type(op_type);
-  n.set_domain(kDomain);
-  return n;
-}
 
 void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
   onnx::AttributeProto* a = n.add_attribute();
@@ -51,6 +45,13 @@ int other_input(const NodeProto& consumer, const std::string& value) {
   return consumer.input(0) == value ? 1 : 0;
 }
 
+void set_int(NodeProto& n, const char* name, int64_t value) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
 void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& params) {
   onnx::AttributeProto* a = n.add_attribute();
   a->set_name("activation");
@@ -64,6 +65,22 @@ void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& param
 }
 
 }  // namespace
+
+NodeProto fused_node(const NodeProto& root, const char* op_type) {
+  NodeProto n;
+  n.set_name(root.name());
+  n.set_op_type(op_type);
+  n.set_domain(kDomain);
+  return n;
+}
+
+void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
+  if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);
+  if (!view.strided()) return;
+  set_ints(n, ("shape_" + x).c_str(), view.shape);
+  set_ints(n, ("strides_" + x).c_str(), view.strides);
+  set_int(n, ("offset_" + x).c_str(), view.offset);
+}
 
 void take_activation(Pass& p, const NodeProto& tail, size_t rank, bool (*can_fuse)(ops::UnaryOp),
                      Fusion& f, NodeProto& n) {
@@ -159,14 +176,44 @@ std::optional<Fusion> conv_epilogue(const NodeProto& conv, Pass& p) {
   return f;
 }
 
-// Gemm -> activation => FusedGemm.
+// The Gemm's sole reader when it is a Reshape of the [M, N] result to a known shape (GPT-2's
+// Conv1D and nn.MultiheadAttention's out-projection view [S·B, E] back as [B, S, E]): that
+// Reshape and its shape.
+std::optional<std::pair<const NodeProto*, Shape>> reshaped_gemm(Pass& p, const NodeProto& gemm) {
+  const Importer& im = p.importer();
+  if (gemm.input_size() < 2 || !im.available(gemm, 0) || !im.available(gemm, 1))
+    return std::nullopt;
+  const fold::Attrs& ga = p.attrs(gemm);
+  const Shape& a = im.input(gemm, 0).shape;
+  const Shape& b = im.input(gemm, 1).shape;
+  if (a.size() != 2 || b.size() != 2) return std::nullopt;
+  const Shape y{ga.get_int("transA", 0) ? a[1] : a[0], ga.get_int("transB", 0) ? b[0] : b[1]};
+  const NodeProto* r = p.sole_consumer(gemm.output(0));
+  if (!r || r->input(0) != gemm.output(0)) return std::nullopt;
+  std::optional<Shape> shape = reshape_target(p, *r, y);
+  if (!shape) return std::nullopt;
+  return std::pair{r, *shape};
+}
+
+// Gemm [-> Reshape] -> activation => FusedGemm.
 std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
   Fusion f;
   NodeProto n = fused_node(gemm, "FusedGemm");
   *n.mutable_attribute() = gemm.attribute();
   *n.mutable_input() = gemm.input();
   take_activation(p, gemm, 2, ops::matmul_can_fuse, f, n);
-  if (f.absorbed.empty()) return std::nullopt;
+  if (f.absorbed.empty()) {
+    // GPT-2's Conv1D: the Gemm on [S·B, E] viewed back as [B, S, E] before its activation.
+    // An elementwise activation does not care about the view, so it joins the epilogue and the
+    // fused node's output is the Gemm's viewed as the Reshape's shape.
+    const auto reshaped = reshaped_gemm(p, gemm);
+    if (!reshaped || !p.knob("fuse.gemm_reshape_act", 1)) return std::nullopt;
+    const auto& [r, shape] = *reshaped;
+    f.absorbed.push_back(r);
+    take_activation(p, *r, shape.size(), ops::matmul_can_fuse, f, n);
+    if (f.absorbed.size() == 1) return std::nullopt;
+    set_ints(n, "output_shape", shape);
+  }
   set_output(n, f, gemm);
   f.node = std::move(n);
   return f;
@@ -191,18 +238,11 @@ bool keeps_order(const Shape& shape, const std::vector<int64_t>& perm) {
 // element by element; the fused node's output is the Gemm's viewed as the Add's shape.
 std::optional<Fusion> gemm_residual(const NodeProto& gemm, Pass& p) {
   const Importer& im = p.importer();
-  if (gemm.input_size() < 2 || !im.available(gemm, 0) || !im.available(gemm, 1))
-    return std::nullopt;
-  const fold::Attrs& ga = p.attrs(gemm);
-  const Shape& a = im.input(gemm, 0).shape;
-  const Shape& b = im.input(gemm, 1).shape;
-  if (a.size() != 2 || b.size() != 2) return std::nullopt;
-  const Shape y{ga.get_int("transA", 0) ? a[1] : a[0], ga.get_int("transB", 0) ? b[0] : b[1]};
+  auto reshaped = reshaped_gemm(p, gemm);
+  if (!reshaped) return std::nullopt;
+  const NodeProto* r = reshaped->first;
+  Shape* shape = &reshaped->second;
   Fusion f;
-  const NodeProto* r = p.sole_consumer(gemm.output(0));
-  if (!r || r->input(0) != gemm.output(0)) return std::nullopt;
-  std::optional<Shape> shape = reshape_target(p, *r, y);
-  if (!shape) return std::nullopt;
   f.absorbed.push_back(r);
   const NodeProto* tail = r;
   for (const NodeProto* t = p.sole_consumer(tail->output(0));
@@ -348,9 +388,13 @@ constexpr Pattern kPatterns[] = {
     {"DynamicQuantizeLinear", dynamic_quant_range},
     {"MatMulInteger", dynamic_quant_matmul},
     {"Mul", dynamic_quant_scale},
+    // Mul(x, cos) + Concat(-x[.., d/2:], x[.., :d/2]) * sin => FusedRope (rooted at x's first
+    // reader of the three)
+    {"Mul", rope},
+    {"Slice", rope},
     // Conv [-> BatchNormalization] [-> Add(residual)] [-> activation] => FusedConv
     {"Conv", conv_epilogue},
-    // Gemm -> activation => FusedGemm
+    // Gemm [-> Reshape] -> activation => FusedGemm
     {"Gemm", gemm_activation},
     // Gemm -> Reshape [-> Transpose of dims of 1] -> Add(residual) => FusedGemm
     {"Gemm", gemm_residual},
@@ -361,6 +405,9 @@ constexpr Pattern kPatterns[] = {
     {"Div", attention_scaled_q},
     // MatMul(q, kᵀ) [-> scale] [-> mask] -> Softmax [-> Dropout] -> MatMul(·, v) => FusedAttention
     {"MatMul", attention},
+    // MatMuls of one x by constant weights [-> Add(bias)] => SiblingMatMul, their results
+    // views of its output (off unless fuse.siblings=1)
+    {"MatMul", sibling_matmuls},
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
     // => FusedMatMul
     {"MatMul", matmul_epilogue},
@@ -372,13 +419,15 @@ constexpr Pattern kPatterns[] = {
     {"Mul", activation_chain},
     {"Pow", activation_chain},
     {"Add", activation_chain},
-    // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice read as a view (fuse_view.h) => elided
+    // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice/Split read as a view (fuse_view.h) =>
+    // elided
     {"Transpose", view_node},
     {"Reshape", view_node},
     {"Squeeze", view_node},
     {"Unsqueeze", view_node},
     {"Gather", view_node},
     {"Slice", view_node},
+    {"Split", view_node},
 };
 
 const std::map<std::string, std::string>& model_op_types() {
@@ -387,6 +436,8 @@ const std::map<std::string, std::string>& model_op_types() {
       {"FusedGemm", "Gemm"},
       {"FusedMatMul", "MatMul"},
       {"FusedAttention", "MatMul"},
+      {"FusedRope", "Mul"},
+      {"SiblingMatMul", "MatMul"},
       {"QdqConv", "Conv"},
       {"QdqMatMul", "MatMul"},
       {"QdqGemm", "Gemm"},
@@ -474,6 +525,11 @@ std::optional<Pass::View> Pass::view_ahead(const std::string& value) {
   const NodeProto* t = im_.producer(value);
   if (!t || view(value)) return std::nullopt;  // visited already: elided or lowered
   return elided_view(*t, *this);
+}
+
+uint32_t Pass::knob(const std::string& key, uint32_t fallback) const {
+  const ops::Tuning* tuning = im_.graph().options().tuning.get();
+  return tuning ? tuning->knob(key, fallback) : fallback;
 }
 
 bool Pass::fold_ahead(const std::string& value) const {

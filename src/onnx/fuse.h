@@ -82,6 +82,9 @@ class Pass {
 
   // --- for patterns ---
   const Importer& importer() const { return im_; }
+  // Tuning knob `key` of the graph being built (VKGRAPH_TUNE), or `fallback`: the A/B switch
+  // of a pattern ("fuse.rope=0" keeps the nodes it would replace).
+  uint32_t knob(const std::string& key, uint32_t fallback) const;
   // The view that `value`, the output of a data-movement node not visited yet, will be once
   // the pass elides it, for a pattern that reads it before; else nullopt.
   std::optional<View> view_ahead(const std::string& value);
@@ -133,6 +136,14 @@ inline std::string fused_key(const std::string& op_type) {
 int residual_input(Pass& p, const onnx::NodeProto& tail, const Shape& shape);
 void take_activation(Pass& p, const onnx::NodeProto& tail, size_t rank,
                      bool (*can_fuse)(ops::UnaryOp), Fusion& f, onnx::NodeProto& n);
+
+// A node of the private domain, named after the model's node `root` it replaces.
+onnx::NodeProto fused_node(const onnx::NodeProto& root, const char* op_type);
+
+// How a fused node's kernel reads its operand `x` (FusedAttention's q, k, v; FusedRope's x):
+// attribute "perm_x" for a permutation of the stored tensor; "shape_x", "strides_x",
+// "offset_x" for another view; nothing for the tensor as stored.
+void set_view(onnx::NodeProto& n, const std::string& x, const Pass::View& view);
 
 // The epilogue attributes of a fused node, as its lowering reads them; defaults for other nodes.
 std::optional<Activation> activation(const onnx::NodeProto& node, const fold::Attrs& attrs);

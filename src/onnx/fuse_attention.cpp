@@ -69,16 +69,6 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-// How the kernel reads operand `x` (q, k, v): "perm_x" for a permutation of the stored tensor;
-// "shape_x", "strides_x", "offset_x" for another view; nothing as stored.
-void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
-  if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);
-  if (!view.strided()) return;
-  set_ints(n, ("shape_" + x).c_str(), view.shape);
-  set_ints(n, ("strides_" + x).c_str(), view.strides);
-  set_attr(n, ("offset_" + x).c_str(), view.offset);
-}
-
 // The stored shape of the computed value `name`.
 Shape stored_shape(const Importer& im, const std::string& name) {
   NodeProto probe;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/shape_rules.h"
+#include "onnx/fuse_rope.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -12,7 +13,7 @@ using onnx::NodeProto;
 
 bool is_view_op(const std::string& op) {
   return op == "Transpose" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Gather" || op == "Slice";
+         op == "Gather" || op == "Slice" || op == "Split";
 }
 
 // The integers of input `i` (a host constant, folded ahead if need be) or, where the node has
@@ -136,7 +137,43 @@ std::optional<Pass::View> sliced(Pass& p, const NodeProto& n, const Pass::View& 
   return v;
 }
 
-// The view `n` gives of `in`, where the node's parameters are known and it is expressible.
+// Whether a Mul or Div reading `value` scales it by a scalar constant (known or folded ahead)
+// for a MatMul, its only reader: the attention's scale, which the attention patterns take.
+bool scale_for_matmul(Pass& p, const NodeProto& r, const std::string& value) {
+  if ((r.op_type() != "Mul" && r.op_type() != "Div") || r.input_size() != 2 ||
+      r.input(0) == r.input(1))
+    return false;
+  const int other = r.input(0) == value ? 1 : 0;
+  if (r.op_type() == "Div" && other == 0) return false;
+  const Importer& im = p.importer();
+  if (!im.available(r, other)) p.fold_ahead(r.input(other));
+  const HostTensor* c = im.constant(r, other);
+  if (!c || c->dtype != DType::Float32 || c->numel() != 1) return false;
+  const NodeProto* next = p.sole_consumer(r.output(0));
+  return next && next->op_type() == "MatMul";
+}
+
+// Whether every reader of `value` (of `shape`) reads views, and `value` is not a model output.
+bool reads_views(Pass& p, const std::string& value, const Shape& shape) {
+  const Importer& im = p.importer();
+  if (im.is_model_output(value)) return false;
+  const auto& readers = im.consumers(value);
+  if (readers.empty()) return false;
+  for (const NodeProto* r : readers) {
+    const bool data_only = r->input_size() >= 1 && r->input(0) == value &&
+                           std::count(r->input().begin(), r->input().end(), value) == 1 &&
+                           r->domain().empty();
+    if (r->op_type() == "MatMul" && r->domain().empty()) continue;
+    if (data_only && (is_view_op(r->op_type()) || r->op_type() == "Shape")) continue;
+    if (r->domain().empty() && scale_for_matmul(p, *r, value)) continue;
+    if (r->domain().empty() && reads_for_rope(p, *r, value, shape)) continue;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View& in) {
   const std::string& op = n.op_type();
   if (op == "Transpose") {
@@ -162,42 +199,6 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
   if (op == "Slice") return sliced(p, n, in);
   return std::nullopt;
 }
-
-// Whether a Mul or Div reading `value` scales it by a scalar constant (known or folded ahead)
-// for a MatMul, its only reader: the attention's scale, which the attention patterns take.
-bool scale_for_matmul(Pass& p, const NodeProto& r, const std::string& value) {
-  if ((r.op_type() != "Mul" && r.op_type() != "Div") || r.input_size() != 2 ||
-      r.input(0) == r.input(1))
-    return false;
-  const int other = r.input(0) == value ? 1 : 0;
-  if (r.op_type() == "Div" && other == 0) return false;
-  const Importer& im = p.importer();
-  if (!im.available(r, other)) p.fold_ahead(r.input(other));
-  const HostTensor* c = im.constant(r, other);
-  if (!c || c->dtype != DType::Float32 || c->numel() != 1) return false;
-  const NodeProto* next = p.sole_consumer(r.output(0));
-  return next && next->op_type() == "MatMul";
-}
-
-// Whether every reader of `value` reads views, and `value` is not a model output.
-bool reads_views(Pass& p, const std::string& value) {
-  const Importer& im = p.importer();
-  if (im.is_model_output(value)) return false;
-  const auto& readers = im.consumers(value);
-  if (readers.empty()) return false;
-  for (const NodeProto* r : readers) {
-    const bool data_only = r->input_size() >= 1 && r->input(0) == value &&
-                           std::count(r->input().begin(), r->input().end(), value) == 1 &&
-                           r->domain().empty();
-    if (r->op_type() == "MatMul" && r->domain().empty()) continue;
-    if (data_only && (is_view_op(r->op_type()) || r->op_type() == "Shape")) continue;
-    if (r->domain().empty() && scale_for_matmul(p, *r, value)) continue;
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 Pass::View whole(const std::string& value, const Shape& shape) {
   Pass::View v{value, {}, shape, 0, shapes::contiguous_strides(shape)};
@@ -277,12 +278,66 @@ std::optional<Pass::View> elided_view(const NodeProto& n, Pass& p) {
     const Value& in = im.input(n, 0);
     // Transposes of any type, as before views took strides; the new views float32 only.
     if (op != "Transpose" && (in.dtype != DType::Float32 || in.int8_type)) return std::nullopt;
-    if (!reads_views(p, n.output(0))) return std::nullopt;
   }
-  return view_of(p, n, input_view(p, n));
+  std::optional<Pass::View> v = view_of(p, n, input_view(p, n));
+  if (!of_view && v && !reads_views(p, n.output(0), v->shape)) return std::nullopt;
+  return v;
 }
 
+namespace {
+
+// Split along one axis: each output the input's view at an offset (GPT-2's Q, K, V split from
+// the packed c_attn projection, read in place by the attention). Elided where every output is
+// read as a view (or by nothing) and none is a model output; VKGRAPH_TUNE=fuse.split_view=0
+// keeps the copies.
+std::optional<Fusion> split_node(const NodeProto& n, Pass& p) {
+  const Importer& im = p.importer();
+  if (!n.domain().empty() || n.input_size() < 1 || n.input_size() > 2 || n.input(0).empty() ||
+      n.output_size() < 1 || p.knob("fuse.split_view", 1) == 0)
+    return std::nullopt;
+  const bool of_view = p.view(n.input(0)) != nullptr;
+  if (!of_view && !im.available(n, 0)) return std::nullopt;
+  if (!of_view && (im.input(n, 0).dtype != DType::Float32 || im.input(n, 0).int8_type))
+    return std::nullopt;
+  const Pass::View in = input_view(p, n);
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t axis = p.attrs(n).get_int("axis", 0);
+  if (axis < -rank || axis >= rank) return std::nullopt;  // the lowering reports it
+  if (axis < 0) axis += rank;
+  std::optional<std::vector<int64_t>> sizes = ints_of(p, n, 1, "split");
+  if (!sizes) return std::nullopt;
+  if (sizes->empty()) {
+    const int64_t parts = p.attrs(n).get_int("num_outputs", n.output_size());
+    if (parts != n.output_size()) return std::nullopt;
+    sizes = shapes::split_evenly(in.shape[axis], parts);
+  }
+  if (static_cast<int>(sizes->size()) != n.output_size()) return std::nullopt;
+  int64_t start = 0;
+  std::vector<Pass::View> views;
+  for (int i = 0; i < n.output_size(); ++i) {
+    const int64_t size = (*sizes)[i];
+    if (size < 0 || start + size > in.shape[axis]) return std::nullopt;
+    Pass::View v = in;
+    v.perm.clear();
+    v.offset += size > 0 ? start * in.strides[axis] : 0;
+    v.shape[axis] = size;
+    const std::string& out = n.output(i);
+    if (!out.empty() &&
+        (im.is_model_output(out) || (!im.consumers(out).empty() && !reads_views(p, out, v.shape))))
+      return std::nullopt;
+    views.push_back(std::move(v));
+    start += size;
+  }
+  if (start != in.shape[axis]) return std::nullopt;
+  for (int i = 0; i < n.output_size(); ++i)
+    if (!n.output(i).empty()) p.elide(n.output(i), std::move(views[i]));
+  return Fusion{};
+}
+
+}  // namespace
+
 std::optional<Fusion> view_node(const NodeProto& n, Pass& p) {
+  if (n.op_type() == "Split") return split_node(n, p);
   std::optional<Pass::View> v = elided_view(n, p);
   if (!v) return std::nullopt;
   p.elide(n.output(0), std::move(*v));

@@ -15,8 +15,9 @@
 // What is elided: a node whose input is itself a view, whenever its result is such a view (a
 // Reshape that would merge dims the strides keep apart is not: it is lowered, reading its input
 // copied out); a Transpose, Gather or Slice of a computed tensor only where every reader reads
-// views (`reads_views`): MatMul, a data-movement node, Shape, or a Mul/Div by a scalar constant
-// whose only reader is a MatMul (the attention's scale). A Reshape, Squeeze or Unsqueeze of a
+// views (`reads_views`): MatMul, a data-movement node, Shape, a Mul/Div by a scalar constant
+// whose only reader is a MatMul (the attention's scale), or the first nodes of a rotary
+// embedding (fuse_rope.h). A Reshape, Squeeze or Unsqueeze of a
 // computed tensor is a free view of its bytes already (lower_tensor.cpp) and is left to that.
 #include <onnx/onnx_pb.h>
 
@@ -32,6 +33,10 @@ namespace vkgraph::onnx_import::fuse {
 std::optional<Fusion> view_node(const onnx::NodeProto& node, Pass& pass);
 // The view `node` gives once elided, if the pass elides it when the importer reaches it.
 std::optional<Pass::View> elided_view(const onnx::NodeProto& node, Pass& pass);
+
+// The view `node` (one of the ops above) gives of `in`, where its parameters are known and it
+// is expressible.
+std::optional<Pass::View> view_of(Pass& pass, const onnx::NodeProto& node, const Pass::View& in);
 
 // The view algebra. `in` is an elided view or a computed tensor (`whole`); results keep
 // `perm` only for a permutation of the source.

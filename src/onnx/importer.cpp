@@ -310,7 +310,9 @@ void Importer::visit(const onnx::NodeProto& node) {
 }
 
 void Importer::visit_node(const onnx::NodeProto& node) {
-  if (absorbed_.count(&node) || folded_ahead_.count(&node)) return;
+  if (folded_ahead_.count(&node)) return;
+  // An absorbed node's output may be a view of the fused node's (fuse_siblings.h).
+  if (absorbed_.count(&node)) return add_views(node);
   if (take_computed(node)) return;
   for (const std::string& name : uses(node))
     if (blocked_.count(name)) return block(node);
@@ -373,6 +375,7 @@ void Importer::visit_node(const onnx::NodeProto& node) {
     if (!fusion) return lower(node, attrs, false);
     absorbed_.insert(fusion->absorbed.begin(), fusion->absorbed.end());
     lower(*fusion->node, fold::attrs_from_node(*fusion->node), !fusion->absorbed.empty());
+    add_views(node);  // root's outputs that are views of the fused node's (fuse_siblings.h)
   } catch (const NeedsInputValues& e) {
     graph_.set_label_scope("");
     if (needed_.empty()) first_need_ = e.message();

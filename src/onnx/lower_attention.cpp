@@ -1,9 +1,12 @@
-// The lowering of the fusion pass's FusedAttention node (fuse_attention.h) to ops::attention.
+// The lowerings of the fusion pass's FusedAttention node (fuse_attention.h) to ops::attention
+// and of FusedRope (fuse_rope.h) to ops::rope: both read operands through the pass's views.
 #include <limits>
 
 #include "onnx/fuse_attention.h"
+#include "onnx/fuse_rope.h"
 #include "onnx/importer.h"
 #include "vkgraph/ops/attention.h"
+#include "vkgraph/ops/rope.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -163,12 +166,22 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
   return {Importer::device_value(im.graph(), y)};
 }
 
+// FusedRope (fuse_rope.h): x read through its view, cos and sin broadcast to it.
+std::vector<Value> lower_fused_rope(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
+  im.require_inputs(node, fuse::kRopeInputs, fuse::kRopeInputs);
+  TensorRef y = ops::rope(im.graph(), view(im, node, a, fuse::kRopeX, "x"),
+                          im.tensor(node, fuse::kRopeCos), im.tensor(node, fuse::kRopeSin));
+  return {Importer::device_value(im.graph(), y)};
+}
+
 }  // namespace
 
 void register_attention(LoweringTable& t) {
   // Computes in float16 storage in float16 mode: attention.cmake declares f16 variants of every
   // kernel (the portable one and the cooperative-matrix one).
   t[fuse::fused_key("FusedAttention")] = {lower_fused_attention, /*computes_in_half=*/true};
+  t[fuse::fused_key("FusedRope")] = {lower_fused_rope, /*computes_in_half=*/true};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -74,8 +74,10 @@ std::vector<int64_t> resolve_pads(Importer& im, const onnx::NodeProto& node, con
   for (size_t i = 0; i < n; ++i)
     if (strides[i] < 1 || strides[i] > kMax || dilations[i] < 1 || dilations[i] > kMax ||
         kernel[i] < 1 || kernel[i] > kMax || in[2 + i] < 0 || in[2 + i] > kMax)
-      im.fail(node, "auto_pad " + auto_pad + " needs positive strides, dilations and kernel "
-                    "sizes below 2^31 (axis " + std::to_string(i) + ")");
+      im.fail(node, "auto_pad " + auto_pad +
+                        " needs positive strides, dilations and kernel "
+                        "sizes below 2^31 (axis " +
+                        std::to_string(i) + ")");
   for (size_t i = 0; i < n; ++i) {
     int64_t size = in[2 + i];
     int64_t out = (size + strides[i] - 1) / strides[i];
@@ -542,6 +544,41 @@ std::vector<Value> lower_fused_rms_norm(Importer& im, const onnx::NodeProto& nod
                                 float_attr(a, "epsilon", 1e-6f)))};
 }
 
+// SiblingMatMul (fuse_siblings.h): x times the members' weights concatenated along N (and their
+// biases), one GEMM; the pass reads each member's result as a view of it.
+std::vector<Value> lower_sibling_matmul(Importer& im, const onnx::NodeProto& node,
+                                        const fold::Attrs& a) {
+  const int64_t members = a.get_int("members", 0);
+  if (members < 2 || (node.input_size() != 1 + members && node.input_size() != 1 + 2 * members))
+    im.fail(node, "needs x and 2 or more weights (and as many biases)");
+  const bool biased = node.input_size() == 1 + 2 * members;
+  auto cat = [&](int first, bool bias) {
+    std::vector<const HostTensor*> parts;
+    int64_t k = -1, total = 0;
+    for (int64_t i = 0; i < members; ++i) {
+      const HostTensor* t = im.constant(node, first + static_cast<int>(i));
+      if (!t || t->dtype != DType::Float32 || t->shape.size() != (bias ? 1u : 2u) ||
+          (!bias && k >= 0 && t->shape[0] != k))
+        im.fail(node, "weights and biases must be float32 constants [K, N_i] and [N_i]");
+      k = bias ? 1 : t->shape[0];
+      total += t->shape.back();
+      parts.push_back(t);
+    }
+    HostTensor out(DType::Float32, bias ? Shape{total} : Shape{k, total});
+    int64_t at = 0;
+    for (const HostTensor* t : parts) {
+      const int64_t n = t->shape.back();
+      for (int64_t r = 0; r < k; ++r)
+        std::copy_n(t->data<float>() + r * n, n, out.data<float>() + r * total + at);
+      at += n;
+    }
+    return im.constant_tensor(std::move(out), node.name() + (bias ? "/bias" : "/weight"));
+  };
+  ops::MatmulEpilogue epilogue;
+  if (biased) epilogue.bias = cat(1 + static_cast<int>(members), true);
+  return {out(im, ops::matmul(im.graph(), im.tensor(node, 0), cat(1, false), epilogue))};
+}
+
 // DepthToSpace / SpaceToDepth: a reshape, a transpose, a reshape.
 std::vector<Value> lower_depth_space(Importer& im, const onnx::NodeProto& node,
                                      const fold::Attrs& a) {
@@ -656,6 +693,7 @@ void register_nn(LoweringTable& t) {
   t[fuse::fused_key("FusedConv")] = {lower_fused_conv, shaders::conv::float16};
   t[fuse::fused_key("FusedGemm")] = {lower_gemm, shaders::matmul_tiled::float16};
   t[fuse::fused_key("FusedMatMul")] = {lower_matmul, shaders::matmul_tiled::float16};
+  t[fuse::fused_key("SiblingMatMul")] = {lower_sibling_matmul, shaders::matmul_tiled::float16};
   t["ConvTranspose"] = {lower_conv_transpose, shaders::conv::float16};
   t["Gemm"] = {lower_gemm, shaders::matmul_tiled::float16};
   t["MatMul"] = {lower_matmul, shaders::matmul_tiled::float16};

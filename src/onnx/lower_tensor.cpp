@@ -134,8 +134,7 @@ std::vector<Value> lower_split(Importer& im, const onnx::NodeProto& node, const 
     if (parts <= 0 || parts != node.output_size())
       im.fail(node, "cannot split into " + std::to_string(parts) + " parts for " +
                         std::to_string(node.output_size()) + " outputs");
-    int64_t each = x[axis] / parts + (x[axis] % parts != 0);
-    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(each, x[axis] - i * each));
+    sizes = shapes::split_evenly(x[axis], parts);
   }
   std::vector<Value> values;
   for (TensorRef t : ops::split(im.graph(), im.tensor(node, 0), axis, sizes))

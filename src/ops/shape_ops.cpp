@@ -191,23 +191,28 @@ TensorRef read_strided(ComputeGraph& g, TensorRef src, const Shape& shape,
   return out;
 }
 
-TensorRef as_strided(ComputeGraph& g, TensorRef x, const Shape& shape,
-                     const std::vector<int64_t>& strides, int64_t offset) {
-  const int64_t stored = numel(g.info(x).shape);
+void check_strided_read(ComputeGraph& g, TensorRef t, const Shape& shape,
+                        const std::vector<int64_t>& strides, int64_t offset,
+                        const std::string& op) {
+  const int64_t stored = numel(g.info(t).shape);
   check(strides.size() == shape.size(), ErrorKind::InvalidArgument,
-        "as_strided: " + std::to_string(strides.size()) + " strides for " + shape_str(shape));
+        op + ": " + std::to_string(strides.size()) + " strides for " + shape_str(shape));
   int64_t last = offset;
   bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     check(strides[i] >= 0 && shape[i] >= 0, ErrorKind::InvalidArgument,
-          "as_strided: negative stride or dim in " + shape_str(shape));
+          op + ": negative stride or dim in " + shape_str(shape));
     empty |= shape[i] == 0;
     last += (shape[i] - 1) * strides[i];
   }
   check(offset >= 0 && (empty || last < stored), ErrorKind::InvalidArgument,
-        "as_strided: " + shape_str(shape) + " at offset " + std::to_string(offset) +
-            " reads past the " + std::to_string(stored) + " elements of " +
-            shape_str(g.info(x).shape));
+        op + ": " + shape_str(shape) + " at offset " + std::to_string(offset) + " reads past the " +
+            std::to_string(stored) + " elements of " + shape_str(g.info(t).shape));
+}
+
+TensorRef as_strided(ComputeGraph& g, TensorRef x, const Shape& shape,
+                     const std::vector<int64_t>& strides, int64_t offset) {
+  check_strided_read(g, x, shape, strides, offset, "as_strided");
   return read_strided(g, x, shape, strides, offset, "view");
 }
 

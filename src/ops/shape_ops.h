@@ -33,6 +33,11 @@ void add_elementwise(ComputeGraph& g, vk::ShaderRef shader, std::vector<Binding>
                      int64_t n, std::vector<uint8_t> push, std::string label,
                      std::vector<uint32_t> spec = {});
 
+// Throws InvalidArgument naming `op` unless `strides` (one per dim of `shape`, non-negative)
+// from `offset` read only elements of `t` (an empty shape reads none).
+void check_strided_read(ComputeGraph& g, TensorRef t, const Shape& shape,
+                        const std::vector<int64_t>& strides, int64_t offset, const std::string& op);
+
 // dst[dst_offset + sum(i_d * dst_stride_d)] = src[src_offset + sum(i_d * src_stride_d)] for every
 // coordinate i of `shape`; strides and offsets in elements.
 struct StridedCopy {

@@ -1,11 +1,14 @@
 #pragma once
-// Float32 test tensors: random ones, and the relative error tools/h200/models.py reports.
+// Float32 test tensors: random ones, float16-stored ones, and the relative error
+// tools/h200/models.py reports.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
+#include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/types.h"
 
 namespace vkgraph::testing {
@@ -16,6 +19,40 @@ inline HostTensor random_float_tensor(std::mt19937& rng, Shape shape, float lo, 
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
+}
+
+// `x` rounded through float16 where a test stores in it (`fp16`), so that a reference sees what
+// the kernel reads.
+inline std::vector<float> stored(std::vector<float> x, bool fp16) {
+  if (fp16)
+    for (float& v : x) v = half_to_float(float_to_half(v));
+  return x;
+}
+
+// `x` as a tensor of `shape`, in float16 storage where `fp16`, else float32.
+inline HostTensor tensor_of(const std::vector<float>& x, Shape shape, bool fp16) {
+  HostTensor t(fp16 ? DType::Float16 : DType::Float32, std::move(shape));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (fp16)
+      t.data<uint16_t>()[i] = float_to_half(x[i]);
+    else
+      t.data<float>()[i] = x[i];
+  }
+  return t;
+}
+
+// Runs `g` (its inputs `inputs`, in order) first on NaN inputs, then on `inputs`, and returns
+// output 0: NaN in it means an element the kernel did not write on the second run.
+inline HostTensor run_poisoned(ComputeGraph& g, const std::vector<HostTensor>& inputs, bool fp16) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor nan = tensor_of(std::vector<float>(inputs[i].numel(), NAN), inputs[i].shape, fp16);
+    g.copy_to_input(i, nan.bytes.data(), nan.nbytes());
+  }
+  g.execute();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
+  g.execute();
+  return g.read_output(0);
 }
 
 // max |got - want| / max |want| over Float32 tensors of one shape; NaN in `got` counts as an

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "float_test_util.h"
 #include "shape_test_util.h"
 #include "vkgraph/ops/attention.h"
 #include "vkgraph/ops/tuning.h"
@@ -34,25 +35,6 @@ struct Case {
            (out_perm.empty() ? "" : " out_perm") + (knobs.empty() ? "" : " " + knobs);
   }
 };
-
-// Rounds through float16 where the case stores in it, so that the reference sees what the
-// kernel reads.
-std::vector<float> stored(std::vector<float> x, bool fp16) {
-  if (fp16)
-    for (float& v : x) v = half_to_float(float_to_half(v));
-  return x;
-}
-
-HostTensor tensor_of(const std::vector<float>& x, Shape shape, bool fp16) {
-  HostTensor t(fp16 ? DType::Float16 : DType::Float32, std::move(shape));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (fp16)
-      t.data<uint16_t>()[i] = float_to_half(x[i]);
-    else
-      t.data<float>()[i] = x[i];
-  }
-  return t;
-}
 
 // out[b][h][i][:] = softmax_j(scale q.k_j + mask) v_j, in float64; k and v as [B, Hkv, Skv, D].
 std::vector<double> reference(const Case& c, const std::vector<float>& q,
@@ -156,16 +138,7 @@ class AttentionTest : public GpuTest {
     }
     g.add_output(y, "y");
     // First run on NaN inputs: the output holds NaN unless the second run rewrites it all.
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      HostTensor nan =
-          tensor_of(std::vector<float>(inputs[i].numel(), NAN), inputs[i].shape, c.fp16);
-      g.copy_to_input(i, nan.bytes.data(), nan.nbytes());
-    }
-    g.execute();
-    for (size_t i = 0; i < inputs.size(); ++i)
-      g.copy_to_input(i, inputs[i].bytes.data(), inputs[i].nbytes());
-    g.execute();
-    HostTensor got = g.read_output(0);
+    HostTensor got = run_poisoned(g, inputs, c.fp16);
     const Shape bhsd{c.b, c.h, c.s, c.d};
     const std::vector<int64_t> perm =
         c.out_perm.empty() ? std::vector<int64_t>{0, 1, 2, 3} : c.out_perm;

@@ -17,7 +17,8 @@ namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 constexpr int64_t kS = 19, kH = 3, kD = 16, kE = kH * kD;
 
-enum class Split { Gather, Slice, SliceOfTransposedView };
+// SplitOp: one Split node of the last dim (GPT-2's q, k, v of c_attn, both exporters).
+enum class Split { Gather, Slice, SliceOfTransposedView, SplitOp };
 
 // x [S, B, E] -> x W + b -> Q, K, V split -> attention -> [B, H, S, D] (the Gather form, with
 // the dynamo exporter's SDPA scales) or [B·H, S, D] (the Slice forms: torch 1.13's rank-3 bmm,
@@ -57,6 +58,9 @@ ModelBuilder mha(Split split, int64_t batch, const std::vector<float>& w,
       set_int(m.node("Gather", {"split", at}, {std::string("qkv").substr(i, 1) + "_sbe"}), "axis",
               0);
     }
+  } else if (split == Split::SplitOp) {
+    m.initializer("sizes", std::vector<int64_t>{kE, kE, kE});
+    set_int(m.node("Split", {"packed", "sizes"}, {"q_sbe", "k_sbe", "v_sbe"}), "axis", -1);
   } else {
     m.initializer("last", std::vector<int64_t>{-1});
     for (int i = 0; i < 3; ++i) {
@@ -136,12 +140,13 @@ class OnnxAttentionViews : public GpuTest {};
 // copies them too: its `.contiguous()`), and the attention reads the rest as views.
 TEST_F(OnnxAttentionViews, PackedQkvSplitIsReadInPlace) {
   for (int64_t batch : {1, 2})
-    for (Split split : {Split::Gather, Split::Slice, Split::SliceOfTransposedView})
+    for (Split split : {Split::Gather, Split::Slice, Split::SliceOfTransposedView, Split::SplitOp})
       for (bool fp16 : {false, true}) {
         if (fp16 && !context()->features().storage_buffer_16bit) continue;
-        SCOPED_TRACE(std::string(split == Split::Gather  ? "gather"
-                                 : split == Split::Slice ? "slice"
-                                                         : "slice of a view") +
+        SCOPED_TRACE(std::string(split == Split::Gather    ? "gather"
+                                 : split == Split::Slice   ? "slice"
+                                 : split == Split::SplitOp ? "split"
+                                                           : "slice of a view") +
                      " batch " + std::to_string(batch) + (fp16 ? " fp16" : ""));
         const std::vector<float> w = random_floats(kE * 3 * kE, -0.3f, 0.3f);
         const std::vector<float> bias = random_floats(3 * kE, -0.5f, 0.5f);
@@ -179,13 +184,14 @@ TEST_F(OnnxAttentionViews, PackedQkvSplitIsReadInPlace) {
         // Fused: the projection (MatMul + bias) and the attention, reading Q, K, V in place (and
         // x transposed, for the view that is sliced); at batch 2 the three copies above. The
         // casts of x and y in float16 mode. Unfused, the split's copies (Transpose + 3 Gathers,
-        // or 3 Slices), the per-head Transposes, kᵀ's, the scales, 2 MatMuls and the Softmax
-        // (and x's Transpose, a copy unless the batch is 1).
+        // 3 Slices or a Split's 3), the per-head Transposes, kᵀ's, the scales, 2 MatMuls and the
+        // Softmax (and x's Transpose, a copy unless the batch is 1).
         const size_t casts = fp16 ? 2 : 0;
         EXPECT_EQ(fused.graph()->stats().nodes, (batch == 1 ? 2u : 5u) + casts);
-        const size_t plain_nodes = split == Split::Gather  ? 15
-                                   : split == Split::Slice ? 13
-                                                           : (batch == 1 ? 13 : 14);
+        const size_t plain_nodes = split == Split::Gather ? 15
+                                   : split == Split::Slice || split == Split::SplitOp
+                                       ? 13
+                                       : (batch == 1 ? 13 : 14);
         EXPECT_EQ(plain.graph()->stats().nodes, plain_nodes + casts);
       }
 }

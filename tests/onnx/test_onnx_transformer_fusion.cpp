@@ -10,6 +10,7 @@
 
 #include "model_builder.h"
 #include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -135,6 +136,92 @@ TEST_F(OnnxTransformerFusion, TanhGeluJoinsTheMatMulEpilogue) {
       EXPECT_EQ(r.plain_nodes, (pow ? 10u : 11u) + casts(fp16, pow ? 4 : 2));
     }
   }
+}
+
+// GPT-2's MLP (Conv1D): Gemm on [S, K] -> Reshape to [1, S, N] -> tanh GELU: the GELU joins the
+// Gemm's epilogue, the output viewed as the Reshape's shape. The Reshape's output also a model
+// output, or a second reader of it: no fusion.
+TEST_F(OnnxTransformerFusion, GeluAfterReshapedGemmJoinsItsEpilogue) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE("variant " + std::to_string(variant) + (fp16 ? " fp16" : ""));
+      ModelBuilder m(14);
+      m.input("x", kFloat, {kS, kK});
+      m.output("y", kFloat);
+      m.initializer("w", Shape{kK, kN}, random_floats(kK * kN, -1.5f, 1.5f));
+      m.initializer("b", Shape{kN}, random_floats(kN));
+      m.initializer("bsn", std::vector<int64_t>{1, kS, kN});
+      m.node("Gemm", {"x", "w", "b"}, {"g"});
+      m.node("Reshape", {"g", "bsn"}, {"r"});
+      if (variant == 1) m.output("r", kFloat);
+      if (variant == 2) {
+        m.output("r2", kFloat);
+        m.node("Relu", {"r"}, {"r2"});
+      }
+      tanh_gelu(m, "r", "y", false);
+      Runs r = run_both(m, feeds(), fp16);
+      for (size_t i = 0; i < r.fused.size(); ++i)
+        expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 2e-5f);
+      const size_t outs = variant == 0 ? 1 : 2;
+      // Fused: the Gemm; else the Gemm, one Gelu node [and the Relu].
+      EXPECT_EQ(r.fused_nodes,
+                static_cast<size_t>(variant == 0 ? 1 : variant + 1) + casts(fp16, 1 + outs));
+      EXPECT_GT(r.plain_nodes, 8u);
+    }
+  }
+}
+
+// BERT's Q, K and V projections of one LayerNorm output (src/onnx/fuse_siblings.h, on with
+// fuse.siblings=1): one GEMM over the concatenated weights and biases, the attention reading
+// Q, K and V as views of its output; a fourth reader of x that is no MatMul of a constant stays
+// apart, and so does a projection whose result is a model output. Against the knob off (three
+// GEMMs) and unfused, fp32 and fp16.
+TEST_F(OnnxTransformerFusion, SiblingProjectionsAreOneGemm) {
+  constexpr int64_t s = 5, h = 2, d = 4, e = h * d;
+  for (bool fp16 : {false, true})
+    for (bool k_out : {false, true}) {
+      if (fp16 && !half_ok()) continue;
+      SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + (k_out ? " k a model output" : ""));
+      ModelBuilder m(14);
+      m.input("x", kFloat, {1, s, e});
+      m.output("y", kFloat);
+      m.output("r", kFloat);
+      if (k_out) m.output("k_p", kFloat);
+      m.initializer("heads", std::vector<int64_t>{1, s, h, d});
+      m.initializer("scale", Shape{}, std::vector<float>{0.5f});
+      for (const char* t : {"q", "k", "v"}) {
+        const std::string n = t;
+        m.initializer("w" + n, Shape{e, e}, random_floats(e * e));
+        m.initializer("b" + n, Shape{e}, random_floats(e));
+        m.node("MatMul", {"x", "w" + n}, {n + "_mm"});
+        m.node("Add", {n + "_mm", "b" + n}, {n + "_p"});
+        m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
+        set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
+                 n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+      }
+      m.node("Relu", {"x"}, {"r"});
+      m.node("MatMul", {"q_h", "k_h"}, {"raw"});
+      m.node("Mul", {"raw", "scale"}, {"scores"});
+      set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
+      m.node("MatMul", {"probs", "v_h"}, {"y"});
+      SessionOptions on, off, plain;
+      on.fp16 = off.fp16 = plain.fp16 = fp16;
+      on.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.siblings=1"));
+      plain.fuse = false;
+      Session merged = m.session(on), separate = m.session(off), unfused = m.session(plain);
+      const std::map<std::string, HostTensor> in{
+          {"x", random_tensor(rng, DType::Float32, {1, s, e})}};
+      const auto a = merged.run(in), b = separate.run(in), c = unfused.run(in);
+      for (size_t i = 0; i < a.size(); ++i) {
+        expect_near(a[i], b[i], fp16 ? 1e-2f : 1e-5f);
+        expect_near(a[i], c[i], fp16 ? 1e-2f : 1e-5f);
+      }
+      // Merged: the GEMM, the attention, the Relu. Separate: 3 GEMMs, the attention, the Relu.
+      // K also a model output: K stays its own GEMM, Q and V merge.
+      EXPECT_EQ(merged.graph()->stats().nodes, (k_out ? 4 : 3) + casts(fp16, k_out ? 4 : 3));
+      EXPECT_EQ(separate.graph()->stats().nodes, 5 + casts(fp16, k_out ? 4 : 3));
+    }
 }
 
 // A GELU after something that has no epilogue becomes one Gelu node.
