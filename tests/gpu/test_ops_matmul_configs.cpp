@@ -362,6 +362,7 @@ class MatmulFloat16 : public MatmulTest {
   void force_coopmat(const ops::CoopmatTile& t, bool split, bool b_t, bool fused = false) {
     ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
     cfg.coopmat = t;
+    cfg.coopmat_pick = false;  // on by default, it would choose its own tile
     cfg.coopmat_small_below = 0;
     cfg.coopmat_max_k_per_tile = uint64_t{1} << 40;
     cfg.coopmat_b_t = b_t;
