@@ -113,6 +113,13 @@ TensorRef ComputeGraph::add_view(TensorRef source, Shape shape, std::string name
   return new_tensor(impl_->state, std::move(shape), src.dtype, std::move(name), src.storage);
 }
 
+TensorRef ComputeGraph::add_state(HostTensor initial, std::string name) {
+  TensorRef t = add_constant(std::move(initial), std::move(name));
+  // Uploaded once like a constant, but neither folded nor read-only.
+  impl_->state.storages[info(t).storage].state = true;
+  return t;
+}
+
 TensorRef ComputeGraph::add_constant(HostTensor value, std::string name) {
   check(!impl_->prepared, ErrorKind::InvalidState, "add_constant after prepare()");
   check(value.nbytes() == static_cast<size_t>(value.numel()) * dtype_size(value.dtype),
@@ -149,7 +156,7 @@ bool ComputeGraph::is_constant(TensorRef t) const {
 
 const HostTensor* ComputeGraph::constant_value(TensorRef t) const {
   const Storage& s = impl_->state.storage_of(t);
-  return s.kind == StorageKind::Constant && s.value ? &*s.value : nullptr;
+  return is_constant(t) && s.value ? &*s.value : nullptr;
 }
 
 vk::Context& ComputeGraph::context() {

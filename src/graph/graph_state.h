@@ -23,6 +23,7 @@ struct Storage {
   uint64_t bytes;
   std::string name;
   std::optional<HostTensor> value;  // constants, until prepacked (kept for folding/queries)
+  bool state = false;               // Constant storage that dispatches write (add_state)
   vk::Buffer own;                   // constants
   int32_t slot = -1;                // activations: index into GraphState::activation_buffers
   ExternalBuffer external;          // External: the app's buffer (or a host binding)
@@ -71,7 +72,10 @@ struct GraphState {
   const TensorInfo& tensor(TensorRef t) const;
   Storage& storage_of(TensorRef t) { return storages[tensor(t).storage]; }
   const Storage& storage_of(TensorRef t) const { return storages[tensor(t).storage]; }
-  bool is_constant(TensorRef t) const { return storage_of(t).kind == StorageKind::Constant; }
+  bool is_constant(TensorRef t) const {
+    const Storage& s = storage_of(t);
+    return s.kind == StorageKind::Constant && !s.state;
+  }
   bool has_external() const;
   void require_idle(const char* what) const;
   Bound buffer_of(TensorRef t) const;  // valid after the memory plan and prepack

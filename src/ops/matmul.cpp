@@ -239,9 +239,9 @@ std::vector<CoopmatTile> declared_coopmat_tiles(const vk::Context& context, bool
   const VkPhysicalDeviceLimits& lim = context.limits();
   std::vector<CoopmatTile> tiles;
   for (const auto& v : shaders::matmul_coopmat::kVariants) {
-    CoopmatTile t{v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1};
-    if (v.split_k || v.b_t != b_t || v.dtype != DType::Float16 ||
-        t.threads() > lim.maxComputeWorkGroupInvocations ||
+    CoopmatTile t{v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1, v.depth};
+    if (v.split != shaders::matmul_coopmat::Split::None || v.b_t != b_t ||
+        v.dtype != DType::Float16 || t.threads() > lim.maxComputeWorkGroupInvocations ||
         t.shared_bytes(b_t) > lim.maxComputeSharedMemorySize || !t.fits_epilogue())
       continue;
     tiles.push_back(t);
@@ -330,12 +330,18 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
     const SplitK split = coopmat_split_k(t, uint64_t{d.groups[0]} * d.groups[1], p.k, cfg);
     const bool splits = split.splits > 1;
+    const bool fused = splits && cfg.coopmat_fused_split;
+    using shaders::matmul_coopmat::Split;
+    const Split mode = !splits ? Split::None : fused ? Split::Fused : Split::Partials;
     const bool b_t = *coopmat_b_layout(g, cfg, p);
     const std::string variant = t.name() + (b_t ? " bt" : "");
     std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
-        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, splits, b_t, DType::Float16);
+        t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, t.depth, mode, b_t, DType::Float16);
     check(shader.has_value(), ErrorKind::Unsupported,
-          op + ": no cooperative-matrix variant " + variant + (splits ? " split-K" : "") +
+          op + ": no cooperative-matrix variant " + variant +
+              (fused    ? " fused split-K"
+               : splits ? " split-K"
+                        : "") +
               " (matmul.cmake lists them)");
     d.shader = *shader;
     // The 1.3.239 validation layer counts coopMatStoreNV's target as read too (seen on the
@@ -343,14 +349,28 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
     // The split partial pass stores raw sums; the reduce pass applies the epilogue.
-    d.spec = {t.group_m, epilogue && !splits ? 1u : 0u};
+    d.spec = {t.group_m, epilogue && (!splits || fused) ? 1u : 0u};
     d.push = push_constants(p, e, split.k_chunk);
     // The variant in the label, so profiles (and tests) show which kernel ran.
     d.label = op + " (coopmat " + variant +
-              (splits ? " split " + std::to_string(split.splits) : std::string()) + ")";
-    if (splits) {
+              (splits ? " split " + std::to_string(split.splits) + (fused ? " fused" : "")
+                      : std::string()) +
+              ")";
+    if (splits && !fused) {
       add_split_k_dispatches(g, std::move(d), split, p, e, out, dtype, Access::ReadWrite, op);
       return;
+    }
+    if (fused) {
+      // Partials padded to whole tiles (the kernel stores whole fragments) and one arrival
+      // counter per tile, zero between runs (the last arrival resets it).
+      const int64_t rows = int64_t{d.groups[1]} * t.tile_m(),
+                    cols = int64_t{d.groups[0]} * t.tile_n();
+      TensorRef partials = g.add_tensor({split.splits, rows, cols}, DType::Float32);
+      TensorRef counters =
+          g.add_state(HostTensor(DType::Int32, {int64_t{d.groups[0]} * d.groups[1]}));
+      d.bindings.push_back({partials, Access::ReadWrite});
+      d.bindings.push_back({counters, Access::ReadWrite});
+      d.groups[2] = split.splits;
     }
     check_groups(g, d.groups, op);
     g.add_dispatch(std::move(d));

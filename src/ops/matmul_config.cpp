@@ -135,6 +135,9 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   if (c.coopmat_small_below > 0) c.coopmat_small = CoopmatTile{2, 2, 2, 2, 32, 2, 1};
   c.coopmat_pick = tuned("mm16.pick", c.coopmat_pick) != 0;
   c.coopmat_pick_bk = tuned("mm16.pick_bk", c.coopmat_pick_bk);
+  c.coopmat_pick_depth = tuned("mm16.depth", c.coopmat_pick_depth);
+  c.coopmat.depth = tuned("mm16.depth", c.coopmat.depth);
+  c.coopmat_fused_split = tuned("mm16.fsk", c.coopmat_fused_split) != 0;
   c.coopmat_target_groups = tuned("mm16.groups", static_cast<uint32_t>(c.coopmat_target_groups));
   c.coopmat_split_k = tuned("mm16.split", c.coopmat_split_k) != 0;
   c.coopmat_split_groups = tuned("mm16.sk_groups", static_cast<uint32_t>(c.coopmat_split_groups));
@@ -182,7 +185,9 @@ std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& dec
   auto area = [](const CoopmatTile& t) { return uint64_t{t.tile_m()} * t.tile_n(); };
   std::optional<CoopmatTile> best;
   for (CoopmatTile t : declared) {
-    if (t.bk != cfg.coopmat_pick_bk || (!n_edge && n % t.tile_n() != 0) || k % t.bk != 0) continue;
+    if (t.bk != cfg.coopmat_pick_bk || t.depth != cfg.coopmat_pick_depth ||
+        (!n_edge && n % t.tile_n() != 0) || k % t.bk != 0)
+      continue;
     t.group_m = cfg.coopmat.group_m;
     if (!best) {
       best = t;

@@ -20,7 +20,9 @@ namespace vkgraph::ops {
 // mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
 // order; mm16.coopmat=0 turns it off), mm16.small_below (0: never the small tile),
 // mm16.max_k_per_tile, mm16.pick, mm16.pick_bk, mm16.groups (the shape-based tile choice),
-// mm16.split, mm16.sk_groups, mm16.sk_slice (its split-K), mm16.bt (B stored [N, K] on the
+// mm16.depth (slices in flight, of the default tile and of the choice's), mm16.split,
+// mm16.sk_groups, mm16.sk_slice, mm16.fsk (its split-K, reduced in the same dispatch with
+// mm16.fsk), mm16.bt (B stored [N, K] on the
 // tensor cores), mm.stages, mm.blocked (the large
 // tile's), mm.group in `tuning` adjust it for tuning sweeps.
 MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuning = {});

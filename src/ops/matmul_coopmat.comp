@@ -18,11 +18,23 @@
 // copied like A's (BN rows of BK) and loaded column-major; N may then end inside the last tile
 // (rows of B past N load as zeros, their columns are not stored), and a row stride of C that
 // is no multiple of 8 stores element by element.
-// SPLIT_K: workgroup z walks only K slice [z k_chunk, (z + 1) k_chunk) (a multiple of BK) and
-// writes its fp32 sums, without the epilogue, to partials [z, M, N] in C; matmul_splitk_reduce
-// sums the slices and applies the epilogue once.
+// SPLIT_K: workgroup z walks only K slice [z k_chunk, (z + 1) k_chunk) (a multiple of BK).
+// SPLIT_K 1 writes its fp32 sums, without the epilogue, to partials [z, M, N] in C;
+// matmul_splitk_reduce sums the slices and applies the epilogue once. SPLIT_K 2 reduces in the
+// same dispatch: every workgroup stores its fp32 fragments to Partials (padded to whole tiles,
+// [z, rows of tiles * BM, columns of tiles * BN]) and counts itself in its tile's counter; the
+// one that arrives last (release/acquire at queue-family scope, so it sees every other slice's
+// stores) sums the slices in z order (the same result whichever arrives last), resets the
+// counter to 0 for the next run and runs the plain epilogue. No second dispatch, no barrier
+// between two passes: at batch-1 sizes those cost about as much as the GEMM.
+// DEPTH: slices in flight while one is multiplied (register sets of the next DEPTH slices).
+// Small grids are bound by one global load's latency per slice at DEPTH 1.
 #define MATMUL_OWN_BUFFERS 1
 #include "matmul_common.glsl"
+
+#ifndef DEPTH
+#define DEPTH 1
+#endif
 
 // Tile rows per band of the workgroup order (tile_of_workgroup in matmul_common.glsl).
 layout(constant_id = 3) const uint GROUP_M = 1;
@@ -40,12 +52,19 @@ const uint THREADS = SG_M * SG_N * 32;
 layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
 layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
-#if SPLIT_K
+#if SPLIT_K == 1
 layout(std430, binding = 3) writeonly buffer C { float c[]; };
 #else
 layout(std430, binding = 3) writeonly buffer C { float16_t c[]; };
 #endif
 layout(std430, binding = 4) readonly buffer Residual { float16_t residual[]; };  // A when absent
+#if SPLIT_K == 2
+// coherent: the stores and loads of other workgroups' slices are non-private, made available
+// and visible at queue-family scope around the counter's release/acquire.
+layout(std430, binding = 5) coherent buffer Partials { float partials[]; };
+layout(std430, binding = 6) coherent buffer Counters { uint counters[]; };
+shared bool last_arrival;
+#endif
 
 // Rows padded by 16 bytes so the 16 rows of a fragment load spread over all banks.
 const uint A_ROW = BK / 8 + 1;  // uvec4 per row of the A slice (BM rows)
@@ -66,38 +85,39 @@ shared uvec4 Bs[STAGES * B_SLICE_ROWS * B_ROW];
 // loop's last barrier has passed; a separate array would cost occupancy on the plain path.
 const uint FRAGMENT = 16 * 16 / 4;
 
-uvec4 ra[A_LOADS];
-uvec4 rb[B_LOADS];
+// DEPTH register sets; `set` is a constant wherever the unrolled K loop calls these.
+uvec4 ra[DEPTH][A_LOADS];
+uvec4 rb[DEPTH][B_LOADS];
 
-void fetch(int m0, int n0, int k0) {
+void fetch(uint set, int m0, int n0, int k0) {
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
     uint r = i / (BK / 8), v = i % (BK / 8);
-    ra[l] = m0 + int(r) < p.M ? a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)] : uvec4(0);
+    ra[set][l] = m0 + int(r) < p.M ? a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)] : uvec4(0);
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
 #if B_T
     uint r = i / (BK / 8), v = i % (BK / 8);
-    rb[l] = n0 + int(r) < p.N ? b[((n0 + int(r)) * p.b_sn + k0) / 8 + int(v)] : uvec4(0);
+    rb[set][l] = n0 + int(r) < p.N ? b[((n0 + int(r)) * p.b_sn + k0) / 8 + int(v)] : uvec4(0);
 #else
     uint r = i / (BN / 8), v = i % (BN / 8);
-    rb[l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
+    rb[set][l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
 #endif
   }
 }
 
-void stash(uint buf) {
+void stash(uint set, uint buf) {
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
-    As[(buf * BM + i / (BK / 8)) * A_ROW + i % (BK / 8)] = ra[l];
+    As[(buf * BM + i / (BK / 8)) * A_ROW + i % (BK / 8)] = ra[set][l];
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
 #if B_T
-    Bs[(buf * BN + i / (BK / 8)) * B_ROW + i % (BK / 8)] = rb[l];
+    Bs[(buf * BN + i / (BK / 8)) * B_ROW + i % (BK / 8)] = rb[set][l];
 #else
-    Bs[(buf * BK + i / (BN / 8)) * B_ROW + i % (BN / 8)] = rb[l];
+    Bs[(buf * BK + i / (BN / 8)) * B_ROW + i % (BN / 8)] = rb[set][l];
 #endif
   }
 }
@@ -119,36 +139,82 @@ void main() {
 #if SPLIT_K
   const int k_begin = int(gl_WorkGroupID.z) * p.k_chunk;
   const int k_end = min(p.K, k_begin + p.k_chunk);
-  const uint c_base = gl_WorkGroupID.z * uint(p.M) * uint(p.N);
 #else
   const int k_begin = 0, k_end = p.K;
+#endif
+#if SPLIT_K == 1
+  const uint c_base = gl_WorkGroupID.z * uint(p.M) * uint(p.N);
+#else
   const uint c_base = 0;
 #endif
-  fetch(m0, n0, k_begin);
-  stash(0);
+  // Set d holds slice s with s % DEPTH == d: at the top of step s, slices s + 1 .. s + DEPTH - 1
+  // are in flight and slice s is in shared memory, so its set takes slice s + DEPTH.
+  const int slices = (k_end - k_begin) / int(BK);
+  [[unroll]] for (uint d = 0; d < DEPTH; ++d)
+    if (int(d) < slices) fetch(d, m0, n0, k_begin + int(d * BK));
+  stash(0, 0);
   barrier();
-  uint buf = 0;
-  for (int k0 = k_begin; k0 < k_end; k0 += int(BK)) {
-    const bool more = k0 + int(BK) < k_end;
-    if (more) fetch(m0, n0, k0 + int(BK));
-    [[unroll]] for (uint kf = 0; kf < BK / 16; ++kf) {
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        coopMatLoadNV(fa[i], As, (buf * BM + sm + i * 16) * A_ROW + kf * 2, A_ROW, false);
-      [[unroll]] for (uint j = 0; j < FN; ++j)
-#if B_T
-        coopMatLoadNV(fb[j], Bs, (buf * BN + sn + j * 16) * B_ROW + kf * 2, B_ROW, true);
-#else
-        coopMatLoadNV(fb[j], Bs, (buf * BK + kf * 16) * B_ROW + (sn + j * 16) / 8, B_ROW, false);
-#endif
-      [[unroll]] for (uint i = 0; i < FM; ++i)
+  for (int s0 = 0; s0 < slices; s0 += int(DEPTH)) {
+    [[unroll]] for (uint d = 0; d < DEPTH; ++d) {
+      const int s = s0 + int(d);
+      if (s >= slices) break;
+      const uint buf = uint(s) % STAGES;
+      if (s + int(DEPTH) < slices) fetch(d, m0, n0, k_begin + (s + int(DEPTH)) * int(BK));
+      [[unroll]] for (uint kf = 0; kf < BK / 16; ++kf) {
+        [[unroll]] for (uint i = 0; i < FM; ++i)
+          coopMatLoadNV(fa[i], As, (buf * BM + sm + i * 16) * A_ROW + kf * 2, A_ROW, false);
         [[unroll]] for (uint j = 0; j < FN; ++j)
-          acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
+#if B_T
+          coopMatLoadNV(fb[j], Bs, (buf * BN + sn + j * 16) * B_ROW + kf * 2, B_ROW, true);
+#else
+          coopMatLoadNV(fb[j], Bs, (buf * BK + kf * 16) * B_ROW + (sn + j * 16) / 8, B_ROW,
+                        false);
+#endif
+        [[unroll]] for (uint i = 0; i < FM; ++i)
+          [[unroll]] for (uint j = 0; j < FN; ++j)
+            acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
+      }
+      if (STAGES == 1) barrier();  // every subgroup is done reading the one buffer
+      if (s + 1 < slices) stash((d + 1) % DEPTH, (buf + 1) % STAGES);
+      barrier();
     }
-    if (STAGES == 1) barrier();  // every subgroup is done reading the one buffer
-    if (more) stash((buf + 1) % STAGES);
-    barrier();
-    buf = (buf + 1) % STAGES;
   }
+
+#if SPLIT_K == 2
+  const uint splits = gl_NumWorkGroups.z;
+  const uint rows = gl_NumWorkGroups.y * BM, cols = gl_NumWorkGroups.x * BN;  // padded
+  // The last arrival sums the slices element by element on the epilogue's path (adding
+  // cooperative matrices crashes Debian's spirv-opt).
+  const bool reduce = splits > 1;
+  if (reduce) {
+    [[unroll]] for (uint i = 0; i < FM; ++i)
+      [[unroll]] for (uint j = 0; j < FN; ++j)
+        coopMatStoreNV(acc[i * FN + j], partials,
+                       gl_WorkGroupID.z * rows * cols + (uint(m0) + sm + i * 16) * cols +
+                           uint(n0) + sn + j * 16,
+                       cols, false);
+    // Every invocation's stores happen before invocation 0's release of the counter; the last
+    // arrival's acquire then happens before every invocation of that workgroup reads them.
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer,
+                   gl_SemanticsAcquireRelease);
+    if (gl_LocalInvocationIndex == 0) {
+      const uint counter = tile.y * gl_NumWorkGroups.x + tile.x;
+      const uint before = atomicAdd(counters[counter], 1u, gl_ScopeQueueFamily,
+                                    gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+      last_arrival = before == splits - 1;
+      // Nobody else touches it in this dispatch; the next run's barrier orders the reset.
+      if (last_arrival)
+        atomicStore(counters[counter], 0u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer,
+                    gl_SemanticsRelaxed);
+    }
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeQueueFamily,
+                   gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
+                   gl_SemanticsAcquireRelease);
+    if (!last_arrival) return;
+  }
+#else
+  const bool reduce = false;
+#endif
 
   // A tile past M's or N's end stores through the epilogue's shared-memory path, which can skip
   // rows and columns; so does a C whose rows are not 16-byte aligned.
@@ -158,8 +224,8 @@ void main() {
       uint row = uint(m0) + sm + i * 16, col = uint(n0) + sn + j * 16;
       // The whole fragment is past M or N (uniform in the subgroup).
       if (int(row) >= p.M || int(col) >= p.N) continue;
-      if (!EPILOGUE && !edge) {
-#if SPLIT_K
+      if (!EPILOGUE && !edge && !reduce) {
+#if SPLIT_K == 1
         coopMatStoreNV(acc[i * FN + j], c, c_base + row * uint(p.N) + col, uint(p.N), false);
 #else
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
@@ -168,14 +234,24 @@ void main() {
 #endif
         continue;
       }
-      coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
+      if (!reduce) {
+        coopMatStoreNV(acc[i * FN + j], As, sg * FRAGMENT, 16 / 4, false);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+      }
       for (uint e = gl_SubgroupInvocationID; e < 256; e += gl_SubgroupSize) {
         int m = int(row + e / 16), n = int(col + e % 16);
         if (m >= p.M || n >= p.N) continue;
-        const float sum = uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
-#if SPLIT_K
+        float sum;
+#if SPLIT_K == 2
+        if (reduce) {
+          // In z order: the same sum whichever workgroup arrived last.
+          sum = 0.0;
+          for (uint z = 0; z < splits; ++z) sum += partials[(z * rows + uint(m)) * cols + uint(n)];
+        } else
+#endif
+          sum = uintBitsToFloat(As[sg * FRAGMENT + e / 4][e % 4]);
+#if SPLIT_K == 1
         c[c_base + uint(m * p.N + n)] = sum;
 #else
         float y = p.alpha * sum;

@@ -505,6 +505,35 @@ TEST_F(GraphReplay, FirstReadIsOrderedAgainstThePreviousRunsLastWrite) {
   EXPECT_TRUE(problems.empty()) << problems[0];
 }
 
+// A state tensor (add_state) keeps what the previous run wrote: each run adds one to it, through
+// a planned activation that must not share its memory, and it starts as its initial value. A
+// constant stays read-only.
+TEST_F(GraphReplay, StateTensorKeepsItsValueAcrossRuns) {
+  ComputeGraph g(context());
+  const int32_t n = 300;
+  std::vector<float> initial = random_floats(n);
+  auto state = g.add_state(HostTensor::from(DType::Float32, {n}, initial), "state");
+  auto one =
+      g.add_constant(HostTensor::from(DType::Float32, {n}, std::vector<float>(n, 1.f)), "one");
+  auto zero = g.add_constant(HostTensor(DType::Float32, {n}), "zero");
+  EXPECT_FALSE(g.is_constant(state));
+  EXPECT_EQ(g.constant_value(state), nullptr);
+  auto next = g.add_tensor({n}, DType::Float32, "next");
+  auto seen = g.add_tensor({n}, DType::Float32, "seen");
+  g.add_dispatch(add_f32(state, one, next, n, "next = state + 1"));
+  g.add_dispatch(add_f32(next, zero, state, n, "state = next"));
+  g.add_dispatch(add_f32(state, zero, seen, n, "seen = state"));
+  g.add_output(seen, "seen");
+  EXPECT_THROW(g.add_dispatch(add_f32(state, zero, one, n, "writes a constant")), Error);
+  for (int run = 1; run <= 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    g.execute();
+    std::vector<float> want(initial);
+    for (float& v : want) v += static_cast<float>(run);
+    EXPECT_EQ(mismatches(read_poisoned(g, 0, n), want, "seen"), 0u);
+  }
+}
+
 // The validation layer retires every access of a batch once the host waits on its fence, so a
 // missing wrap-around barrier between two execute() calls goes unreported. Two back-to-back
 // replays of one recording in one submission, with no fence between, show what the barrier is

@@ -12,8 +12,8 @@ using namespace matmul_reference;
 std::vector<ops::CoopmatTile> declared_coopmat_tiles() {
   std::vector<ops::CoopmatTile> tiles;
   for (const auto& v : shaders::matmul_coopmat::kVariants)
-    if (!v.split_k && !v.b_t)
-      tiles.push_back({v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1});
+    if (v.split == shaders::matmul_coopmat::Split::None && !v.b_t)
+      tiles.push_back({v.sg_m, v.sg_n, v.frag_m, v.frag_n, v.bk, v.stages, 1, v.depth});
   return tiles;
 }
 
@@ -195,6 +195,13 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 768, defaults).splits, 1u);
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, defaults).splits, 6u);
   EXPECT_EQ(ops::coopmat_split_k(t, 96, 3072, defaults).k_chunk, 512);
+  // mm16.depth: the same choice among the tiles with that many slices in flight.
+  ops::MatmulConfig deep = cfg;
+  deep.coopmat_pick_depth = 2;
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deep)->name(), "2211_k32s2d2");
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, deep)->name(), "2244_k32s2d2");
+  deep.coopmat_pick_depth = 3;
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deep)->name(), "2211_k32s2d3");
   // A full grid takes the largest tile that keeps it full.
   EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
   EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups
@@ -296,8 +303,6 @@ class MatmulFloat16 : public MatmulTest {
                  << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias
                  << " residual=" << residual
                  << " activation=" << (activation ? static_cast<int>(*activation) : -1));
-    std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
-                          c = to_half(random_floats(n)), r = to_half(random_floats(m * n, -2, 2));
     ComputeGraph g(context(), graph_options());
     auto ta = g.add_input({m, k}, DType::Float16, "a");
     auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
@@ -310,6 +315,19 @@ class MatmulFloat16 : public MatmulTest {
     auto y = linear ? ops::linear(g, ta, tb, e) : ops::matmul(g, ta, tb, e);
     EXPECT_EQ(g.info(y).dtype, DType::Float16);
     g.add_output(y, "y");
+    // New inputs every run: a later run that left C unwritten would show.
+    for (int run = 0; run < runs_; ++run) {
+      SCOPED_TRACE("run " + std::to_string(run));
+      if (!check_run(g, m, k, n, linear, bias, residual, activation)) break;
+    }
+    return g.stats().nodes;
+  }
+
+  // One execution of check()'s graph on fresh random inputs; false after a mismatch.
+  bool check_run(ComputeGraph& g, int64_t m, int64_t k, int64_t n, bool linear, bool bias,
+                 bool residual, std::optional<UnaryOp> activation) {
+    std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
+                          c = to_half(random_floats(n)), r = to_half(random_floats(m * n, -2, 2));
     g.copy_to_input(0, a.data(), a.size() * 2);
     g.copy_to_input(1, b.data(), b.size() * 2);
     g.copy_to_input(2, c.data(), c.size() * 2);
@@ -329,9 +347,9 @@ class MatmulFloat16 : public MatmulTest {
         EXPECT_NEAR(v, want, 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
             << "at " << i << "," << j;
         if (std::abs(v - want) > 2e-3 * std::sqrt(double(k)) + 1e-3 * std::abs(want))
-          return g.stats().nodes;  // one mismatch per product is enough to report
+          return false;  // one mismatch per product is enough to report
       }
-    return g.stats().nodes;
+    return true;
   }
 
   bool has_coopmat() {
@@ -340,18 +358,22 @@ class MatmulFloat16 : public MatmulTest {
   }
 
   // Every fp16 product the tensor cores take runs on tile `t`, B stored [N, K] too with `b_t`,
-  // split into slices of one BK step where `split`.
-  void force_coopmat(const ops::CoopmatTile& t, bool split, bool b_t) {
+  // split into slices of one BK step where `split`, reduced in the same dispatch where `fused`.
+  void force_coopmat(const ops::CoopmatTile& t, bool split, bool b_t, bool fused = false) {
     ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
     cfg.coopmat = t;
+    cfg.coopmat_pick = false;  // on by default, it would choose its own tile
     cfg.coopmat_small_below = 0;
     cfg.coopmat_max_k_per_tile = uint64_t{1} << 40;
     cfg.coopmat_b_t = b_t;
     cfg.coopmat_split_k = split;
     cfg.coopmat_min_slice = t.bk;
     cfg.coopmat_split_groups = uint64_t{1} << 40;
+    cfg.coopmat_fused_split = fused;
     tuning_.matmul = cfg;
   }
+
+  int runs_ = 1;  // executions of each check() graph
 };
 
 TEST_F(MatmulFloat16, MatchesReference) {
@@ -385,16 +407,20 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
   }
 }
 
-// Every declared cooperative-matrix variant (matmul.cmake), whole and split-K (forced: slices
-// of one BK step), with each epilogue, at M of one row, a partial 16-row fragment, a tile edge,
-// whole tiles and ViT's 197 tokens. The graph has one node unsplit, two (partials, reduce) split.
+// Every declared cooperative-matrix variant (matmul.cmake), whole, split-K (forced: slices
+// of one BK step) and split-K reduced in the same dispatch, with each epilogue, at M of one
+// row, a partial 16-row fragment, a tile edge, whole tiles and ViT's 197 tokens. The graph has
+// one node unsplit or fused, two (partials, reduce) split. Two runs of each graph: the fused
+// kernel's tile counters must be back at zero for the second.
 TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  runs_ = 2;
   for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
-    for (bool split : {false, true}) {
-      SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
-      force_coopmat(t, split, false);
-      const size_t nodes = split ? 2 : 1;
+    for (int mode : {0, 1, 2}) {
+      const bool split = mode > 0, fused = mode == 2;
+      SCOPED_TRACE("variant " + t.name() + (fused ? " fused split-K" : split ? " split-K" : ""));
+      force_coopmat(t, split, false, fused);
+      const size_t nodes = split && !fused ? 2 : 1;
       const int64_t n = 2 * t.tile_n(), k = 5 * t.bk;  // split: five slices
       for (int64_t m : {1, 16, 70, 128, 197}) {
         EXPECT_EQ(check(m, k, n, false, false), nodes);
@@ -412,11 +438,13 @@ TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
 // and the LM head's odd N through the shape-based choice.
 TEST_F(MatmulFloat16, CoopmatTransposedB) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
+  runs_ = 2;
   for (const ops::CoopmatTile& t : declared_coopmat_tiles()) {
-    for (bool split : {false, true}) {
-      SCOPED_TRACE("variant " + t.name() + (split ? " split-K" : ""));
-      force_coopmat(t, split, true);
-      const size_t nodes = split ? 2 : 1;
+    for (int mode : {0, 1, 2}) {
+      const bool split = mode > 0, fused = mode == 2;
+      SCOPED_TRACE("variant " + t.name() + (fused ? " fused split-K" : split ? " split-K" : ""));
+      force_coopmat(t, split, true, fused);
+      const size_t nodes = split && !fused ? 2 : 1;
       const int64_t k = 3 * t.bk;
       for (int64_t n : {int64_t{2} * t.tile_n(), int64_t{t.tile_n()} + 8, int64_t{77}})
         for (int64_t m : {1, 70, 197}) {
@@ -431,6 +459,10 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
   tuning_.matmul = cfg;
   EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 2u);  // 316 tiles, 3 ways
   EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 2u);
+  cfg.coopmat_fused_split = true;  // the same, reduced in one dispatch
+  tuning_.matmul = cfg;
+  EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 1u);
+  EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 1u);
 }
 
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer
@@ -439,11 +471,24 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
 // with B row-major, take the portable kernel; linear takes N 776 on the tensor cores.
 TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
-  for (uint32_t bk : {32u, 64u}) {
-    SCOPED_TRACE("pick_bk " + std::to_string(bk));
+  runs_ = 2;
+  // 32- and 64-deep slices; 32-deep with 2 and 3 slices in flight, split-K fused, slices >= 128
+  // (so K 768 splits too).
+  struct Setting {
+    uint32_t bk, depth;
+    bool fused;
+  };
+  for (Setting set : {Setting{32, 1, false}, Setting{64, 1, false}, Setting{32, 2, true},
+                      Setting{32, 3, true}, Setting{32, 1, true}}) {
+    const uint32_t bk = set.bk;
+    SCOPED_TRACE("pick_bk " + std::to_string(bk) + " depth " + std::to_string(set.depth) +
+                 (set.fused ? " fused" : ""));
     ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
     cfg.coopmat_pick = true;
     cfg.coopmat_pick_bk = bk;
+    cfg.coopmat_pick_depth = set.depth;
+    cfg.coopmat_fused_split = set.fused;
+    if (set.fused) cfg.coopmat_min_slice = 128;
     cfg.coopmat_split_k = true;
     cfg.coopmat_b_t = true;  // linear's [N, K] weights too
     tuning_.matmul = cfg;

@@ -147,6 +147,11 @@ class ComputeGraph {
   // Same bytes, new shape (Reshape, Flatten, Squeeze, Unsqueeze cost nothing).
   TensorRef add_view(TensorRef source, Shape shape, std::string name = "");
   TensorRef add_constant(HostTensor value, std::string name = "");
+  // A tensor that keeps its contents from one execution to the next, starting as `initial`:
+  // dispatches may write it (a kernel's own counters, e.g. the fused split-K GEMM's), it shares
+  // memory with nothing, and the graph orders each run's first access after the previous run's
+  // last.
+  TensorRef add_state(HostTensor initial, std::string name = "");
   TensorRef add_input(Shape shape, DType dtype, std::string name, IOMode mode = IOMode::Staged);
   void add_output(TensorRef tensor, std::string name, IOMode mode = IOMode::Staged);
   void add_dispatch(DispatchDesc desc);

@@ -32,12 +32,14 @@ struct GemmTile {
 
 // The fp16 cooperative-matrix GEMM (matmul_coopmat.comp): sg_m x sg_n subgroups of 32, each
 // holding frag_m x frag_n 16x16 fp32 accumulators, so a workgroup computes a
-// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by bk through `stages` shared buffers.
+// (16 sg_m frag_m) x (16 sg_n frag_n) tile, stepping K by bk through `stages` shared buffers
+// with `depth` slices in flight (prefetched into registers) while one is multiplied.
 // One shader variant per shape (matmul.cmake lists the compiled ones).
 struct CoopmatTile {
   uint32_t sg_m = 2, sg_n = 2, frag_m = 4, frag_n = 4;
   uint32_t bk = 32, stages = 2;
   uint32_t group_m = 1;  // tile rows per band of the workgroup order (GROUP_M)
+  uint32_t depth = 1;
 
   uint32_t tile_m() const { return 16 * sg_m * frag_m; }
   uint32_t tile_n() const { return 16 * sg_n * frag_n; }
@@ -50,9 +52,10 @@ struct CoopmatTile {
     return stages * (tile_m() * (bk / 8 + 1) + b) * 16;
   }
   bool fits_epilogue() const { return stages * tile_m() * (bk / 8 + 1) >= sg_m * sg_n * 64; }
-  std::string name() const {  // the variant's suffix, e.g. "2244_k32s2"
+  std::string name() const {  // the variant's suffix, e.g. "2244_k32s2" or "2211_k32s2d3"
     return std::to_string(sg_m) + std::to_string(sg_n) + std::to_string(frag_m) +
-           std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages);
+           std::to_string(frag_n) + "_k" + std::to_string(bk) + "s" + std::to_string(stages) +
+           (depth > 1 ? "d" + std::to_string(depth) : std::string());
   }
 };
 
@@ -76,6 +79,7 @@ struct MatmulConfig {
   // unchanged at 181 TFLOP/s.
   bool coopmat_pick = true;
   uint32_t coopmat_pick_bk = 32;
+  uint32_t coopmat_pick_depth = 1;       // slices in flight of the tiles the choice considers
   uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
   // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
   // workgroups: slices of at least coopmat_min_slice until it has about that many, fp32
@@ -87,6 +91,10 @@ struct MatmulConfig {
   bool coopmat_split_k = true;
   uint64_t coopmat_split_groups = 1024;
   int64_t coopmat_min_slice = 512;
+  // Split-K reduced inside the GEMM's own dispatch (each tile's last workgroup, found with an
+  // atomic counter, sums the slices and runs the epilogue) instead of by a second pass. Off
+  // until an H200 run measures it; with it, splitting K = 768 may pay (mm16.sk_slice).
+  bool coopmat_fused_split = false;
   // B stored [N, K] (a Linear weight read as its transpose, K contiguous) on the
   // cooperative-matrix kernel too, N then free to end inside a tile (gpt2's LM head, N 50257);
   // else such products take the tiled kernel. On since the H200 run of 2026-12-02: the LM
