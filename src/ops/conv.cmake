@@ -5,13 +5,14 @@
 # Kernels that apply the epilogue also come with RESIDUAL=1 ("_res"), which adds a
 # skip-connection tensor before the activation. Split-K partial passes (no epilogue) come only
 # in small tiles, since splitting happens when tiles are few. Kernels without tiles have tile 0.
+# conv2d_matvec: pointwise convolutions of one-pixel images (squeeze-excite FC layers).
 # The _tc kinds are the implicit GEMM on tensor cores (conv_coopmat.comp, GL_NV_cooperative_matrix),
 # float16 only, in the tiles below.
 set(OPS ${CMAKE_CURRENT_LIST_DIR})
 vkgraph_shader_family(conv
   AXIS kind ENUM conv2d_gemm conv2d_pointwise conv3d_gemm conv2d_gemm_tc conv2d_pointwise_tc
                  conv3d_gemm_tc conv2d_splitk_reduce conv2d_depthwise conv3d_depthwise
-                 conv_transpose
+                 conv_transpose conv2d_matvec
   AXIS tile UINT
   AXIS residual BOOL
   AXIS split_k BOOL
@@ -44,6 +45,8 @@ foreach(dtype f32 f16)
                     KEY conv2d_depthwise 0 ${res} 0 ${dtype} DEFINES DTYPE_${DT}=1 ${R})
     vkgraph_variant(conv conv3d_depthwise${r}_${dtype} ${OPS}/conv_depthwise.comp
                     KEY conv3d_depthwise 0 ${res} 0 ${dtype} DEFINES CONV3D=1 DTYPE_${DT}=1 ${R})
+    vkgraph_variant(conv conv2d_matvec${r}_${dtype} ${OPS}/conv_matvec.comp
+                    KEY conv2d_matvec 0 ${res} 0 ${dtype} DEFINES DTYPE_${DT}=1 ${R})
   endforeach()
   vkgraph_variant(conv conv2d_gemm32_splitk_${dtype} ${OPS}/conv.comp
                   KEY conv2d_gemm 32 0 1 ${dtype} DEFINES BM=32 BN=32 ${GEMM} SPLIT_K=1)

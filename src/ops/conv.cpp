@@ -1,7 +1,8 @@
 // Convolutions: conv1d, conv2d and conv3d are one 3-D convolution (unit leading spatial dims)
-// that picks one of three kernels (depthwise, pointwise GEMM, implicit GEMM), each in a 2-D
-// variant for trivial depth windows and a 3-D one, all sharing conv_common.glsl's push
-// constants and bias + activation epilogue; conv_transpose2d and conv_transpose3d gather.
+// that picks one of four kernels (depthwise, pointwise GEMM, implicit GEMM, each in a 2-D
+// variant for trivial depth windows and a 3-D one; a matrix-vector product for pointwise
+// convolutions of one-pixel images), all sharing conv_common.glsl's push constants and bias +
+// activation epilogue; conv_transpose2d and conv_transpose3d gather.
 #include "vkgraph/shaders/conv.h"
 
 #include <cstddef>
@@ -168,28 +169,32 @@ constexpr ConvTile kSmallTile{32, 32, 64};
 constexpr ConvTile kTensorCoreTile{64, 64, 128};
 constexpr ConvTile kTensorCoreTallTile{128, 64, 128};
 
+uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile) {
+  uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
+  return shapes::ceil_div(m, tile.m) * shapes::ceil_div(n, tile.n) * groups;
+}
+
 // Float16 convolutions may run on tensor cores where the device has 16x16x16 fp16 cooperative
 // matrices and subgroups of 32, when the GEMM is at least one fragment deep and tall. The
 // default since the H200 run of 2026-12-02 (docs/bench/2026-12-02-session6.md, run 2): with
 // vector staging and 16-byte stores it beat the fp32-arithmetic kernel on 13 of 15 ResNet-50
 // layers (3x3 56x56 0.0376 -> 0.0297 ms; the 7x7 1x1 layers lose ~15%).
-// VKGRAPH_TUNE=conv.coopmat=0 turns it off.
+// VKGRAPH_TUNE=conv.coopmat=0 turns it off. Knob conv.tc_min_tiles (default 0: no minimum):
+// fewer 64x64 tiles than that take the float32-arithmetic kernel, whose 32x32 tiles give 4x the
+// workgroups; the 2026-12-02 profiles have fp16 1x1 layers at 14x14 and 7x7 (8-44 tiles)
+// 1.4-1.8x slower than fp32 (EfficientNet-B0's 192 -> 1152 at 7x7: 23 us vs 13).
 bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
          c.out_c_g >= 16 && c.in_c_g * c.k_d * c.k_h * c.k_w >= 16 &&
-         tuned(g, "conv.coopmat", 1) != 0;
+         tuned(g, "conv.coopmat", 1) != 0 &&
+         gemm_tiles(c, c.in_c / c.in_c_g, kTensorCoreTile) >= tuned(g, "conv.tc_min_tiles", 0);
 }
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below
 // that, small tiles give more parallelism.
 uint64_t min_large_tile_groups(ComputeGraph& g) {
   return tuned(g, "conv.large_min", 128);
-}
-
-uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile) {
-  uint64_t m = c.out_c_g, n = c.batch * c.out_volume();
-  return shapes::ceil_div(m, tile.m) * shapes::ceil_div(n, tile.n) * groups;
 }
 
 // The tensor-core tile: the tall one (more multiply-adds per loaded im2col element) where its
@@ -268,6 +273,19 @@ DispatchDesc elementwise_dispatch(vk::ShaderId shader, const ConvGeometry& c) {
   d.shader = shader;
   d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c * c.out_volume()));
   d.local = {kLocal, 1, 1};
+  return d;
+}
+
+// conv_matvec.comp: LANES invocations per output row, enough that each issues one round of its
+// 8 unrolled loads, up to the whole workgroup.
+DispatchDesc matvec_dispatch(vk::ShaderId shader, const ConvGeometry& c) {
+  uint32_t lanes = 4;
+  while (lanes < kLocal && lanes * 8 < c.in_c) lanes *= 2;
+  DispatchDesc d;
+  d.shader = shader;
+  d.groups = groups_for(static_cast<uint64_t>(c.batch * c.out_c) * lanes, kLocal);
+  d.local = {kLocal, 1, 1};
+  d.spec = {lanes};
   return d;
 }
 
@@ -366,6 +384,13 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
   }
   bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 && s == std::array<int64_t, 3>{1, 1, 1} &&
                    pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
+  // One-pixel images (squeeze-excite FC layers): a matrix-vector product per image, not a GEMM
+  // of one column (knob conv.matvec=0: the implicit GEMM, as before).
+  if (pointwise && groups == 1 && c.out_volume() == 1 && tuned(g, "conv.matvec", 1) != 0) {
+    finish_dispatch(g, matvec_dispatch(e.variant(shaders::conv::Kind::Conv2dMatvec), c), x, weight,
+                    y, c, e, op + " (matvec)", true);
+    return y;
+  }
   GemmKind kind = pointwise ? GemmKind::Pointwise : depth ? GemmKind::Im2col3d : GemmKind::Im2col2d;
   add_gemm(g, op, x, weight, y, c, groups, kind, e);
   return y;

@@ -4,6 +4,7 @@
 // rank-6 inputs); each is walked through its own shape and strides. Either one workgroup per
 // output with a shared-memory tree, or (OUTPUT_PER_THREAD) one invocation per output.
 // OP_* and DTYPE_* come from defines (see reduce.cmake).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
@@ -19,6 +20,7 @@ layout(push_constant) uniform Params {
   uint red_stride[MAX_RANK];
 } p;
 layout(constant_id = 3) const bool OUTPUT_PER_THREAD = false;
+layout(constant_id = 4) const bool UNROLLED = true;  // see accumulate()
 
 shared T partial[gl_WorkGroupSize.x];
 
@@ -107,14 +109,27 @@ uint reduced_offset(uint r) {
   return offset;
 }
 
+T accumulate_one(T acc, T v, bool max_pass, T shift) {
+  return max_pass ? MAX_OF(acc, v) : combine(acc, term(v, shift));
+}
+
 // This invocation's share of the reduction: elements first, first + step, ...; with `max_pass`
-// their maximum (LogSumExp's first pass), else the op's combination of their terms.
+// their maximum (LogSumExp's first pass), else the op's combination of their terms. UNROLLED
+// loads 8 elements before combining them (in the same order): one load per loop trip leaves a
+// single load in flight, and a long row (a squeeze-excite pool of 112x112 pixels: 49 per
+// invocation) waits out the memory latency once per element.
 T accumulate(uint base, uint first, uint step, bool max_pass, T shift) {
   T acc = max_pass ? LOWEST : IDENTITY;
-  for (uint r = first; r < p.n_red; r += step) {
-    T v = T(x[base + reduced_offset(r)]);
-    acc = max_pass ? MAX_OF(acc, v) : combine(acc, term(v, shift));
+  uint r = first;
+  if (UNROLLED) {
+    for (; r + 7 * step < p.n_red; r += 8 * step) {
+      T v[8];
+      [[unroll]] for (uint u = 0; u < 8; ++u) v[u] = T(x[base + reduced_offset(r + u * step)]);
+      [[unroll]] for (uint u = 0; u < 8; ++u) acc = accumulate_one(acc, v[u], max_pass, shift);
+    }
   }
+  for (; r < p.n_red; r += step)
+    acc = accumulate_one(acc, T(x[base + reduced_offset(r)]), max_pass, shift);
   return acc;
 }
 

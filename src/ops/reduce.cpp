@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 
 #include "op_util.h"
@@ -29,6 +30,20 @@ DType int_capable_dtype(ComputeGraph& g, DType dtype, bool ints_allowed, const s
 // elements; otherwise a workgroup per output reads a long run together.
 bool one_output_per_thread(int64_t outputs, int64_t reduced, bool reduced_innermost) {
   return reduced <= 32 || (!reduced_innermost && outputs >= 4096);
+}
+
+// Invocations of a workgroup that reduces one output: more for longer rows, so that each loads
+// at most about 32 elements (4 rounds of reduce.comp's 8), up to 1024 or the device's limit
+// (shared memory: 4 or 8 bytes per invocation). A few long rows (a squeeze-excite pool of 32
+// channels of 112x112) would otherwise leave each invocation ~100 loads on a few compute units.
+uint32_t row_reduce_threads(ComputeGraph& g, uint32_t n_red) {
+  const VkPhysicalDeviceLimits& lim = g.context().limits();
+  const uint32_t most =
+      std::min({1024u, lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0],
+                lim.maxComputeSharedMemorySize / 8});
+  uint32_t threads = kLocal;
+  while (threads * 2 <= most && threads * 32 < n_red) threads *= 2;
+  return threads;
 }
 
 // The kept and the reduced dims of a row-major shape, with size-1 dims dropped and neighbours
@@ -109,9 +124,11 @@ TensorRef reduce(ComputeGraph& g, ReduceOp op, TensorRef x, std::vector<int64_t>
   DispatchDesc d;
   d.shader = declared(shaders::reduce::find(op, dtype), name);
   d.bindings = {{x, Access::Read}, {y, Access::Write}};
+  // Knob reduce.unroll=0: one load per loop trip and kLocal invocations per output, as before.
+  const bool unrolled = tuned(g, "reduce.unroll", 1) != 0;
   d.groups = per_thread ? groups_for(n_out) : groups_for(n_out, 1);
-  d.local = {kLocal, 1, 1};
-  d.spec = {per_thread ? 1u : 0u};
+  d.local = {per_thread || !unrolled ? kLocal : row_reduce_threads(g, n_red), 1, 1};
+  d.spec = {per_thread ? 1u : 0u, unrolled ? 1u : 0u};
   d.push = pc.take();
   d.label = name;
   g.add_dispatch(std::move(d));

@@ -99,6 +99,7 @@ struct ConvCase {
   // A residual added before the activation: of the output's shape (fused), or [1, Cout, 1, 1]
   // broadcast over the output (added by a separate node).
   enum class Residual { None, Full, PerChannel } residual = Residual::None;
+  std::string label;  // when set, the first dispatch's label must contain it
 };
 
 // With unit dims inserted after N and C up to three spatial dims.
@@ -163,6 +164,9 @@ class OpsConv : public GpuTest {
   // The tensors' dtype: float16 cases compare with a reference on the float16-rounded inputs.
   DType dtype_ = DType::Float32;
 
+  // matvec_cases() on conv_matvec.comp and on the implicit GEMM.
+  void check_matvec();
+
   // 4-D cases run conv2d, 5-D ones conv3d.
   void check(const ConvCase& c) {
     if (dtype_ == DType::Float16 && !context()->features().storage_buffer_16bit)
@@ -172,6 +176,7 @@ class OpsConv : public GpuTest {
     auto bv = rounded(dtype_, random_floats(c.w[0]));
     GraphOptions options;
     options.tuning = std::make_shared<ops::Tuning>(tuning_);
+    options.profile = !c.label.empty();
     ComputeGraph g(context(), options);
     TensorRef x = g.add_input(c.x, dtype_, "x");
     TensorRef w = c.weight_is_input ? g.add_input(c.w, dtype_, "w")
@@ -207,6 +212,11 @@ class OpsConv : public GpuTest {
     // float16: the output's rounding (2^-11 relative) dominates.
     expect_close(run_graph(g, inputs, dtype_), want, dtype_ == DType::Float16 ? 2e-3 : 1e-4);
     EXPECT_EQ(g.stats().nodes, c.nodes);
+    if (!c.label.empty()) {
+      ASSERT_FALSE(g.node_times().empty());
+      EXPECT_NE(g.node_times()[0].label.find(c.label), std::string::npos)
+          << g.node_times()[0].label;
+    }
   }
 };
 
@@ -407,6 +417,51 @@ TEST_F(OpsConv, EachFusedActivation) {
   EXPECT_FALSE(ops::conv_can_fuse(UnaryOp::Exp));
 }
 
+// Squeeze-excite FC layers, 1x1 convolutions of one-pixel images: conv_matvec.comp (knob
+// conv.matvec, default on) against the implicit GEMM (conv.matvec=0). EfficientNet's shapes
+// (C -> C / 24 with SiLU, back with Sigmoid; 1152 -> 48 takes every lane and a short last round
+// of loads), MobileNetV3's HardSigmoid, and K below one lane per element, batch 2 with K not a
+// multiple of 4, no bias, a residual, 3-D. Shared by the float32 and float16 fixtures.
+std::vector<ConvCase> matvec_cases() {
+  const auto pw = conv_params({1, 1}, {0, 0, 0, 0});
+  ConvCase squeeze{{1, 240, 1, 1}, {10, 240, 1, 1}, pw};
+  squeeze.act = UnaryOp::Silu;
+  ConvCase excite{{1, 10, 1, 1}, {240, 10, 1, 1}, pw};
+  excite.act = UnaryOp::Sigmoid;
+  ConvCase deep{{1, 1152, 1, 1}, {48, 1152, 1, 1}, pw};
+  deep.act = UnaryOp::Silu;
+  ConvCase hard{{1, 240, 1, 1}, {960, 240, 1, 1}, pw};
+  hard.act = UnaryOp::HardSigmoid;
+  hard.act_params = {1.f / 6, 0.5f};
+  ConvCase shallow{{2, 3, 1, 1}, {5, 3, 1, 1}, pw};
+  shallow.bias = false;
+  ConvCase batch{{2, 37, 1, 1}, {50, 37, 1, 1}, pw};
+  batch.act = UnaryOp::Relu;
+  batch.residual = ConvCase::Residual::Full;
+  ConvCase cube{{2, 20, 1, 1, 1}, {7, 20, 1, 1, 1}, {{1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}, 1}};
+  cube.act = UnaryOp::Tanh;
+  return {squeeze, excite, deep, hard, shallow, batch, cube};
+}
+
+void OpsConv::check_matvec() {
+  for (bool matvec : {true, false}) {
+    SCOPED_TRACE(matvec ? "conv.matvec=1" : "conv.matvec=0");
+    tuning_ = ops::Tuning::from_knobs(matvec ? "conv.matvec=1" : "conv.matvec=0");
+    ops::SplitKPolicy unsplit;  // the implicit GEMM in one node
+    unsplit.min_k = int64_t{1} << 40;
+    tuning_.split_k = unsplit;
+    for (ConvCase c : matvec_cases()) {
+      SCOPED_TRACE(shape_str(c.w));
+      if (matvec) c.label = "(matvec)";
+      check(c);
+    }
+  }
+}
+
+TEST_F(OpsConv, MatvecOnePixelPointwise) {
+  check_matvec();
+}
+
 TEST_F(OpsConv, Conv1d) {
   // x [2, 4, 11], weight [6, 2, 3], groups 2, stride 2, dilation 2, pads {1, 2}.
   auto xv = random_floats(2 * 4 * 11), wv = random_floats(6 * 2 * 3), bv = random_floats(6);
@@ -468,6 +523,10 @@ class OpsConvFloat16 : public OpsConv {
     tuning_ = tuning;
   }
 };
+
+TEST_F(OpsConvFloat16, MatvecOnePixelPointwise) {
+  check_matvec();
+}
 
 TEST_F(OpsConvFloat16, EveryGemmKind) {
   tuning_ = ops::Tuning::from_knobs("conv.coopmat=0");

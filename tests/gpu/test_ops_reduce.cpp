@@ -8,6 +8,7 @@
 #include "gpu_test.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -40,6 +41,12 @@ const std::vector<Case> kCases = {
     {{300, 3}, {0}},
     {{2, 150, 7}, {1}},
     {{1000}, {}},
+    // Long enough for reduce.comp's 8 unrolled loads, and wider workgroups (up to 1024): a
+    // squeeze-excite pool (H, W), a 112x112 one, strided, everything.
+    {{2, 3, 40, 50}, {2, 3}},
+    {{2, 12544}, {1}},
+    {{2100, 3}, {0}},
+    {{40000}, {}},
     // Many outputs over strided elements, one invocation per output.
     {{40, 4100}, {0}}};
 
@@ -138,8 +145,11 @@ const char* op_name(ReduceOp op) {
 class ReduceTest : public GpuTest {
  protected:
   // Every case in one graph, each reduced with and without keepdims.
-  void check_float(ReduceOp op, float lo, float hi) {
-    ComputeGraph g(context());
+  // `knobs`: kernel tuning (VKGRAPH_TUNE syntax), e.g. the old loop with reduce.unroll=0.
+  void check_float(ReduceOp op, float lo, float hi, const char* knobs = "") {
+    GraphOptions options;
+    options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(knobs));
+    ComputeGraph g(context(), options);
     std::vector<std::vector<float>> inputs;
     for (size_t c = 0; c < kCases.size(); ++c) {
       auto x = g.add_input(kCases[c].shape, DType::Float32, "x" + std::to_string(c));
@@ -173,6 +183,10 @@ TEST_F(ReduceTest, Sum) {
 }
 TEST_F(ReduceTest, Mean) {
   check_float(ReduceOp::Mean, -2, 2);
+}
+TEST_F(ReduceTest, MeanAndMaxWithoutUnrolling) {
+  check_float(ReduceOp::Mean, -2, 2, "reduce.unroll=0");
+  check_float(ReduceOp::Max, -2, 2, "reduce.unroll=0");
 }
 TEST_F(ReduceTest, Max) {
   check_float(ReduceOp::Max, -2, 2);
