@@ -86,9 +86,11 @@ int run_info(const Common& common) {
               yes(f.shader_float16), yes(f.shader_int64));
   std::printf("  subgroup size %u, subgroup arithmetic %s\n", f.subgroup_size,
               yes(f.subgroup_arithmetic));
-  std::printf("  cooperative matrix: NV %s, KHR %s; fp16 16x16x16 NV kernel %s\n",
-              yes(f.cooperative_matrix_nv), yes(f.cooperative_matrix_khr),
-              yes(f.coopmat_f16_16x16x16));
+  std::printf(
+      "  cooperative matrix: NV %s, KHR %s; fp16 16x16x16 NV kernel %s; int8 16x%ux32 NV "
+      "kernel %s\n",
+      yes(f.cooperative_matrix_nv), yes(f.cooperative_matrix_khr), yes(f.coopmat_f16_16x16x16),
+      f.coopmat_s8_n, yes(f.coopmat_s8_n != 0));
   std::printf("  integer dot product %s (4x8-bit packed accelerated %s)\n",
               yes(f.integer_dot_product), yes(f.integer_dot_4x8_accelerated));
   std::printf("  external host memory %s (alignment %llu)\n", yes(f.external_memory_host),

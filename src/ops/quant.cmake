@@ -33,14 +33,16 @@ vkgraph_shader(quant_global_avg_pool ${OPS}/pool_global.comp GLOBAL_AVG=1 QUANT8
 # load. Tiles as conv.cmake's (64 for large layers, 32 so small ones spread over many
 # workgroups); split-K partial passes only in small tiles, since splitting happens when tiles
 # are few; dot=1 sums with VK_KHR_shader_integer_dot_product's instructions, dot=0 unpacks.
-# Kernels without tiles have tile 0.
+# Kernels without tiles have tile 0. coopmat: 0, or the int8 tensor-core fragments' N (16 or 8,
+# whichever shape the device lists) for the COOPMAT variants below.
 vkgraph_shader_family(qgemm
   AXIS kind ENUM conv conv_pointwise matmul matmul_dynamic matmul_dynamic_bytes splitk_reduce
     depthwise
   AXIS tile UINT
   AXIS requant BOOL
   AXIS split_k BOOL
-  AXIS dot BOOL)
+  AXIS dot BOOL
+  AXIS coopmat UINT)
 foreach(kind conv conv_pointwise matmul)
   if(kind STREQUAL conv)
     set(K CONV=1)
@@ -52,13 +54,13 @@ foreach(kind conv conv_pointwise matmul)
   foreach(dot 0 1)
     foreach(tile 64 32)
       vkgraph_variant(qgemm qgemm_${kind}${tile}_i32_dot${dot} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 0 0 ${dot} DEFINES BM=${tile} BN=${tile} DOT=${dot} ${K})
+                      KEY ${kind} ${tile} 0 0 ${dot} 0 DEFINES BM=${tile} BN=${tile} DOT=${dot} ${K})
       vkgraph_variant(qgemm qgemm_${kind}${tile}_requant_dot${dot} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 1 0 ${dot}
+                      KEY ${kind} ${tile} 1 0 ${dot} 0
                       DEFINES BM=${tile} BN=${tile} DOT=${dot} REQUANT=1 ${K})
     endforeach()
     vkgraph_variant(qgemm qgemm_${kind}32_splitk_dot${dot} ${OPS}/quant_packed.comp
-                    KEY ${kind} 32 0 1 ${dot} DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
+                    KEY ${kind} 32 0 1 ${dot} 0 DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
   endforeach()
 endforeach()
 # matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float32 out);
@@ -66,19 +68,54 @@ endforeach()
 foreach(dot 0 1)
   foreach(tile 64 32)
     vkgraph_variant(qgemm qgemm_matmul_dynamic${tile}_dot${dot} ${OPS}/quant_packed.comp
-                    KEY matmul_dynamic ${tile} 0 0 ${dot}
+                    KEY matmul_dynamic ${tile} 0 0 ${dot} 0
                     DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1)
     vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_dot${dot} ${OPS}/quant_packed.comp
-                    KEY matmul_dynamic_bytes ${tile} 0 0 ${dot}
+                    KEY matmul_dynamic_bytes ${tile} 0 0 ${dot} 0
                     DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1 DYNAMIC_BYTES=1)
   endforeach()
 endforeach()
 # The dynamic layer's split-K: matmul32_splitk partials, reduced with the float epilogue.
 vkgraph_variant(qgemm qgemm_splitk_reduce_dynamic ${OPS}/quant_packed_reduce.comp
-                KEY matmul_dynamic_bytes 0 0 1 0 DEFINES DYNAMIC=1)
+                KEY matmul_dynamic_bytes 0 0 1 0 0 DEFINES DYNAMIC=1)
 foreach(requant 0 1)
   vkgraph_variant(qgemm qgemm_splitk_reduce_${requant} ${OPS}/quant_packed_reduce.comp
-                  KEY splitk_reduce 0 ${requant} 0 0 DEFINES REQUANT=${requant})
+                  KEY splitk_reduce 0 ${requant} 0 0 0 DEFINES REQUANT=${requant})
   vkgraph_variant(qgemm qgemm_depthwise_${requant} ${OPS}/quant_depthwise.comp
-                  KEY depthwise 0 ${requant} 0 0 DEFINES REQUANT=${requant})
+                  KEY depthwise 0 ${requant} 0 0 0 DEFINES REQUANT=${requant})
+endforeach()
+# The same kernels on int8 tensor cores (knob qgemm.coopmat): per fragment width, the tiles and
+# the small tile's split-K partials as above; quantize_dynamic's layers only on quantized bytes.
+# Width 1: the 16-wide kernels' staging and epilogue with the products summed without tensor
+# cores (EMULATE), so that devices without them test all but the fragments (qgemm.coopmat=2).
+foreach(frag 16 8 1)
+  if(frag EQUAL 1)
+    set(F COOPMAT=16 EMULATE=1)
+  else()
+    set(F COOPMAT=${frag})
+  endif()
+  foreach(kind conv conv_pointwise matmul)
+    if(kind STREQUAL conv)
+      set(K CONV=1)
+    elseif(kind STREQUAL conv_pointwise)
+      set(K CONV=1 POINTWISE=1)
+    else()
+      set(K "")
+    endif()
+    foreach(tile 64 32)
+      vkgraph_variant(qgemm qgemm_${kind}${tile}_i32_coopmat${frag} ${OPS}/quant_packed.comp
+                      KEY ${kind} ${tile} 0 0 0 ${frag}
+                      DEFINES BM=${tile} BN=${tile} ${F} ${K})
+      vkgraph_variant(qgemm qgemm_${kind}${tile}_requant_coopmat${frag} ${OPS}/quant_packed.comp
+                      KEY ${kind} ${tile} 1 0 0 ${frag}
+                      DEFINES BM=${tile} BN=${tile} ${F} REQUANT=1 ${K})
+    endforeach()
+    vkgraph_variant(qgemm qgemm_${kind}32_splitk_coopmat${frag} ${OPS}/quant_packed.comp
+                    KEY ${kind} 32 0 1 0 ${frag} DEFINES BM=32 BN=32 ${F} SPLIT_K=1 ${K})
+  endforeach()
+  foreach(tile 64 32)
+    vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_coopmat${frag} ${OPS}/quant_packed.comp
+                    KEY matmul_dynamic_bytes ${tile} 0 0 0 ${frag}
+                    DEFINES BM=${tile} BN=${tile} ${F} DYNAMIC=1 DYNAMIC_BYTES=1)
+  endforeach()
 endforeach()

@@ -20,7 +20,28 @@
 // y = float(acc) * (x_scale * sw[c]) [+ bias[c]] in float32, the unfused Cast, Mul and Add.
 // DYNAMIC_BYTES: a was quantized beforehand (quant_dynamic.comp PACK, the same values) and is
 // read as words; the parameters still come from the partials.
+// COOPMAT (16 or 8: the fragments' N): the products on int8 tensor cores (GL_NV_integer_
+// cooperative_matrix, int8 x int8 -> int32 fragments of 16 x COOPMAT x 32). Same loads, the
+// slices staged row by row ([channel][k], [vector][k]: the fragments' row-major A and
+// column-major B), BK 64; SG_M x SG_N subgroups of 32 each own a (BM / SG_M) x (BN / SG_N) block
+// of fragments, which land in shared memory, from where every invocation runs the same epilogue
+// on a TM x TN block. Fragments are signed: the host packs unsigned weights as w - 128 (zero point
+// zw - 128, which must be 0: no data sums, HAS_DSUM false), and unsigned data is flipped to
+// d - 128 as it is staged (its zero point read as zd - 128), which leaves every sum unchanged.
+// EMULATE (tests on devices without tensor cores): the same staging, thread layout and
+// epilogue, each invocation summing its block from the staged rows instead of fragments.
 #extension GL_EXT_control_flow_attributes : require
+#ifndef COOPMAT
+#define COOPMAT 0
+#endif
+#if COOPMAT && !EMULATE
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#endif
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
 #endif
@@ -30,11 +51,22 @@
 #endif
 #include "quant_packed.glsl"
 
+#if COOPMAT
+#define SG_M 2
+#define SG_N 2
+#define THREADS (SG_M * SG_N * 32)
+#define FM (BM / SG_M / 16)
+#define FN (BN / SG_N / COOPMAT)
+#define BK 64
+#define TM 4
+#define TN (BM * BN / (THREADS * TM))
+#else
 #define TM 4
 #define TN 4
 #define BK 32
-#define KW (BK / 4)  // words per row of a slice
 #define THREADS ((BM / TM) * (BN / TN))
+#endif
+#define KW (BK / 4)  // words per row of a slice
 #define THREADS_N (BN / TN)
 // Padding keeps the rows 16-byte aligned for uvec4 reads and spreads a row's words over banks.
 #define W_STRIDE (BM + 4)
@@ -113,10 +145,31 @@ layout(push_constant) uniform Params {
 #endif
 } p;
 
+#if COOPMAT
+// Row r of a slice at uvec4 r * ROW_VECS: BK bytes, padded by 16 so that the 16 rows of a
+// fragment spread over the banks. The fragments' int32 sums: c_tile[channel][vector].
+#define ROW_VECS (BK / 16 + 1)
+shared uvec4 w_tile[BM * ROW_VECS];
+shared uvec4 d_tile[BN * ROW_VECS];
+#if !EMULATE
+shared int c_tile[BM * BN];
+#endif
+#define W_AT(r, kw) ((r) * ROW_VECS * 4 + (kw))
+#define D_AT(n, kw) ((n) * ROW_VECS * 4 + (kw))
+// Unsigned data as signed bytes d - 128: each byte's top bit flipped.
+#define STAGED_D(v) (D_SIGNED ? (v) : (v) ^ 0x80808080u)
+#define DATA_ZERO(z) (D_SIGNED ? (z) : (z) - 128)
+#else
 // As uvec4s, so that a thread's TM weights (TN data words) of one k are one 16-byte read.
 shared uvec4 w_tile[KW * W_STRIDE / 4];
 shared uvec4 d_tile[KW * D_STRIDE / 4];
+#define W_AT(r, kw) ((kw) * W_STRIDE + (r))
+#define D_AT(n, kw) ((kw) * D_STRIDE + (n))
+#define STAGED_D(v) (v)
+#define DATA_ZERO(z) (z)
+#endif
 #define SET_WORD(tile, i, v) tile[(i) >> 2][(i) & 3] = (v)
+#define GET_WORD(tile, i) tile[(i) >> 2][(i) & 3]
 
 #if DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
@@ -271,18 +324,74 @@ void fetch(int kw0, int kw_end) {
 void stage() {
   [[unroll]] for (int i = 0; i < W_WORDS; ++i) {
     int e = tid + i * THREADS;
-    SET_WORD(w_tile, (e % KW) * W_STRIDE + e / KW, next_w[i]);
+    SET_WORD(w_tile, W_AT(e / KW, e % KW), next_w[i]);
   }
 #if CONV
   [[unroll]] for (int i = 0; i < D_WORDS; ++i)
-    SET_WORD(d_tile, (tid / BN + i * (THREADS / BN)) * D_STRIDE + tid % BN, next_d[i]);
+    SET_WORD(d_tile, D_AT(tid % BN, tid / BN + i * (THREADS / BN)), STAGED_D(next_d[i]));
 #else
   [[unroll]] for (int i = 0; i < D_WORDS; ++i) {
     int e = tid + i * THREADS;
-    SET_WORD(d_tile, (e % KW) * D_STRIDE + e / KW, next_d[i]);
+    SET_WORD(d_tile, D_AT(e / KW, e % KW), STAGED_D(next_d[i]));
   }
 #endif
 }
+
+#if COOPMAT && EMULATE
+int acc_emulated[TM][TN];
+
+// The staged slice's products for the invocation's block, as the fragments would sum them.
+void multiply_slice() {
+  const int ty = tid / THREADS_N, tx = tid - ty * THREADS_N;
+  for (int kw = 0; kw < KW; ++kw)
+    for (int i = 0; i < TM; ++i) {
+      ivec4 a = unpack4(GET_WORD(w_tile, W_AT(ty * TM + i, kw)), true);
+      for (int j = 0; j < TN; ++j) {
+        ivec4 b = unpack4(GET_WORD(d_tile, D_AT(tx * TN + j, kw)), true);
+        acc_emulated[i][j] += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+      }
+    }
+}
+
+void gather_sums(int ty, int tx, inout int acc[TM][TN]) {
+  acc = acc_emulated;
+}
+#elif COOPMAT
+#define FRAG_A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
+#define FRAG_B icoopmatNV<8, gl_ScopeSubgroup, 32, COOPMAT>
+#define FRAG_C icoopmatNV<32, gl_ScopeSubgroup, 16, COOPMAT>
+FRAG_C frag_acc[FM * FN];
+
+// The products of the staged slice, BK / 32 fragment steps.
+void multiply_slice() {
+  const uint sg = gl_SubgroupID;
+  const uint sm = (sg / SG_N) * (BM / SG_M), sn = (sg % SG_N) * (BN / SG_N);
+  [[unroll]] for (uint kf = 0; kf < BK / 32; ++kf) {
+    FRAG_A fa[FM];
+    FRAG_B fb[FN];
+    [[unroll]] for (uint i = 0; i < FM; ++i)
+      coopMatLoadNV(fa[i], w_tile, (sm + i * 16) * ROW_VECS + kf * 2, ROW_VECS, false);
+    [[unroll]] for (uint j = 0; j < FN; ++j)
+      coopMatLoadNV(fb[j], d_tile, (sn + j * COOPMAT) * ROW_VECS + kf * 2, ROW_VECS, true);
+    [[unroll]] for (uint i = 0; i < FM; ++i)
+      [[unroll]] for (uint j = 0; j < FN; ++j)
+        frag_acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], frag_acc[i * FN + j]);
+  }
+}
+
+// The fragments into c_tile (after the K loop's last barrier), then the invocation's block.
+void gather_sums(int ty, int tx, inout int acc[TM][TN]) {
+  const uint sg = gl_SubgroupID;
+  const uint sm = (sg / SG_N) * (BM / SG_M), sn = (sg % SG_N) * (BN / SG_N);
+  [[unroll]] for (uint i = 0; i < FM; ++i)
+    [[unroll]] for (uint j = 0; j < FN; ++j)
+      coopMatStoreNV(frag_acc[i * FN + j], c_tile, (sm + i * 16) * BN + sn + j * COOPMAT, BN,
+                     false);
+  barrier();
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc[i][j] = c_tile[(ty * TM + i) * BN + tx * TN + j];
+}
+#endif
 
 void main() {
   tid = int(gl_LocalInvocationID.x);
@@ -321,11 +430,20 @@ void main() {
     for (int j = 0; j < TN; ++j) acc[i][j] = 0;
   for (int j = 0; j < TN; ++j) dsum[j] = 0;
 
+#if COOPMAT && EMULATE
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) acc_emulated[i][j] = 0;
+#elif COOPMAT
+  [[unroll]] for (uint f = 0; f < FM * FN; ++f) frag_acc[f] = FRAG_C(0);
+#endif
   if (kw_begin < kw_end) fetch(kw_begin, kw_end);
   for (int kw0 = kw_begin; kw0 < kw_end; kw0 += KW) {
     stage();
     barrier();
     if (kw0 + KW < kw_end) fetch(kw0 + KW, kw_end);
+#if COOPMAT
+    multiply_slice();
+#else
     [[unroll]] for (int kk = 0; kk < KW; ++kk) {
       uvec4 wv = w_tile[(kk * W_STRIDE + ty * TM) / 4];
       uvec4 dv = d_tile[(kk * D_STRIDE + tx * TN) / 4];
@@ -334,8 +452,12 @@ void main() {
       if (HAS_DSUM)
         for (int j = 0; j < TN; ++j) dsum[j] += sum4(dv[j]);
     }
+#endif
     barrier();
   }
+#if COOPMAT
+  gather_sums(ty, tx, acc);
+#endif
 
   // Per-tensor data scales (every convolution, most matmuls) give one multiplier per channel.
 #if REQUANT && !SPLIT_K
@@ -353,14 +475,14 @@ void main() {
     const int img = n / out_hw;
     const int y_at0 = (img * p.groups * p.C + group * p.C) * out_hw + (n - img * out_hw);
     const int y_step = out_hw;
-    const int z = zd[0];
+    const int z = DATA_ZERO(zd[0]);
 #else
     const int y_at0 = n * p.C;
     const int y_step = 1;
 #if DYNAMIC
-    const int z = x_zero;
+    const int z = DATA_ZERO(x_zero);
 #else
-    const int z = zd[n % p.zd_count];
+    const int z = DATA_ZERO(zd[n % p.zd_count]);
 #endif
 #endif
 #if SPLIT_K
@@ -376,6 +498,9 @@ void main() {
       int partial = corrected_partial(acc[i][j], dsum[j], ch);
       int at = y_base + y_at0 + cg * y_step;
 #if SPLIT_K
+      // The reduce subtracts zd * sum w with the stored zd: flipped data summed (d - 128) w, so
+      // the first slice adds back 128 * sum w (the sum over all slices is what it expects).
+      if (COOPMAT != 0 && !D_SIGNED && slice == 0) partial += 128 * ch.x;
       y[at] = partial;
 #else
       int sum = finish_sum(partial, z, ch, p.K4);

@@ -41,20 +41,25 @@ struct PackedWeights {
   bool any_zero = false;  // some channel's zero point is not 0
 };
 
-// `at(c, k)`: the stored byte of channel c at depth k.
+// `at(c, k)`: the stored byte of channel c at depth k. `to_signed` packs unsigned weights as
+// the int8 values w - 128 (zero points zw - 128), as the int8 tensor cores read them; the
+// products' sums are unchanged.
 template <typename At>
 PackedWeights pack_weights(ComputeGraph& g, int64_t channels, int64_t k, bool is_signed,
-                           const std::vector<int32_t>& zeros, At at) {
+                           const std::vector<int32_t>& zeros, At at, bool to_signed = false) {
   PackedWeights p;
   p.k4 = (k + 3) / 4 * 4;
+  const bool flip = to_signed && !is_signed;
+  if (flip) is_signed = true;
   std::vector<uint32_t> words(static_cast<size_t>(channels * p.k4 / 4));
   std::vector<int32_t> chan(static_cast<size_t>(channels * 2));
   for (int64_t c = 0; c < channels; ++c) {
-    const int32_t zero = zeros[zeros.size() == 1 ? 0 : c];
+    const int32_t zero = zeros[zeros.size() == 1 ? 0 : c] - (flip ? 128 : 0);
     p.any_zero = p.any_zero || zero != 0;
     int32_t sum = 0;
     for (int64_t kk = 0; kk < p.k4; ++kk) {
-      const uint8_t byte = kk < k ? at(c, kk) : static_cast<uint8_t>(zero);
+      const uint8_t byte =
+          kk < k ? static_cast<uint8_t>(at(c, kk) ^ (flip ? 0x80 : 0)) : static_cast<uint8_t>(zero);
       sum += is_signed ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte};
       words[c * p.k4 / 4 + kk / 4] |= uint32_t{byte} << (8 * (kk % 4));
     }
@@ -75,6 +80,28 @@ bool use_dot(ComputeGraph& g) {
   if (knob == 2) return f.integer_dot_4x8_accelerated;
   return knob == 1 && f.integer_dot_product;
 }
+
+// The int8 tensor-core variants' fragment width (quant_packed.comp COOPMAT), or 0 where they do
+// not run: tuning knob qgemm.coopmat (default 0: the dot-product kernels; 1: tensor cores where
+// the device has them) and weights that are signed once packed with a zero point of 0
+// (int8 with zw 0, uint8 with zw 128: symmetric quantization, as onnxruntime writes weights),
+// since the tensor-core kernel sums no data (HAS_DSUM).
+// Knob value 2 runs the emulated variants (width 1: the tensor-core kernels' staging and
+// epilogue, plain sums) on any device, for tests.
+uint32_t coopmat_width(ComputeGraph& g, bool w_signed, const std::vector<int32_t>& zeros) {
+  const vk::DeviceFeatures& f = g.context().features();
+  const uint32_t knob = tuned(g, "qgemm.coopmat", 0);
+  const uint32_t width = knob == 2 ? 1 : knob == 1 && f.subgroup_size == 32 ? f.coopmat_s8_n : 0;
+  const int32_t symmetric = w_signed ? 0 : 128;
+  for (int32_t z : zeros)
+    if (z != symmetric) return 0;
+  return width;
+}
+// The variant in dispatch labels.
+std::string coopmat_label(uint32_t width) {
+  return width == 1 ? " coopmat emulated" : width ? " coopmat" : "";
+}
+constexpr uint32_t kCoopmatThreads = 128;  // quant_packed.comp COOPMAT: 2 x 2 subgroups of 32
 
 // The float kernels' split-K policy (sk.*) with the depth measured in packed words. The float
 // policy counted one multiply-add per element, so reading it in bytes split the integer
@@ -171,6 +198,7 @@ struct Gemm {
   std::optional<TensorRef> taps;  // the im2col kernel's tap table (quant_packed.comp's Taps)
   int64_t plane;                  // the reduce's output layout: conv plane, 0 for a matmul
   std::vector<int32_t> geometry;  // the conv kernels' window push constants
+  uint32_t coopmat = 0;           // coopmat_width: the weights were packed signed for it
 };
 
 // The GEMM pass of plan `pl`: writes m.y, or returns the split-K partials (Int32 [splits,
@@ -179,7 +207,7 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
                                        const std::optional<Requant>& requant, const Plan& pl,
                                        const std::string& op) {
   const bool split = pl.splits > 1;
-  const bool dot = use_dot(g);
+  const bool dot = m.coopmat == 0 && use_dot(g);
   const Shape ys = g.info(m.y).shape;
   const int64_t total = numel(ys);
   TensorRef out = m.y;
@@ -195,7 +223,8 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
   for (int32_t v : m.geometry) pc.add(v);
 
   DispatchDesc d;
-  d.shader = declared(shaders::qgemm::find(m.kind, pl.tile, requant && !split, split, dot), op);
+  d.shader =
+      declared(shaders::qgemm::find(m.kind, pl.tile, requant && !split, split, dot, m.coopmat), op);
   d.bindings = {{m.weights.words, Access::Read},
                 {m.data, Access::Read},
                 {out, Access::Write},
@@ -212,14 +241,14 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
         op + ": " + std::to_string(m.vectors) + " columns x " + std::to_string(m.channels) +
             " channels need too many workgroups");
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
-  d.local = {tile_threads(pl.tile), 1, 1};
+  d.local = {m.coopmat ? kCoopmatThreads : tile_threads(pl.tile), 1, 1};
   const bool residual = requant && requant->residual.has_value();
   d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero},
             uint32_t{residual && !split}};
   d.push = pc.take();
   // The variant in the label, so profiles (and tests) show which kernel ran.
   d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
-            (split ? " split " + std::to_string(pl.splits) : "") +
+            coopmat_label(m.coopmat) + (split ? " split " + std::to_string(pl.splits) : "") +
             (residual && !split ? " + residual add" : "") + ")";
   g.add_dispatch(std::move(d));
   if (!split) return std::nullopt;
@@ -245,8 +274,8 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
   rp.add(requant ? requant->range.min : 0).add(requant ? requant->range.max : 0);
   rp.add(int32_t{requant && requant->bias.has_value()});
   DispatchDesc r;
-  r.shader =
-      declared(shaders::qgemm::find(Kind::SplitkReduce, 0, requant.has_value(), false, false), op);
+  r.shader = declared(
+      shaders::qgemm::find(Kind::SplitkReduce, 0, requant.has_value(), false, false, 0), op);
   r.bindings = {{out, Access::Read},
                 {m.y, Access::Write},
                 {m.data_zero, Access::Read},
@@ -282,7 +311,7 @@ void add_depthwise(ComputeGraph& g, const PackedConv& c, const std::optional<Req
     pc.add(checked_i32(v, op, "convolution parameter"));
   DispatchDesc d;
   d.shader =
-      declared(shaders::qgemm::find(Kind::Depthwise, 0, requant.has_value(), false, false), op);
+      declared(shaders::qgemm::find(Kind::Depthwise, 0, requant.has_value(), false, false, 0), op);
   d.bindings = {{c.x, Access::Read},
                 {c.w, Access::Read},
                 {c.y, Access::Write},
@@ -356,8 +385,10 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
   // Read after tap_table: adding a constant may move the graph's constants, and with them
   // what an earlier constant_value() pointed to.
   const HostTensor* w = g.constant_value(c.w);
-  m.weights = pack_weights(g, c.out_c, k, w_signed, *zeros,
-                           [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; });
+  m.coopmat = coopmat_width(g, w_signed, *zeros);
+  m.weights = pack_weights(
+      g, c.out_c, k, w_signed, *zeros,
+      [&](int64_t ch, int64_t kk) { return w->bytes[ch * k + kk]; }, m.coopmat != 0);
   m.kind = pointwise ? Kind::ConvPointwise : Kind::Conv;
   m.data = c.x;
   m.y = c.y;
@@ -366,7 +397,7 @@ bool add_packed_conv(ComputeGraph& g, const PackedConv& c, const std::optional<R
   m.channels = out_g;
   m.vectors = checked_mul(c.batch, checked_mul(c.ho, c.wo, op), op);
   m.groups = c.groups;
-  m.w_signed = w_signed;
+  m.w_signed = w_signed || m.coopmat;
   m.d_signed = g.info(c.x).dtype == DType::Int8;
   m.plane = c.ho * c.wo;
   for (int64_t v : {c.groups, cin_g, c.h, c.w_in, c.kh, c.kw, c.ho, c.wo, c.strides[0],
@@ -384,8 +415,10 @@ bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& mm,
   if (!b || !zeros) return false;
   const bool w_signed = g.info(mm.b).dtype == DType::Int8;
   Gemm m;
-  m.weights = pack_weights(g, mm.n, mm.k, w_signed, *zeros,
-                           [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; });
+  m.coopmat = coopmat_width(g, w_signed, *zeros);
+  m.weights = pack_weights(
+      g, mm.n, mm.k, w_signed, *zeros,
+      [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; }, m.coopmat != 0);
   m.kind = Kind::Matmul;
   m.data = mm.a;
   m.y = mm.y;
@@ -394,7 +427,7 @@ bool add_packed_matmul(ComputeGraph& g, const PackedMatmul& mm,
   m.channels = mm.n;
   m.vectors = mm.rows;
   m.groups = 1;
-  m.w_signed = w_signed;
+  m.w_signed = w_signed || m.coopmat;
   m.d_signed = g.info(mm.a).dtype == DType::Int8;
   m.plane = 0;
   add_dispatches(g, m, requant, op);
@@ -408,10 +441,13 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   const auto zeros = constant_zeros(g, mm.b_zero, op);
   if (!b || !zeros) return false;
   if (mm.rows == 0 || mm.n == 0) return true;
-  const bool w_signed = g.info(mm.b).dtype == DType::Int8;
-  const PackedWeights w =
-      pack_weights(g, mm.n, mm.k, w_signed, *zeros,
-                   [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; });
+  // The tensor cores only on quantized bytes (quantizing as it loads stays on the dot kernel).
+  const bool b_signed = g.info(mm.b).dtype == DType::Int8;
+  const uint32_t coopmat = mm.x_packed ? coopmat_width(g, b_signed, *zeros) : 0;
+  const bool w_signed = b_signed || coopmat;
+  const PackedWeights w = pack_weights(
+      g, mm.n, mm.k, b_signed, *zeros,
+      [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; }, coopmat != 0);
   TensorRef bias =
       mm.bias ? *mm.bias : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
   const TensorRef residual =
@@ -444,6 +480,7 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
     m.w_signed = w_signed;
     m.d_signed = false;
     m.plane = 0;
+    m.coopmat = coopmat;
     const TensorRef partials = *add_gemm_pass(g, m, std::nullopt, pl, op);
     const int64_t total = mm.rows * mm.n;
     PushConstants rp;
@@ -454,7 +491,8 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
     rp.add(int32_t{mm.bias.has_value()});
     add_epilogue(rp);
     DispatchDesc r;
-    r.shader = declared(shaders::qgemm::find(Kind::MatmulDynamicBytes, 0, false, true, false), op);
+    r.shader =
+        declared(shaders::qgemm::find(Kind::MatmulDynamicBytes, 0, false, true, false, 0), op);
     r.bindings = {{partials, Access::Read}, {mm.y, Access::Write},      {mm.range, Access::Read},
                   {w.chan, Access::Read},   {mm.b_scale, Access::Read}, {bias, Access::Read},
                   {residual, Access::Read}};
@@ -465,7 +503,7 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
     g.add_dispatch(std::move(r));
     return true;
   }
-  const bool dot = use_dot(g);
+  const bool dot = coopmat == 0 && use_dot(g);
   PushConstants pc;
   pc.add(checked_i32(mm.n, op, "channels")).add(checked_i32(mm.rows, op, "rows"));
   pc.add(checked_i32(w.k4, op, "depth")).add(mm.range_count);
@@ -474,7 +512,7 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   add_epilogue(pc);
   DispatchDesc d;
   const Kind kind = mm.x_packed ? Kind::MatmulDynamicBytes : Kind::MatmulDynamic;
-  d.shader = declared(shaders::qgemm::find(kind, pl.tile, false, false, dot), op);
+  d.shader = declared(shaders::qgemm::find(kind, pl.tile, false, false, dot, coopmat), op);
   d.bindings = {{w.words, Access::Read}, {mm.x_packed.value_or(mm.x), Access::Read},
                 {mm.y, Access::Write},   {mm.range, Access::Read},
                 {w.chan, Access::Read},  {mm.b_scale, Access::Read},
@@ -484,11 +522,11 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
         op + ": " + std::to_string(mm.rows) + " rows x " + std::to_string(mm.n) +
             " columns need too many workgroups");
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1};
-  d.local = {tile_threads(pl.tile), 1, 1};
+  d.local = {coopmat ? kCoopmatThreads : tile_threads(pl.tile), 1, 1};
   d.spec = {uint32_t{w_signed}, 0u, uint32_t{w.any_zero}, 0u};
   d.push = pc.take();
   d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
-            (mm.x_packed ? " dynamic bytes" : " dynamic") + epilogue + ")";
+            coopmat_label(coopmat) + (mm.x_packed ? " dynamic bytes" : " dynamic") + epilogue + ")";
   g.add_dispatch(std::move(d));
   return true;
 }

@@ -58,22 +58,27 @@ struct FeatureChain {
   FeatureChain& operator=(const FeatureChain&) = delete;
 };
 
-// Whether the device lists a subgroup-scope 16x16x16 cooperative-matrix shape with fp16 A and
-// B and fp32 C and D (the shape matmul_coopmat.comp is written for).
-bool has_f16_coopmat_shape(VkInstance instance, VkPhysicalDevice device) {
+// The subgroup-scope cooperative-matrix shapes the device lists (none without the extension).
+std::vector<VkCooperativeMatrixPropertiesNV> coopmat_shapes(VkInstance instance,
+                                                            VkPhysicalDevice device) {
   auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-  if (!get) return false;
+  if (!get) return {};
   uint32_t count = 0;
-  if (get(device, &count, nullptr) != VK_SUCCESS) return false;
+  if (get(device, &count, nullptr) != VK_SUCCESS) return {};
   std::vector<VkCooperativeMatrixPropertiesNV> shapes(
       count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  if (get(device, &count, shapes.data()) != VK_SUCCESS) return false;
-  return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
-    return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 &&
-           s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-           s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-           s.scope == VK_SCOPE_SUBGROUP_NV;
+  if (get(device, &count, shapes.data()) != VK_SUCCESS) return {};
+  shapes.resize(count);
+  return shapes;
+}
+
+// Whether `shapes` has M x N x K with A and B of type `ab`, C and D of type `cd`, subgroup scope.
+bool has_coopmat_shape(const std::vector<VkCooperativeMatrixPropertiesNV>& shapes, uint32_t m,
+                       uint32_t n, uint32_t k, VkComponentTypeNV ab, VkComponentTypeNV cd) {
+  return std::any_of(shapes.begin(), shapes.end(), [&](const VkCooperativeMatrixPropertiesNV& s) {
+    return s.MSize == m && s.NSize == n && s.KSize == k && s.AType == ab && s.BType == ab &&
+           s.CType == cd && s.DType == cd && s.scope == VK_SCOPE_SUBGROUP_NV;
   });
 }
 
@@ -344,10 +349,22 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   features_.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
   features_.vulkan_memory_model = have.memory_model.vulkanMemoryModel;
   // glslang's GL_NV_cooperative_matrix code declares the Vulkan memory model; the fp16 kernel
-  // also needs fp16 arithmetic, 16-bit storage and the 16x16x16 fp16 -> fp32 subgroup shape.
+  // also needs fp16 arithmetic, 16-bit storage and the 16x16x16 fp16 -> fp32 subgroup shape,
+  // the int8 one (quant_packed.comp COOPMAT) int8 arithmetic and a 16 x N x 32 s8 -> s32 shape.
+  const bool coopmat_base = have.coopmat.cooperativeMatrix && features_.vulkan_memory_model;
+  const auto shapes = coopmat_base ? coopmat_shapes(instance_, physical_device_)
+                                   : std::vector<VkCooperativeMatrixPropertiesNV>{};
   features_.coopmat_f16_16x16x16 =
-      have.coopmat.cooperativeMatrix && features_.vulkan_memory_model && features_.shader_float16 &&
-      features_.storage_buffer_16bit && has_f16_coopmat_shape(instance_, physical_device_);
+      coopmat_base && features_.shader_float16 && features_.storage_buffer_16bit &&
+      has_coopmat_shape(shapes, 16, 16, 16, VK_COMPONENT_TYPE_FLOAT16_NV,
+                        VK_COMPONENT_TYPE_FLOAT32_NV);
+  const bool int8 = (api12 || has_ext("VK_KHR_shader_float16_int8")) && have.float16.shaderInt8 &&
+                    features_.storage_buffer_8bit;
+  for (uint32_t n : {16u, 8u})
+    if (int8 && features_.coopmat_s8_n == 0 &&
+        has_coopmat_shape(shapes, 16, n, 32, VK_COMPONENT_TYPE_SINT8_NV,
+                          VK_COMPONENT_TYPE_SINT32_NV))
+      features_.coopmat_s8_n = n;
   features_.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   features_.external_memory_host = has_ext(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   features_.integer_dot_product =
@@ -384,12 +401,13 @@ void Context::create_device() {
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
   // The memory model and cooperative matrix are enabled only for the tensor-core kernel.
-  const bool coopmat = features_.coopmat_f16_16x16x16;
+  const bool coopmat = features_.coopmat_f16_16x16x16 || features_.coopmat_s8_n != 0;
   FeatureChain enable(coopmat, coopmat, features_.integer_dot_product);
   enable.base.features.shaderInt64 = features_.shader_int64;
   enable.storage16.storageBuffer16BitAccess = features_.storage_buffer_16bit;
   enable.storage8.storageBuffer8BitAccess = features_.storage_buffer_8bit;
   enable.float16.shaderFloat16 = features_.shader_float16;
+  enable.float16.shaderInt8 = features_.coopmat_s8_n != 0;
   enable.timeline.timelineSemaphore = features_.timeline_semaphores;
   enable.memory_model.vulkanMemoryModel = VK_TRUE;
   enable.coopmat.cooperativeMatrix = VK_TRUE;
@@ -401,11 +419,12 @@ void Context::create_device() {
     dev_exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   }
   if (!api12) {
-    if (features_.shader_float16) dev_exts.push_back("VK_KHR_shader_float16_int8");
+    if (features_.shader_float16 || features_.coopmat_s8_n != 0)
+      dev_exts.push_back("VK_KHR_shader_float16_int8");
     if (features_.storage_buffer_8bit) dev_exts.push_back("VK_KHR_8bit_storage");
     if (features_.timeline_semaphores) dev_exts.push_back("VK_KHR_timeline_semaphore");
   }
-  if (features_.coopmat_f16_16x16x16) {
+  if (coopmat) {
     dev_exts.push_back("VK_NV_cooperative_matrix");
     if (!api12) dev_exts.push_back("VK_KHR_vulkan_memory_model");
   }
@@ -451,6 +470,7 @@ std::shared_ptr<Context> Context::adopt(const ExternalDevice& external,
   } else {
     DeviceFeatures& f = ctx->features_;
     f.cooperative_matrix_nv = f.cooperative_matrix_khr = f.coopmat_f16_16x16x16 = false;
+    f.coopmat_s8_n = 0;
     f.vulkan_memory_model = false;
     f.integer_dot_product = f.integer_dot_4x8_accelerated = false;
   }

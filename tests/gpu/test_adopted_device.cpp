@@ -230,6 +230,7 @@ TEST_F(AdoptedDevice, RunsOnTheAppsDeviceAndLeavesItAlive) {
     EXPECT_FALSE(ctx->owns_device());
     // Cooperative matrix needs an extension the app would have had to enable and say so.
     EXPECT_FALSE(ctx->features().coopmat_f16_16x16x16);
+    EXPECT_EQ(ctx->features().coopmat_s8_n, 0u);
     EXPECT_EQ(ctx->device(), own.device);
     EXPECT_EQ(ctx->queue(), own.queue);
     auto chain = make_chain(ctx, {}, Producer::Compute);

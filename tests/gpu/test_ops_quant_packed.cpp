@@ -264,5 +264,86 @@ TEST_F(QuantPackedTest, FallsBackWhereItDoesNotApply) {
   }
 }
 
+// The int8 tensor-core variants (knob qgemm.coopmat): symmetric weights (int8 with zero point 0,
+// uint8 with 128, packed as w - 128), uint8 and int8 data (flipped to d - 128 as staged), every
+// tile and the split partials, against exact integer sums and the requantized outputs. Mode 2
+// runs their emulation (staging, thread layout and epilogue; plain sums) on any device; mode 1
+// the tensor cores, only where the device lists an int8 shape (the H200; skipped on lavapipe).
+TEST_F(QuantPackedTest, CoopmatVariantsMatchIntegerReference) {
+  for (uint32_t mode : {2u, 1u}) {
+    if (mode == 1 &&
+        (context()->features().coopmat_s8_n == 0 || context()->features().subgroup_size != 32))
+      continue;
+    const std::string label = mode == 2 ? " coopmat emulated" : " coopmat";
+    for (Config cfg : {Config{64, 1, 0}, Config{32, 1, 0}, Config{32, 3, 0}}) {
+      GraphOptions go = options(cfg);
+      std::const_pointer_cast<ops::Tuning>(go.tuning)->knobs["qgemm.coopmat"] = mode;
+      // A 3x3 convolution (uint8 x, int8 w) and a 1x1 one (int8 x, uint8 w with zero point 128).
+      for (int ci = 0; ci < 2; ++ci) {
+        const ConvCase p = ci == 0
+                               ? ConvCase{1, 24, 9, 8, 40, 3, 3, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}}
+                               : ConvCase{2, 36, 5, 7, 70, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}};
+        const DType xt = ci == 0 ? DType::UInt8 : DType::Int8;
+        const DType wt = ci == 0 ? DType::Int8 : DType::UInt8;
+        const int64_t k = p.c * p.kh * p.kw;
+        SCOPED_TRACE("mode " + std::to_string(mode) + " tile " + std::to_string(cfg.tile) +
+                     " splits " + std::to_string(cfg.splits) + " conv " + std::to_string(ci));
+        auto x = random_ints(rng, p.n * p.c * p.h * p.w, qmin(xt), qmax(xt));
+        auto w = random_ints(rng, p.m * k, qmin(wt), qmax(wt));
+        const int zx = xt == DType::UInt8 ? 119 : -9;
+        std::vector<int> zw(p.m, wt == DType::UInt8 ? 128 : 0);
+        ops::IntConvParams cp{p.stride, p.pads, p.dil, p.groups};
+        Shape out;
+        auto acc = conv_ref(p, x, w, zx, zw, out);
+        const Shape xs = {p.n, p.c, p.h, p.w}, ws = {p.m, p.c, p.kh, p.kw};
+        Runner r(go);
+        TensorRef y =
+            ops::conv_integer(r.g, r.input(bytes(xt, xs, x)), r.constant(bytes(wt, ws, w)),
+                              r.input(bytes(xt, {}, {zx})), r.constant(bytes(wt, {p.m}, zw)), cp);
+        HostTensor got = r.run(y);
+        ASSERT_EQ(got.shape, out);
+        EXPECT_TRUE(ran(r, label));
+        for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(got.data<int32_t>()[i], acc[i]) << i;
+
+        std::vector<float> sw = random_floats(p.m, 0.0005f, 0.004f);
+        auto bias = random_ints(rng, p.m, -3000, 3000);
+        const float sx = 0.03f, sy = 0.11f;
+        const int zy = xt == DType::UInt8 ? 100 : 3;
+        Runner rq(go);
+        ops::QuantizedOperand qx{rq.input(bytes(xt, xs, x)), rq.input(f32({}, {sx})),
+                                 rq.input(bytes(xt, {}, {zx}))};
+        ops::QuantizedOperand qw{rq.constant(bytes(wt, ws, w)), rq.input(f32({p.m}, sw)),
+                                 rq.constant(bytes(wt, {p.m}, zw))};
+        ops::QuantizedOperand qy{TensorRef{}, rq.input(f32({}, {sy})),
+                                 rq.input(bytes(xt, {}, {zy}))};
+        TensorRef bt = rq.input(i32({p.m}, std::vector<int32_t>(bias.begin(), bias.end())));
+        HostTensor gq = rq.run(ops::qlinear_conv(rq.g, qx, qw, qy, bt, cp, xt));
+        EXPECT_TRUE(ran(rq, label));
+        std::vector<double> q;
+        const int64_t plane = out[2] * out[3];
+        for (size_t i = 0; i < acc.size(); ++i) {
+          int64_t oc = int64_t(i) / plane % p.m;
+          q.push_back(double(acc[i] + bias[oc]) * sx * sw[oc] / sy);
+        }
+        expect_quantized(gq, q, std::vector<int>(acc.size(), zy), xt, "qlinear_conv coopmat");
+      }
+      // A matmul with per-row data zero points, M and N not multiples of the tile.
+      const int64_t m = 37, kk = 136, n = 70;
+      auto a = random_ints(rng, m * kk, 0, 255);
+      auto b = random_ints(rng, kk * n, -128, 127);
+      auto za = random_ints(rng, m, 0, 255);
+      auto want = matmul_ref(a, b, 1, m, kk, n, za, std::vector<int>(n, 0), false);
+      Runner r(go);
+      TensorRef y = ops::matmul_integer(
+          r.g, r.input(bytes(DType::UInt8, {m, kk}, a)), r.constant(bytes(DType::Int8, {kk, n}, b)),
+          r.input(bytes(DType::UInt8, {m}, za)),
+          r.constant(bytes(DType::Int8, {n}, std::vector<int>(n, 0))));
+      HostTensor got = r.run(y);
+      EXPECT_TRUE(ran(r, label));
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got.data<int32_t>()[i], want[i]) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vkgraph::testing

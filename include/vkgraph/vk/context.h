@@ -54,6 +54,9 @@ struct DeviceFeatures {
   // VK_NV_cooperative_matrix enabled with a 16x16x16 fp16 x fp16 + fp32 subgroup shape (and
   // the Vulkan memory model, fp16 arithmetic and 16-bit storage its shaders need).
   bool coopmat_f16_16x16x16 = false;
+  // The same extension with int8 x int8 -> int32 subgroup shapes 16 x N x 32 (shaderInt8 enabled):
+  // N = 16 or 8, whichever the device lists (16 preferred), or 0 without one.
+  uint32_t coopmat_s8_n = 0;
   // VK_KHR_shader_integer_dot_product enabled (packed 4x8-bit dot products in shaders), and
   // whether the device reports the signed 4x8 packed form as accelerated (a native instruction).
   bool integer_dot_product = false;
