@@ -75,6 +75,9 @@ NodeProto fused_node(const NodeProto& root, const char* op_type) {
 }
 
 void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
+  if (view.group != 1)
+    throw Error(ErrorKind::InvalidState,
+                "fusion: grouped view of " + view.source + " given to " + n.op_type() + " as " + x);
   if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);
   if (!view.strided()) return;
   set_ints(n, ("shape_" + x).c_str(), view.shape);
@@ -419,8 +422,8 @@ constexpr Pattern kPatterns[] = {
     {"Mul", activation_chain},
     {"Pow", activation_chain},
     {"Add", activation_chain},
-    // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice/Split read as a view (fuse_view.h) =>
-    // elided
+    // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice/Split/Expand read as a view
+    // (fuse_view.h) => elided
     {"Transpose", view_node},
     {"Reshape", view_node},
     {"Squeeze", view_node},
@@ -428,6 +431,7 @@ constexpr Pattern kPatterns[] = {
     {"Gather", view_node},
     {"Slice", view_node},
     {"Split", view_node},
+    {"Expand", view_node},
 };
 
 const std::map<std::string, std::string>& model_op_types() {

@@ -69,6 +69,12 @@ class Pass {
     Shape shape;  // the view's shape
     int64_t offset = 0;
     std::vector<int64_t> strides;  // in elements of source, one per dim of shape
+    // Grouped-query heads (Llama's repeat_kv: Unsqueeze -> Expand -> Reshape): entry i of dim
+    // `group_dim` is stored entry i / group, which strides[group_dim] steps; that dim holds
+    // shape[group_dim] / group stored entries. Only the attention reads such a view in place
+    // (its kernel shares a KV head between `group` query heads); it is never a permutation.
+    int64_t group = 1;
+    size_t group_dim = 0;
     // A view that is more than a permutation (an offset, split or merged dims): only readers
     // that take strides read it in place; for others the importer copies it out.
     bool strided() const { return !strides.empty() && perm.empty(); }

@@ -172,17 +172,32 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
   return w;
 }
 
+// A view of grouped heads (repeat_kv, fuse.h) as the kernel reads it: the stored KV heads,
+// each of which `group` query heads share. The group must be of the heads' dim (1 of rank 4).
+std::optional<Pass::View> kv_heads(Pass::View v, size_t rank) {
+  if (v.group == 1) return v;
+  if (rank != 4 || v.group_dim != 1 || v.shape[1] % v.group != 0) return std::nullopt;
+  v.shape[1] /= v.group;
+  v.group = 1;
+  return v;
+}
+
 // From the scores' MatMul on: the rest of the chain, and the fused node.
 std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) {
   const Importer& im = p.importer();
+  const size_t rank = s.q.shape.size();
+  // Grouped-query attention: K and V given with their heads repeated (the same group).
+  const int64_t group = s.kt.group;
+  std::optional<Pass::View> kt = kv_heads(s.kt, rank);
+  if (s.q.group != 1 || !kt) return std::nullopt;
+  s.kt = *kt;
   const Shape& qs = s.q.shape;
   const Shape& ks = s.kt.shape;
-  const size_t rank = qs.size();
   if ((rank != 3 && rank != 4) || ks.size() != rank) return std::nullopt;
   if (qs[rank - 1] != ks[rank - 2]) return std::nullopt;
   // K's batch and head dims equal Q's or are 1 (the kernel's broadcasts); Q's are the result's.
   for (size_t i = 0; i + 2 < rank; ++i)
-    if (ks[i] != qs[i] && ks[i] != 1) return std::nullopt;
+    if (ks[i] * (i == 1 ? group : 1) != qs[i] && ks[i] != 1) return std::nullopt;
   if (!is_float32(im, s.q.source) || !is_float32(im, s.kt.source)) return std::nullopt;
   // What ops::attention takes (else the unfused ops run): head dim <= 256, at most 65535
   // workgroups a dimension (8 query rows a workgroup at least), 32-bit element indices.
@@ -253,7 +268,11 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
       pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0) || !computed(p, *pv, 1))
     return std::nullopt;
-  const Pass::View v = p.resolve(*pv, 1);
+  const Pass::View grouped_v = p.resolve(*pv, 1);
+  if (grouped_v.group != group) return std::nullopt;
+  const std::optional<Pass::View> kv = kv_heads(grouped_v, rank);
+  if (!kv) return std::nullopt;
+  const Pass::View& v = *kv;
   if (v.shape.size() != rank || v.shape[rank - 2] != ks[rank - 1] ||
       v.shape[rank - 1] != qs[rank - 1])
     return std::nullopt;

@@ -14,7 +14,8 @@
 // Q, Kᵀ and V are read as the pass's views (elided Transposes) or as computed tensors; a K
 // given transposed is just a Kᵀ with no permutation. The dynamo/onnxscript decomposition of
 // scaled_dot_product_attention scales Q and Kᵀ by sqrt(scale) each before the MatMul; rooted at
-// the first of those two Muls, the pattern folds both into the one scale.
+// the first of those two Muls, the pattern folds both into the one scale. K and V may be grouped
+// views (Llama's repeat_kv, fuse_view.h): the kernel reads them with their stored KV heads.
 #include <onnx/onnx_pb.h>
 
 #include <optional>
@@ -36,10 +37,11 @@ std::optional<Fusion> attention_scaled_q(const onnx::NodeProto& scale, Pass& pas
 // FusedAttention's inputs (absent mask: an empty name) and attributes: "perm_q", "perm_k",
 // "perm_v" (the permutation of the stored tensor that gives q, kᵀ, v; absent: as stored), or
 // for another view (fuse_view.h: a Gather or Slice of a packed QKV projection) "shape_x",
-// "strides_x", "offset_x" with x one of q, k, v, "perm_out" (the permutation of [B, H, S, D] the output is stored in; absent: none),
-// "scale" (float), "mask_kind" (kMaskAdd: added to the scores; kMaskWhereTrue/False: a bool
-// tensor, whose true/false entries mask the score out with -inf), "window_shape" (with the
-// window mask: the shape the scores are viewed in when it is added; the mask broadcasts to it).
+// "strides_x", "offset_x" with x one of q, k, v, "perm_out" (the permutation of [B, H, S, D] the
+// output is stored in; absent: none), "scale" (float), "mask_kind" (kMaskAdd: added to the scores;
+// kMaskWhereTrue/False: a bool tensor, whose true/false entries mask the score out with -inf),
+// "window_shape" (with the window mask: the shape the scores are viewed in when it is added; the
+// mask broadcasts to it).
 enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnWindowMask, kAttnInputs };
 enum AttentionMask : int64_t { kMaskAdd = 0, kMaskWhereTrue = 1, kMaskWhereFalse = 2 };
 

@@ -110,6 +110,7 @@ std::optional<Fusion> rope(const NodeProto& root, Pass& p) {
     const std::string& x = root.input(i);
     if (x.empty() || (!p.view(x) && !p.importer().available(root, i))) continue;
     const Pass::View v = p.resolve(root, i);
+    if (v.group != 1) continue;
     const std::optional<Match> m = match(p, x, v.shape);
     if (!m || m->first != &root) continue;
     NodeProto n = fused_node(root, "FusedRope");

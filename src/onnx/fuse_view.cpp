@@ -13,7 +13,7 @@ using onnx::NodeProto;
 
 bool is_view_op(const std::string& op) {
   return op == "Transpose" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Gather" || op == "Slice" || op == "Split";
+         op == "Gather" || op == "Slice" || op == "Split" || op == "Expand";
 }
 
 // The integers of input `i` (a host constant, folded ahead if need be) or, where the node has
@@ -137,6 +137,46 @@ std::optional<Pass::View> sliced(Pass& p, const NodeProto& n, const Pass::View& 
   return v;
 }
 
+// Expand (numpy broadcasting, both ways) to a constant shape: the dims it grows from 1 never
+// step.
+std::optional<Pass::View> expanded(Pass& p, const NodeProto& n, const Pass::View& in) {
+  if (n.input_size() != 2) return std::nullopt;
+  const auto target = ints_of(p, n, 1, nullptr);
+  if (!target) return std::nullopt;
+  const size_t rank = std::max(in.shape.size(), target->size());
+  Pass::View v{in.source, {}, Shape(rank, 1), in.offset, std::vector<int64_t>(rank, 0)};
+  for (size_t d = 0; d < rank; ++d) {
+    const size_t from_end = rank - d;
+    const int64_t want = from_end <= target->size() ? (*target)[target->size() - from_end] : 1;
+    const bool has = from_end <= in.shape.size();
+    const int64_t dim = has ? in.shape[in.shape.size() - from_end] : 1;
+    if (dim != want && dim != 1 && want != 1) return std::nullopt;  // the lowering reports it
+    v.shape[d] = dim == 1 ? want : dim;
+    v.strides[d] = has && dim != 1 ? in.strides[in.shape.size() - from_end] : 0;
+  }
+  return v;
+}
+
+// A Reshape that merges dim a with the stride-0 dim a + 1 after it (an Expand's repeat) and
+// keeps every other dim: the grouped-heads view of Pass::View.
+std::optional<Pass::View> grouped(const Pass::View& in, const Shape& shape) {
+  if (in.group != 1 || shape.size() + 1 != in.shape.size()) return std::nullopt;
+  for (size_t a = 0; a + 1 < in.shape.size(); ++a) {
+    if (in.strides[a + 1] != 0 || in.shape[a + 1] < 2 || shape[a] != in.shape[a] * in.shape[a + 1])
+      continue;
+    Pass::View v{in.source, {}, shape, in.offset, {}};
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      if (d == a + 1) continue;
+      if (d != a && in.shape[d] != shape[d < a ? d : d - 1]) return std::nullopt;
+      v.strides.push_back(in.strides[d]);
+    }
+    v.group = in.shape[a + 1];
+    v.group_dim = a;
+    return v;
+  }
+  return std::nullopt;
+}
+
 // Whether a Mul or Div reading `value` scales it by a scalar constant (known or folded ahead)
 // for a MatMul, its only reader: the attention's scale, which the attention patterns take.
 bool scale_for_matmul(Pass& p, const NodeProto& r, const std::string& value) {
@@ -176,6 +216,8 @@ bool reads_views(Pass& p, const std::string& value, const Shape& shape) {
 
 std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View& in) {
   const std::string& op = n.op_type();
+  // A grouped view goes on only permuted (the attention's kᵀ); else it is copied out.
+  if (in.group != 1 && op != "Transpose") return std::nullopt;
   if (op == "Transpose") {
     const std::vector<int64_t>* given = p.attrs(n).find_ints("perm");
     return transposed(in, ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{},
@@ -188,7 +230,9 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
     try {
       const Shape shape = shapes::resolve_reshape(
           in.shape, *target, p.attrs(n).get_int("allowzero", 0) != 0, "Reshape");
-      return reshaped(in, shape);
+      if (std::optional<Pass::View> v = reshaped(in, shape)) return v;
+      if (p.knob("fuse.repeat_kv", 0) == 0) return std::nullopt;
+      return grouped(in, shape);
     } catch (const Error&) {
       return std::nullopt;  // the Reshape, lowered alone, reports it
     }
@@ -197,6 +241,8 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
   if (op == "Unsqueeze") return unsqueezed(p, n, in);
   if (op == "Gather") return gathered_of(p, n, in);
   if (op == "Slice") return sliced(p, n, in);
+  // Expands stay dispatches unless VKGRAPH_TUNE=fuse.repeat_kv=1 (fuse_view.h).
+  if (op == "Expand" && p.knob("fuse.repeat_kv", 0) != 0) return expanded(p, n, in);
   return std::nullopt;
 }
 
@@ -208,7 +254,9 @@ Pass::View whole(const std::string& value, const Shape& shape) {
 
 Pass::View transposed(const Pass::View& in, const std::vector<int64_t>& perm) {
   Pass::View v{in.source, {}, {}, in.offset, {}};
+  v.group = in.group;
   for (int64_t d : perm) {
+    if (static_cast<size_t>(d) == in.group_dim) v.group_dim = v.shape.size();
     if (!in.perm.empty()) v.perm.push_back(in.perm[d]);
     v.shape.push_back(in.shape[d]);
     v.strides.push_back(in.strides[d]);
@@ -279,6 +327,8 @@ std::optional<Pass::View> elided_view(const NodeProto& n, Pass& p) {
     // Transposes of any type, as before views took strides; the new views float32 only.
     if (op != "Transpose" && (in.dtype != DType::Float32 || in.int8_type)) return std::nullopt;
   }
+  // An Expand read by two nodes would be copied out for each reader that takes no strides.
+  if (n.op_type() == "Expand" && !p.sole_consumer(n.output(0))) return std::nullopt;
   std::optional<Pass::View> v = view_of(p, n, input_view(p, n));
   if (!of_view && v && !reads_views(p, n.output(0), v->shape)) return std::nullopt;
   return v;
@@ -300,6 +350,7 @@ std::optional<Fusion> split_node(const NodeProto& n, Pass& p) {
   if (!of_view && (im.input(n, 0).dtype != DType::Float32 || im.input(n, 0).int8_type))
     return std::nullopt;
   const Pass::View in = input_view(p, n);
+  if (in.group != 1) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   int64_t axis = p.attrs(n).get_int("axis", 0);
   if (axis < -rank || axis >= rank) return std::nullopt;  // the lowering reports it

@@ -1,7 +1,8 @@
 #pragma once
 // Data movement read in place, a part of the fusion pass (fuse.h). Transpose, Reshape, Squeeze,
-// Unsqueeze, Gather of one constant index and Slice with constant bounds and positive steps all
-// give an element offset and strides over their input: the pass elides such a node and its
+// Unsqueeze, Gather of one constant index, Slice with constant bounds and positive steps and
+// Expand to a constant shape (stride 0 where it repeats) all give an element offset and strides
+// over their input: the pass elides such a node and its
 // readers see a Pass::View of the computed tensor underneath the chain, read through those
 // strides (FusedAttention: every view; FusedMatMul: permutations). A reader that takes no
 // strides gets the view copied out once, by the importer (Importer::tensor), so eliding never
@@ -11,6 +12,12 @@
 // Unsqueeze -> Transpose -> Squeeze -> Gather(0, i)` then per head `Reshape [S, B*H, d] ->
 // Transpose -> Reshape [B, H, S, d]` (torch 1.13: three Slices of the last dim) are views of the
 // packed in-projection (offset i*E, row stride 3E, head stride d), which the attention reads.
+//
+// Llama's repeat_kv (Unsqueeze -> Expand -> Reshape merging the KV heads with their repeat)
+// gives no strides: it is a grouped view (Pass::View::group), which the attention reads with
+// the KV heads as stored (grouped-query attention) and any other reader copied out.
+// Off by default (VKGRAPH_TUNE=fuse.repeat_kv=1 turns it on, Expand views included): on the
+// H200 the real Llama export got slower with it (docs/bench/2026-12-02-session8.md, call B).
 //
 // What is elided: a node whose input is itself a view, whenever its result is such a view (a
 // Reshape that would merge dims the strides keep apart is not: it is lowered, reading its input

@@ -524,7 +524,18 @@ TensorRef Importer::tensor(Value& v, const std::string& name) {
   if (!v.tensor.valid() && !v.constant)
     if (const fuse::Pass::View* view = fusion_.view(name)) {
       TensorRef source = tensor(values_.at(view->source), view->source);
-      v.tensor = ops::as_strided(graph_, source, view->shape, view->strides, view->offset);
+      if (view->group == 1) {
+        v.tensor = ops::as_strided(graph_, source, view->shape, view->strides, view->offset);
+      } else {  // grouped heads: the repeat as a dim of stride 0 after the stored one
+        Shape shape = view->shape;
+        std::vector<int64_t> strides = view->strides;
+        const auto at = static_cast<std::ptrdiff_t>(view->group_dim);
+        shape[at] /= view->group;
+        shape.insert(shape.begin() + at + 1, view->group);
+        strides.insert(strides.begin() + at + 1, 0);
+        v.tensor = ops::reshape(
+            graph_, ops::as_strided(graph_, source, shape, strides, view->offset), view->shape);
+      }
     }
   node_demoted_ |= demote;
   for (TensorRef t : {v.tensor, v.other})

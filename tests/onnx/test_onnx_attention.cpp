@@ -17,6 +17,7 @@
 #include "float_test_util.h"
 #include "model_builder.h"
 #include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -196,40 +197,93 @@ TEST_F(OnnxAttention, WhereMasks) {
   }
 }
 
-// Llama's repeat_kv: 4 query heads on 2 KV heads, K and V expanded by Unsqueeze, Expand,
-// Reshape. The pattern reads the expanded tensors.
+// Llama's repeat_kv: query heads sharing KV heads, K and V repeated by Unsqueeze, Expand,
+// Reshape (V after its heads' Transpose in the `v_heads_last` form, as a projection gives it).
+// With fuse.repeat_kv=1 the pattern reads K and V with their stored heads (the Expands are
+// elided, no copy); with the probabilities also a model output it does not fire, and the
+// MatMuls read the repeated views copied out. By default the Expands run.
+struct RepeatKv {
+  int64_t h = 4, hkv = 2;
+  bool v_heads_last = false;  // v given [1, S, Hkv, D], transposed to [1, Hkv, S, D]
+  bool probs_out = false;     // not fused: the grouped views copied out for the MatMuls
+};
+
+ModelBuilder repeat_kv_model(const RepeatKv& f, int64_t s, int64_t d) {
+  ModelBuilder m(14);
+  m.input("q", kFloat, {1, f.h, s, d});
+  m.input("k", kFloat, {1, f.hkv, s, d});
+  m.input("v", kFloat,
+          f.v_heads_last ? std::initializer_list<int64_t>{1, s, f.hkv, d}
+                         : std::initializer_list<int64_t>{1, f.hkv, s, d});
+  m.output("y", kFloat);
+  if (f.probs_out) m.output("probs", kFloat);
+  m.initializer("axis2", std::vector<int64_t>{2});
+  m.initializer("expanded", std::vector<int64_t>{1, f.hkv, f.h / f.hkv, s, d});
+  m.initializer("heads", std::vector<int64_t>{1, f.h, s, d});
+  m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(d))});
+  m.initializer("causal", Shape{1, 1, s, s}, causal_additive(s));
+  if (f.v_heads_last) set_ints(m.node("Transpose", {"v"}, {"vh"}), "perm", {0, 2, 1, 3});
+  for (const char* x : {"k", "v"}) {
+    const std::string n = x, in = f.v_heads_last && n == "v" ? "vh" : n;
+    m.node("Unsqueeze", {in, "axis2"}, {n + "5"});
+    m.node("Expand", {n + "5", "expanded"}, {n + "e"});
+    m.node("Reshape", {n + "e", "heads"}, {n + "r"});
+  }
+  set_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"raw"});
+  m.node("Mul", {"raw", "scale"}, {"scores"});
+  m.node("Add", {"scores", "causal"}, {"masked"});
+  m.node("Softmax", {"masked"}, {"probs"});
+  m.node("MatMul", {"probs", "vr"}, {"y"});
+  return m;
+}
+
 TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
-  const int64_t s = 64, h = 4, hkv = 2, d = 128;
+  const int64_t s = 64, d = 128;
+  std::vector<RepeatKv> forms(5);
+  forms[1].v_heads_last = true;
+  forms[2].hkv = 1;  // multi-query
+  forms[3].h = 8;    // 4 query heads per KV head
+  forms[4].probs_out = true;
   for (bool fp16 : {false, true}) {
     if (fp16 && !half_ok()) continue;
-    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
-    ModelBuilder m(14);
-    m.input("q", kFloat, {1, h, s, d});
-    m.input("k", kFloat, {1, hkv, s, d});
-    m.input("v", kFloat, {1, hkv, s, d});
-    m.output("y", kFloat);
-    m.initializer("axis2", std::vector<int64_t>{2});
-    m.initializer("expanded", std::vector<int64_t>{1, hkv, h / hkv, s, d});
-    m.initializer("heads", std::vector<int64_t>{1, h, s, d});
-    m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(d))});
-    m.initializer("causal", Shape{1, 1, s, s}, causal_additive(s));
-    for (const char* x : {"k", "v"}) {
-      std::string n = x;
-      m.node("Unsqueeze", {x, "axis2"}, {n + "5"});
-      m.node("Expand", {n + "5", "expanded"}, {n + "e"});
-      m.node("Reshape", {n + "e", "heads"}, {n + "r"});
+    for (size_t i = 0; i < forms.size(); ++i) {
+      const RepeatKv& f = forms[i];
+      SCOPED_TRACE("form " + std::to_string(i) + (fp16 ? " fp16" : " fp32"));
+      const size_t io = f.probs_out ? 5 : 4;
+      auto feeds = qkv({1, f.h, s, d}, {1, f.hkv, s, d});
+      if (f.v_heads_last) feeds["v"] = rand({1, s, f.hkv, d}, -1, 1);
+      const ModelBuilder m = repeat_kv_model(f, s, d);
+      SessionOptions on, off, plain;
+      on.fp16 = off.fp16 = plain.fp16 = fp16;
+      on.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.repeat_kv=1"));
+      plain.fuse = false;
+      Session viewed = m.session(on), copied = m.session(off), unfused = m.session(plain);
+      Runs r{viewed.run(feeds), unfused.run(feeds), viewed.graph()->stats().nodes,
+             unfused.graph()->stats().nodes};
+      const auto c = copied.run(feeds);
+      ASSERT_EQ(r.fused.size(), r.plain.size());
+      for (size_t o = 0; o < r.fused.size(); ++o) {
+        expect_near(r.fused[o], r.plain[o], fp16 ? 1e-2f : 1e-5f);
+        expect_near(c[o], r.plain[o], fp16 ? 1e-2f : 1e-5f);
+      }
+      // The default (fuse.repeat_kv off): the 2 Expands and the attention (with the copy of V's
+      // transposed view for its Expand); not fused: the Expands, MatMul (the scale in its
+      // epilogue), Add, Softmax, MatMul.
+      EXPECT_EQ(copied.graph()->stats().nodes, (f.probs_out      ? 6u
+                                                : f.v_heads_last ? 4u
+                                                                 : 3u) +
+                                                   casts(fp16, io));
+      // Unfused: 2 Expands, Kᵀ's Transpose (and V's), 2 MatMuls, Mul, Add, Softmax.
+      EXPECT_EQ(r.plain_nodes, (f.v_heads_last ? 9u : 8u) + casts(fp16, io));
+      if (f.probs_out) {
+        // The scores' MatMul (its scale in the epilogue) and the last one each read a copy of
+        // the repeated heads; the Add and Softmax.
+        EXPECT_EQ(r.fused_nodes, 6u + casts(fp16, io));
+      } else {
+        EXPECT_EQ(r.fused_nodes, 1u + casts(fp16, io));  // the attention alone
+      }
     }
-    set_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
-    m.node("MatMul", {"q", "kt"}, {"raw"});
-    m.node("Mul", {"raw", "scale"}, {"scores"});
-    m.node("Add", {"scores", "causal"}, {"masked"});
-    m.node("Softmax", {"masked"}, {"probs"});
-    m.node("MatMul", {"probs", "vr"}, {"y"});
-    Runs r = run_both(m, qkv({1, h, s, d}, {1, hkv, s, d}), fp16);
-    expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
-    // Fused: 2 Expands, attention. Unfused: 2 Expands, Transpose, 2 MatMuls, Mul, Add, Softmax.
-    EXPECT_EQ(r.fused_nodes, 3u + casts(fp16, 4));
-    EXPECT_EQ(r.plain_nodes, 8u + casts(fp16, 4));
   }
 }
 
@@ -310,11 +364,11 @@ TEST_F(OnnxAttentionExported, LegacyMultiheadAttentionAndBert) {
     // offset views of the in-projection through the 3 Slices and the head Transposes,
     // fuse_view.h), the context's Transpose (copied out at the Reshape to [S·B, E], which
     // merges dims the strides keep apart), out-projection Gemm, the batch_first Transpose.
-    // BERT fused: 3 projections, the mask's Sub and Mul, attention (a single head's Transposes
-    // are views).
+    // BERT fused: the 3 projections as one GEMM (fuse_siblings.h), the mask's Sub and Mul,
+    // attention (a single head's Transposes are views).
     EXPECT_EQ(mha.fused_nodes, 5u + casts(fp16, 2));
     EXPECT_EQ(mha.plain_nodes, 16u + casts(fp16, 2));
-    EXPECT_EQ(bert.fused_nodes, 6u + casts(fp16, 3));
+    EXPECT_EQ(bert.fused_nodes, 4u + casts(fp16, 3));
     EXPECT_EQ(bert.plain_nodes, 14u + casts(fp16, 3));
   }
 }
