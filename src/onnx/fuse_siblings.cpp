@@ -1,5 +1,7 @@
 #include "onnx/fuse_siblings.h"
 
+#include <algorithm>
+
 #include "core/shape_rules.h"
 #include "onnx/importer.h"
 
@@ -16,7 +18,27 @@ struct Member {
   const std::string& out() const { return (bias ? bias : mm)->output(0); }
 };
 
-// A MatMul of x by a float32 constant [K, N], with its bias Add if it has one.
+// Whether every reader of `value` is data movement that can read a view of the packed output
+// (the heads' Reshape and Transpose before an attention or a rope): a member read by anything
+// else would cost a copy of its view and lose the epilogue (activation, residual) its own GEMM
+// would have taken, as Llama's gate and up projections do.
+bool read_in_place(const Importer& im, const std::string& value) {
+  const auto& readers = im.consumers(value);
+  if (readers.empty()) return false;
+  for (const NodeProto* r : readers) {
+    const std::string& op = r->op_type();
+    const bool data_movement = op == "Reshape" || op == "Transpose" || op == "Squeeze" ||
+                               op == "Unsqueeze" || op == "Slice" || op == "Gather" ||
+                               op == "Split";
+    if (!data_movement || !r->domain().empty() || r->input(0) != value ||
+        std::count(r->input().begin(), r->input().end(), value) != 1)
+      return false;
+  }
+  return true;
+}
+
+// A MatMul of x by a float32 constant [K, N], with its bias Add if it has one, whose result is
+// read in place.
 std::optional<Member> member_of(Pass& p, const NodeProto& mm, const std::string& x, int64_t k) {
   const Importer& im = p.importer();
   if (mm.op_type() != "MatMul" || !mm.domain().empty() || mm.input_size() != 2 ||
@@ -36,7 +58,7 @@ std::optional<Member> member_of(Pass& p, const NodeProto& mm, const std::string&
       m.bias_input = other;
     }
   }
-  if (im.is_model_output(m.out())) return std::nullopt;
+  if (im.is_model_output(m.out()) || !read_in_place(im, m.out())) return std::nullopt;
   return m;
 }
 
@@ -44,7 +66,7 @@ std::optional<Member> member_of(Pass& p, const NodeProto& mm, const std::string&
 
 std::optional<Fusion> sibling_matmuls(const NodeProto& root, Pass& p) {
   const Importer& im = p.importer();
-  if (p.knob("fuse.siblings", 0) == 0 || root.input_size() != 2 || root.input(0).empty() ||
+  if (p.knob("fuse.siblings", 1) == 0 || root.input_size() != 2 || root.input(0).empty() ||
       p.view(root.input(0)) || !im.available(root, 0) || im.constant(root, 0))
     return std::nullopt;
   const std::string& x = root.input(0);

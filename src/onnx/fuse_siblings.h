@@ -1,13 +1,15 @@
 #pragma once
 // Sibling projections merged, a part of the fusion pass (fuse.h): MatMuls that read one computed
 // tensor x with float32 constant weights [K, N_i] (each [-> Add(float32 constant bias [N_i])]),
-// BERT's Q, K and V or Llama's q, k, v, become one GEMM over the weights concatenated along N
+// each result read only by data movement (the heads' Reshape), BERT's Q, K and V or Llama's
+// q, k, v, become one GEMM over the weights concatenated along N
 // (`SiblingMatMul`, lowered to ops::matmul with the biases concatenated into its epilogue);
 // each member's result is elided as a view of the packed output at its column offset, which
-// the attention and the rope read in place (other readers get it copied out once).
+// the attention and the rope read in place.
 //
-// Off by default (VKGRAPH_TUNE=fuse.siblings=1 turns it on) until the H200 says whether one
-// wider GEMM plus the copies some readers need beats the separate GEMMs.
+// On by default since the H200 A/B of docs/bench/2026-12-02-session8.md (call B): fp16 bert
+// 1.891 -> 1.439 ms (131 -> 107 nodes); gpt2 and vit_b_16 unchanged (one packed projection
+// already). VKGRAPH_TUNE=fuse.siblings=0 turns it off.
 #include <onnx/onnx_pb.h>
 
 #include <optional>

@@ -172,11 +172,11 @@ TEST_F(OnnxTransformerFusion, GeluAfterReshapedGemmJoinsItsEpilogue) {
   }
 }
 
-// BERT's Q, K and V projections of one LayerNorm output (src/onnx/fuse_siblings.h, on with
-// fuse.siblings=1): one GEMM over the concatenated weights and biases, the attention reading
-// Q, K and V as views of its output; a fourth reader of x that is no MatMul of a constant stays
-// apart, and so does a projection whose result is a model output. Against the knob off (three
-// GEMMs) and unfused, fp32 and fp16.
+// BERT's Q, K and V projections of one LayerNorm output (src/onnx/fuse_siblings.h, on by
+// default; off with fuse.siblings=0): one GEMM over the concatenated weights and biases, the
+// attention reading Q, K and V as views of its output; a fourth reader of x that is no MatMul of a
+// constant stays apart, and so does a projection whose result is a model output. Against the knob
+// off (three GEMMs) and unfused, fp32 and fp16.
 TEST_F(OnnxTransformerFusion, SiblingProjectionsAreOneGemm) {
   constexpr int64_t s = 5, h = 2, d = 4, e = h * d;
   for (bool fp16 : {false, true})
@@ -207,7 +207,7 @@ TEST_F(OnnxTransformerFusion, SiblingProjectionsAreOneGemm) {
       m.node("MatMul", {"probs", "v_h"}, {"y"});
       SessionOptions on, off, plain;
       on.fp16 = off.fp16 = plain.fp16 = fp16;
-      on.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.siblings=1"));
+      off.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.siblings=0"));
       plain.fuse = false;
       Session merged = m.session(on), separate = m.session(off), unfused = m.session(plain);
       const std::map<std::string, HostTensor> in{
