@@ -179,16 +179,18 @@ uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile)
 // default since the H200 run of 2026-12-02 (docs/bench/2026-12-02-session6.md, run 2): with
 // vector staging and 16-byte stores it beat the fp32-arithmetic kernel on 13 of 15 ResNet-50
 // layers (3x3 56x56 0.0376 -> 0.0297 ms; the 7x7 1x1 layers lose ~15%).
-// VKGRAPH_TUNE=conv.coopmat=0 turns it off. Knob conv.tc_min_tiles (default 0: no minimum):
-// fewer 64x64 tiles than that take the float32-arithmetic kernel, whose 32x32 tiles give 4x the
+// VKGRAPH_TUNE=conv.coopmat=0 turns it off. Knob conv.tc_min_tiles (default 64): fewer 64x64
+// tiles than that take the float32-arithmetic kernel, whose 32x32 tiles give 4x the
 // workgroups; the 2026-12-02 profiles have fp16 1x1 layers at 14x14 and 7x7 (8-44 tiles)
-// 1.4-1.8x slower than fp32 (EfficientNet-B0's 192 -> 1152 at 7x7: 23 us vs 13).
+// 1.4-1.8x slower than fp32 (EfficientNet-B0's 192 -> 1152 at 7x7: 23 us vs 13). The H200 A/B
+// (docs/bench/2026-12-02-session8.md, call B): EfficientNet-B0 fp16 0.877 ms at 0, 0.865 at 32,
+// 0.857 at 64, 0.861 at 128; MobileNetV3 unchanged.
 bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
   const vk::DeviceFeatures& f = g.context().features();
   return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
          c.out_c_g >= 16 && c.in_c_g * c.k_d * c.k_h * c.k_w >= 16 &&
          tuned(g, "conv.coopmat", 1) != 0 &&
-         gemm_tiles(c, c.in_c / c.in_c_g, kTensorCoreTile) >= tuned(g, "conv.tc_min_tiles", 0);
+         gemm_tiles(c, c.in_c / c.in_c_g, kTensorCoreTile) >= tuned(g, "conv.tc_min_tiles", 64);
 }
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below

@@ -82,15 +82,16 @@ bool use_dot(ComputeGraph& g) {
 }
 
 // The int8 tensor-core variants' fragment width (quant_packed.comp COOPMAT), or 0 where they do
-// not run: tuning knob qgemm.coopmat (default 0: the dot-product kernels; 1: tensor cores where
-// the device has them) and weights that are signed once packed with a zero point of 0
-// (int8 with zw 0, uint8 with zw 128: symmetric quantization, as onnxruntime writes weights),
-// since the tensor-core kernel sums no data (HAS_DSUM).
-// Knob value 2 runs the emulated variants (width 1: the tensor-core kernels' staging and
-// epilogue, plain sums) on any device, for tests.
+// not run: tuning knob qgemm.coopmat (default 1: tensor cores where the device has them, since
+// the H200's 128x768x768 25.3 -> 16.9 us and 128x3072x768 27.1 -> 19.5 us,
+// docs/bench/2026-12-02-session8.md, call B; 0: the dot-product kernels) and weights that are
+// signed once packed with a zero point of 0 (int8 with zw 0, uint8 with zw 128: symmetric
+// quantization, as onnxruntime writes weights), since the tensor-core kernel sums no data
+// (HAS_DSUM). Knob value 2 runs the emulated variants (width 1: the tensor-core kernels' staging
+// and epilogue, plain sums) on any device, for tests.
 uint32_t coopmat_width(ComputeGraph& g, bool w_signed, const std::vector<int32_t>& zeros) {
   const vk::DeviceFeatures& f = g.context().features();
-  const uint32_t knob = tuned(g, "qgemm.coopmat", 0);
+  const uint32_t knob = tuned(g, "qgemm.coopmat", 1);
   const uint32_t width = knob == 2 ? 1 : knob == 1 && f.subgroup_size == 32 ? f.coopmat_s8_n : 0;
   const int32_t symmetric = w_signed ? 0 : 128;
   for (int32_t z : zeros)

@@ -534,7 +534,7 @@ TEST_F(OpsConvFloat16, EveryGemmKind) {
 }
 
 TEST_F(OpsConvFloat16, EveryGemmKindOnTensorCores) {
-  tuning_ = ops::Tuning::from_knobs("conv.coopmat=1");
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=1,conv.tc_min_tiles=0");
   check_all();
 }
 
@@ -557,7 +557,8 @@ class OpsConvTensorCores : public OpsConvFloat16 {
          {"conv.tc_tile=64,conv.tc_vec_store=0", "conv.tc_tile=128,conv.tc_vec_store=0",
           "conv.tc_tile=64,conv.tc_vec_store=1", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
       SCOPED_TRACE(knobs);
-      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
+      // Every size on tensor cores, also the few-tile ones the default gives conv.comp.
+      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_min_tiles=0,") + knobs);
       ops::SplitKPolicy unsplit;
       unsplit.min_k = int64_t{1} << 40;
       tuning_.split_k = unsplit;
@@ -622,7 +623,8 @@ TEST_F(OpsConvTensorCores, SplitK) {
   for (const char* knobs :
        {"conv.tc_tile=64,conv.tc_vec_store=0", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
     SCOPED_TRACE(knobs);
-    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,") + knobs);
+    // Every size on tensor cores, also the few-tile ones the default gives conv.comp.
+    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_min_tiles=0,") + knobs);
     tuning_.split_k = policy;
     for (const ConvCase& c : {deep, pointwise, stem}) check(c);
   }
