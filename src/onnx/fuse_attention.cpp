@@ -79,6 +79,7 @@ Shape stored_shape(const Importer& im, const std::string& name) {
 // What the pattern has learnt about the scores' MatMul and its operands.
 struct Scores {
   Pass::View q, kt;
+  std::string kt_value;  // the value kt is read from (a grouped view is read copied out there)
   float scale = 1.f;
   std::vector<const NodeProto*> absorbed;  // before the MatMul's own consumers (prescaled form)
 };
@@ -172,32 +173,36 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
   return w;
 }
 
-// A view of grouped heads (repeat_kv, fuse.h) as the kernel reads it: the stored KV heads,
-// each of which `group` query heads share. The group must be of the heads' dim (1 of rank 4).
-std::optional<Pass::View> kv_heads(Pass::View v, size_t rank) {
-  if (v.group == 1) return v;
-  if (rank != 4 || v.group_dim != 1 || v.shape[1] % v.group != 0) return std::nullopt;
-  v.shape[1] /= v.group;
-  v.group = 1;
-  return v;
+// Kᵀ and V as the kernel reads them. Grouped views (repeat_kv, fuse.h) of one group over the
+// heads' dim (1 of rank 4) are read with their stored KV heads, each shared by `group` query
+// heads; any other grouped view is read as its value, which the importer copies out.
+void kv_heads(Pass::View& kt, const std::string& kt_value, Pass::View& v,
+              const std::string& v_value) {
+  if (kt.group == 1 && v.group == 1) return;
+  if (kt.group == v.group && kt.shape.size() == 4 && kt.group_dim == 1 && v.group_dim == 1) {
+    for (Pass::View* x : {&kt, &v}) {
+      x->shape[1] /= x->group;
+      x->group = 1;
+    }
+    return;
+  }
+  if (kt.group != 1) kt = Pass::View{kt_value, {}, kt.shape};
+  if (v.group != 1) v = Pass::View{v_value, {}, v.shape};
 }
 
 // From the scores' MatMul on: the rest of the chain, and the fused node.
 std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) {
   const Importer& im = p.importer();
-  const size_t rank = s.q.shape.size();
-  // Grouped-query attention: K and V given with their heads repeated (the same group).
-  const int64_t group = s.kt.group;
-  std::optional<Pass::View> kt = kv_heads(s.kt, rank);
-  if (s.q.group != 1 || !kt) return std::nullopt;
-  s.kt = *kt;
-  const Shape& qs = s.q.shape;
-  const Shape& ks = s.kt.shape;
+  if (s.q.group != 1) return std::nullopt;
+  // Shapes are the views' own (a grouped view's with the heads repeated) until kv_heads.
+  const Shape qs = s.q.shape;
+  const Shape ks = s.kt.shape;
+  const size_t rank = qs.size();
   if ((rank != 3 && rank != 4) || ks.size() != rank) return std::nullopt;
   if (qs[rank - 1] != ks[rank - 2]) return std::nullopt;
   // K's batch and head dims equal Q's or are 1 (the kernel's broadcasts); Q's are the result's.
   for (size_t i = 0; i + 2 < rank; ++i)
-    if (ks[i] * (i == 1 ? group : 1) != qs[i] && ks[i] != 1) return std::nullopt;
+    if (ks[i] != qs[i] && ks[i] != 1) return std::nullopt;
   if (!is_float32(im, s.q.source) || !is_float32(im, s.kt.source)) return std::nullopt;
   // What ops::attention takes (else the unfused ops run): head dim <= 256, at most 65535
   // workgroups a dimension (8 query rows a workgroup at least), 32-bit element indices.
@@ -268,17 +273,14 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
       pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0) || !computed(p, *pv, 1))
     return std::nullopt;
-  const Pass::View grouped_v = p.resolve(*pv, 1);
-  if (grouped_v.group != group) return std::nullopt;
-  const std::optional<Pass::View> kv = kv_heads(grouped_v, rank);
-  if (!kv) return std::nullopt;
-  const Pass::View& v = *kv;
+  Pass::View v = p.resolve(*pv, 1);
   if (v.shape.size() != rank || v.shape[rank - 2] != ks[rank - 1] ||
       v.shape[rank - 1] != qs[rank - 1])
     return std::nullopt;
   for (size_t i = 0; i + 2 < rank; ++i)
     if (v.shape[i] != ks[i]) return std::nullopt;
   if (!is_float32(im, v.source) || numel(stored_shape(im, v.source)) > kMax32) return std::nullopt;
+  kv_heads(s.kt, s.kt_value, v, pv->input(1));
   next(pv);
   // The heads merged back (Transpose [B, H, S, D] -> [B, S, H, D] before the Reshape to
   // [B, S, H * D]): the kernel stores that layout itself instead of a copy after it.
@@ -320,7 +322,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
 std::optional<Fusion> attention(const NodeProto& mm, Pass& p) {
   if (mm.input_size() != 2 || mm.input(0).empty() || mm.input(1).empty()) return std::nullopt;
   if (mm.input(0) == mm.input(1)) return std::nullopt;
-  return match_from_scores(mm, Scores{p.resolve(mm, 0), p.resolve(mm, 1), 1.f, {}}, p);
+  return match_from_scores(mm, Scores{p.resolve(mm, 0), p.resolve(mm, 1), mm.input(1), 1.f, {}}, p);
 }
 
 std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
@@ -357,7 +359,9 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   const NodeProto& k_mul = at == 0 ? *other : mul;
   Scores s;
   s.q = p.resolve(q_mul, at == 0 ? root->first : second->first);
-  s.kt = p.resolve(k_mul, at == 0 ? second->first : root->first);
+  const int k_at = at == 0 ? second->first : root->first;
+  s.kt = p.resolve(k_mul, k_at);
+  s.kt_value = k_mul.input(k_at);
   s.scale = scale;
   s.absorbed = {other, mm};  // skipped when the importer gets to them
   return match_from_scores(*mm, s, p);
@@ -392,6 +396,7 @@ std::optional<Fusion> attention_scaled_q(const NodeProto& n, Pass& p) {
   else
     return std::nullopt;
   s.q = p.resolve(n, x);
+  s.kt_value = mm->input(1);
   s.scale = scale;
   s.absorbed = {mm};
   return match_from_scores(*mm, s, p);

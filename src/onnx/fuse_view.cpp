@@ -157,21 +157,42 @@ std::optional<Pass::View> expanded(Pass& p, const NodeProto& n, const Pass::View
   return v;
 }
 
-// A Reshape that merges dim a with the stride-0 dim a + 1 after it (an Expand's repeat) and
-// keeps every other dim: the grouped-heads view of Pass::View.
+// The dims of more than one element of `shape` (their indices).
+std::vector<size_t> real_dims(const Shape& shape) {
+  std::vector<size_t> d;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1) d.push_back(i);
+  return d;
+}
+
+// A Reshape that merges a dim with the stride-0 dim after it (an Expand's repeat; dims of one
+// element aside) and keeps every other dim: the grouped-heads view of Pass::View. Also a
+// Reshape of a grouped view that only adds or drops dims of one element.
 std::optional<Pass::View> grouped(const Pass::View& in, const Shape& shape) {
-  if (in.group != 1 || shape.size() + 1 != in.shape.size()) return std::nullopt;
-  for (size_t a = 0; a + 1 < in.shape.size(); ++a) {
-    if (in.strides[a + 1] != 0 || in.shape[a + 1] < 2 || shape[a] != in.shape[a] * in.shape[a + 1])
-      continue;
-    Pass::View v{in.source, {}, shape, in.offset, {}};
-    for (size_t d = 0; d < in.shape.size(); ++d) {
-      if (d == a + 1) continue;
-      if (d != a && in.shape[d] != shape[d < a ? d : d - 1]) return std::nullopt;
-      v.strides.push_back(in.strides[d]);
+  const std::vector<size_t> from = real_dims(in.shape), to = real_dims(shape);
+  Pass::View v{in.source, {}, shape, in.offset, std::vector<int64_t>(shape.size(), 0)};
+  if (in.group != 1) {
+    if (from.size() != to.size()) return std::nullopt;
+    for (size_t k = 0; k < to.size(); ++k) {
+      if (in.shape[from[k]] != shape[to[k]]) return std::nullopt;
+      v.strides[to[k]] = in.strides[from[k]];
+      if (from[k] == in.group_dim) v.group_dim = to[k];
     }
-    v.group = in.shape[a + 1];
-    v.group_dim = a;
+    if (in.shape[in.group_dim] == 1) return std::nullopt;  // not a dim of `from`
+    v.group = in.group;
+    return v;
+  }
+  if (from.size() != to.size() + 1) return std::nullopt;
+  for (size_t a = 0; a + 1 < from.size(); ++a) {
+    const size_t heads = from[a], repeat = from[a + 1];
+    if (in.strides[repeat] != 0 || shape[to[a]] != in.shape[heads] * in.shape[repeat]) continue;
+    for (size_t k = 0; k < to.size(); ++k) {
+      const size_t d = from[k < a + 1 ? k : k + 1];
+      if (k != a && in.shape[d] != shape[to[k]]) return std::nullopt;
+      v.strides[to[k]] = in.strides[d];
+    }
+    v.group = in.shape[repeat];
+    v.group_dim = to[a];
     return v;
   }
   return std::nullopt;
@@ -216,8 +237,9 @@ bool reads_views(Pass& p, const std::string& value, const Shape& shape) {
 
 std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View& in) {
   const std::string& op = n.op_type();
-  // A grouped view goes on only permuted (the attention's kᵀ); else it is copied out.
-  if (in.group != 1 && op != "Transpose") return std::nullopt;
+  // A grouped view goes on only permuted or reshaped by dims of one (the attention's kᵀ); else
+  // it is copied out.
+  if (in.group != 1 && op != "Transpose" && op != "Reshape") return std::nullopt;
   if (op == "Transpose") {
     const std::vector<int64_t>* given = p.attrs(n).find_ints("perm");
     return transposed(in, ops::resolve_perm(in.shape, given ? *given : std::vector<int64_t>{},
@@ -230,7 +252,8 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
     try {
       const Shape shape = shapes::resolve_reshape(
           in.shape, *target, p.attrs(n).get_int("allowzero", 0) != 0, "Reshape");
-      if (std::optional<Pass::View> v = reshaped(in, shape)) return v;
+      if (in.group == 1)
+        if (std::optional<Pass::View> v = reshaped(in, shape)) return v;
       if (p.knob("fuse.repeat_kv", 0) == 0) return std::nullopt;
       return grouped(in, shape);
     } catch (const Error&) {

@@ -198,14 +198,22 @@ TEST_F(OnnxAttention, WhereMasks) {
 }
 
 // Llama's repeat_kv: query heads sharing KV heads, K and V repeated by Unsqueeze, Expand,
-// Reshape (V after its heads' Transpose in the `v_heads_last` form, as a projection gives it).
-// With fuse.repeat_kv=1 the pattern reads K and V with their stored heads (the Expands are
-// elided, no copy); with the probabilities also a model output it does not fire, and the
-// MatMuls read the repeated views copied out. By default the Expands run.
+// Reshape (V after its heads' Transpose in the `v_heads_last` form, as a projection gives it;
+// K as the dynamo exporter writes it in the `dynamo_k` form). With fuse.repeat_kv=1 the
+// pattern reads K and V with their stored heads (the Expands are elided, no copy); where only
+// V is such a view (`k_computed`) it is read copied out; with the probabilities also a model
+// output the pattern does not fire and the MatMuls read the views copied out. By default the
+// Expands run.
 struct RepeatKv {
   int64_t h = 4, hkv = 2;
   bool v_heads_last = false;  // v given [1, S, Hkv, D], transposed to [1, Hkv, S, D]
   bool probs_out = false;     // not fused: the grouped views copied out for the MatMuls
+  // K repeated, Reshape [H, S, D], Transpose, Reshape [1, H, D, S]; q and kᵀ each scaled by
+  // sqrt(scale) (onnxscript's scaled_dot_product_attention).
+  bool dynamo_k = false;
+  bool k_computed = false;  // an Add after K's repeat: K is no view, V is
+  // Nodes: fused with fuse.repeat_kv=1, by default, unfused (float16 casts aside).
+  size_t viewed = 1, copied = 3, plain = 8;
 };
 
 ModelBuilder repeat_kv_model(const RepeatKv& f, int64_t s, int64_t d) {
@@ -220,18 +228,37 @@ ModelBuilder repeat_kv_model(const RepeatKv& f, int64_t s, int64_t d) {
   m.initializer("axis2", std::vector<int64_t>{2});
   m.initializer("expanded", std::vector<int64_t>{1, f.hkv, f.h / f.hkv, s, d});
   m.initializer("heads", std::vector<int64_t>{1, f.h, s, d});
-  m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(d))});
   m.initializer("causal", Shape{1, 1, s, s}, causal_additive(s));
   if (f.v_heads_last) set_ints(m.node("Transpose", {"v"}, {"vh"}), "perm", {0, 2, 1, 3});
   for (const char* x : {"k", "v"}) {
     const std::string n = x, in = f.v_heads_last && n == "v" ? "vh" : n;
     m.node("Unsqueeze", {in, "axis2"}, {n + "5"});
     m.node("Expand", {n + "5", "expanded"}, {n + "e"});
-    m.node("Reshape", {n + "e", "heads"}, {n + "r"});
   }
-  set_ints(m.node("Transpose", {"kr"}, {"kt"}), "perm", {0, 1, 3, 2});
-  m.node("MatMul", {"q", "kt"}, {"raw"});
-  m.node("Mul", {"raw", "scale"}, {"scores"});
+  m.node("Reshape", {"ve", "heads"}, {"vr"});
+  if (f.dynamo_k) {
+    m.initializer("flat", std::vector<int64_t>{f.h, s, d});
+    m.initializer("kt_shape", std::vector<int64_t>{1, f.h, d, s});
+    m.initializer("root_scale", Shape{}, std::vector<float>{1.f / std::sqrt(std::sqrt(float(d)))});
+    m.node("Reshape", {"ke", "flat"}, {"kf"});
+    set_ints(m.node("Transpose", {"kf"}, {"kft"}), "perm", {0, 2, 1});
+    m.node("Reshape", {"kft", "kt_shape"}, {"kt"});
+    m.node("Mul", {"q", "root_scale"}, {"qs"});
+    m.node("Mul", {"kt", "root_scale"}, {"kts"});
+    m.node("MatMul", {"qs", "kts"}, {"scores"});
+  } else {
+    m.node("Reshape", {"ke", "heads"}, {"kr"});
+    std::string k = "kr";
+    if (f.k_computed) {
+      m.initializer("k_shift", Shape{1, 1, 1, d}, std::vector<float>(d, 0.25f));
+      m.node("Add", {"kr", "k_shift"}, {"kc"});
+      k = "kc";
+    }
+    m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(d))});
+    set_ints(m.node("Transpose", {k}, {"kt"}), "perm", {0, 1, 3, 2});
+    m.node("MatMul", {"q", "kt"}, {"raw"});
+    m.node("Mul", {"raw", "scale"}, {"scores"});
+  }
   m.node("Add", {"scores", "causal"}, {"masked"});
   m.node("Softmax", {"masked"}, {"probs"});
   m.node("MatMul", {"probs", "vr"}, {"y"});
@@ -240,11 +267,22 @@ ModelBuilder repeat_kv_model(const RepeatKv& f, int64_t s, int64_t d) {
 
 TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
   const int64_t s = 64, d = 128;
-  std::vector<RepeatKv> forms(5);
+  std::vector<RepeatKv> forms(7);
+  // V's Transpose a view its Expand reads copied out by default.
   forms[1].v_heads_last = true;
+  forms[1].copied = 4;
+  forms[1].plain = 9;
   forms[2].hkv = 1;  // multi-query
   forms[3].h = 8;    // 4 query heads per KV head
+  // Unfused either way; by default the Expands run, with the views the MatMuls read copies.
   forms[4].probs_out = true;
+  forms[4].viewed = forms[4].copied = 6;
+  forms[5].dynamo_k = true;
+  forms[5].plain = 9;
+  // K: its copy for the Add, the Add; V read copied out; the attention.
+  forms[6].k_computed = true;
+  forms[6].viewed = forms[6].copied = 4;
+  forms[6].plain = 9;
   for (bool fp16 : {false, true}) {
     if (fp16 && !half_ok()) continue;
     for (size_t i = 0; i < forms.size(); ++i) {
@@ -259,30 +297,15 @@ TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
       on.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.repeat_kv=1"));
       plain.fuse = false;
       Session viewed = m.session(on), copied = m.session(off), unfused = m.session(plain);
-      Runs r{viewed.run(feeds), unfused.run(feeds), viewed.graph()->stats().nodes,
-             unfused.graph()->stats().nodes};
-      const auto c = copied.run(feeds);
-      ASSERT_EQ(r.fused.size(), r.plain.size());
-      for (size_t o = 0; o < r.fused.size(); ++o) {
-        expect_near(r.fused[o], r.plain[o], fp16 ? 1e-2f : 1e-5f);
-        expect_near(c[o], r.plain[o], fp16 ? 1e-2f : 1e-5f);
+      const auto a = viewed.run(feeds), b = copied.run(feeds), c = unfused.run(feeds);
+      ASSERT_EQ(a.size(), c.size());
+      for (size_t o = 0; o < a.size(); ++o) {
+        expect_near(a[o], c[o], fp16 ? 1e-2f : 1e-5f);
+        expect_near(b[o], c[o], fp16 ? 1e-2f : 1e-5f);
       }
-      // The default (fuse.repeat_kv off): the 2 Expands and the attention (with the copy of V's
-      // transposed view for its Expand); not fused: the Expands, MatMul (the scale in its
-      // epilogue), Add, Softmax, MatMul.
-      EXPECT_EQ(copied.graph()->stats().nodes, (f.probs_out      ? 6u
-                                                : f.v_heads_last ? 4u
-                                                                 : 3u) +
-                                                   casts(fp16, io));
-      // Unfused: 2 Expands, Kᵀ's Transpose (and V's), 2 MatMuls, Mul, Add, Softmax.
-      EXPECT_EQ(r.plain_nodes, (f.v_heads_last ? 9u : 8u) + casts(fp16, io));
-      if (f.probs_out) {
-        // The scores' MatMul (its scale in the epilogue) and the last one each read a copy of
-        // the repeated heads; the Add and Softmax.
-        EXPECT_EQ(r.fused_nodes, 6u + casts(fp16, io));
-      } else {
-        EXPECT_EQ(r.fused_nodes, 1u + casts(fp16, io));  // the attention alone
-      }
+      EXPECT_EQ(viewed.graph()->stats().nodes, f.viewed + casts(fp16, io));
+      EXPECT_EQ(copied.graph()->stats().nodes, f.copied + casts(fp16, io));
+      EXPECT_EQ(unfused.graph()->stats().nodes, f.plain + casts(fp16, io));
     }
   }
 }
