@@ -254,7 +254,7 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
           in.shape, *target, p.attrs(n).get_int("allowzero", 0) != 0, "Reshape");
       if (in.group == 1)
         if (std::optional<Pass::View> v = reshaped(in, shape)) return v;
-      if (p.knob("fuse.repeat_kv", 0) == 0) return std::nullopt;
+      if (p.knob("fuse.repeat_kv", 1) == 0) return std::nullopt;
       return grouped(in, shape);
     } catch (const Error&) {
       return std::nullopt;  // the Reshape, lowered alone, reports it
@@ -264,8 +264,8 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
   if (op == "Unsqueeze") return unsqueezed(p, n, in);
   if (op == "Gather") return gathered_of(p, n, in);
   if (op == "Slice") return sliced(p, n, in);
-  // Expands stay dispatches unless VKGRAPH_TUNE=fuse.repeat_kv=1 (fuse_view.h).
-  if (op == "Expand" && p.knob("fuse.repeat_kv", 0) != 0) return expanded(p, n, in);
+  // VKGRAPH_TUNE=fuse.repeat_kv=0 keeps Expands as dispatches (fuse_view.h).
+  if (op == "Expand" && p.knob("fuse.repeat_kv", 1) != 0) return expanded(p, n, in);
   return std::nullopt;
 }
 

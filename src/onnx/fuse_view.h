@@ -16,8 +16,8 @@
 // Llama's repeat_kv (Unsqueeze -> Expand -> Reshape merging the KV heads with their repeat)
 // gives no strides: it is a grouped view (Pass::View::group), which the attention reads with
 // the KV heads as stored (grouped-query attention) and any other reader copied out.
-// Off by default (VKGRAPH_TUNE=fuse.repeat_kv=1 turns it on, Expand views included): on the
-// H200 the real Llama export got slower with it (docs/bench/2026-12-02-session8.md, call B).
+// VKGRAPH_TUNE=fuse.repeat_kv=0 keeps the Expands (on the H200, docs/bench/2026-12-02-session8.md
+// call E, the views took llama fp16 from 1.709 to 1.612 ms, 156 to 132 nodes).
 //
 // What is elided: a node whose input is itself a view, whenever its result is such a view (a
 // Reshape that would merge dims the strides keep apart is not: it is lowered, reading its input

@@ -199,11 +199,11 @@ TEST_F(OnnxAttention, WhereMasks) {
 
 // Llama's repeat_kv: query heads sharing KV heads, K and V repeated by Unsqueeze, Expand,
 // Reshape (V after its heads' Transpose in the `v_heads_last` form, as a projection gives it;
-// K as the dynamo exporter writes it in the `dynamo_k` form). With fuse.repeat_kv=1 the
-// pattern reads K and V with their stored heads (the Expands are elided, no copy); where only
+// K as the dynamo exporter writes it in the `dynamo_k` form). The pattern reads K and V with
+// their stored heads (the Expands are elided, no copy); where only
 // V is such a view (`k_computed`) it is read copied out; with the probabilities also a model
-// output the pattern does not fire and the MatMuls read the views copied out. By default the
-// Expands run.
+// output the pattern does not fire and the MatMuls read the views copied out. With
+// fuse.repeat_kv=0 the Expands run.
 struct RepeatKv {
   int64_t h = 4, hkv = 2;
   bool v_heads_last = false;  // v given [1, S, Hkv, D], transposed to [1, Hkv, S, D]
@@ -212,7 +212,7 @@ struct RepeatKv {
   // sqrt(scale) (onnxscript's scaled_dot_product_attention).
   bool dynamo_k = false;
   bool k_computed = false;  // an Add after K's repeat: K is no view, V is
-  // Nodes: fused with fuse.repeat_kv=1, by default, unfused (float16 casts aside).
+  // Nodes: fused by default, with fuse.repeat_kv=0, unfused (float16 casts aside).
   size_t viewed = 1, copied = 3, plain = 8;
 };
 
@@ -274,7 +274,8 @@ TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
   forms[1].plain = 9;
   forms[2].hkv = 1;  // multi-query
   forms[3].h = 8;    // 4 query heads per KV head
-  // Unfused either way; by default the Expands run, with the views the MatMuls read copies.
+  // Unfused either way: the MatMuls read copies of the views, or (fuse.repeat_kv=0) the Expands
+  // run.
   forms[4].probs_out = true;
   forms[4].viewed = forms[4].copied = 6;
   forms[5].dynamo_k = true;
@@ -294,7 +295,7 @@ TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
       const ModelBuilder m = repeat_kv_model(f, s, d);
       SessionOptions on, off, plain;
       on.fp16 = off.fp16 = plain.fp16 = fp16;
-      on.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.repeat_kv=1"));
+      off.graph.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs("fuse.repeat_kv=0"));
       plain.fuse = false;
       Session viewed = m.session(on), copied = m.session(off), unfused = m.session(plain);
       const auto a = viewed.run(feeds), b = copied.run(feeds), c = unfused.run(feeds);
