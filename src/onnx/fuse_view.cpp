@@ -298,11 +298,7 @@ std::optional<Pass::View> reshaped(const Pass::View& in, const Shape& shape) {
   // contiguous with each other (a dim's stride is the next one's times its size); each run must
   // be the product of consecutive output dims of more than one element, which then step through
   // the run. Output dims of one element never step.
-  std::vector<size_t> dims, outs;
-  for (size_t d = 0; d < in.shape.size(); ++d)
-    if (in.shape[d] != 1) dims.push_back(d);
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1) outs.push_back(d);
+  const std::vector<size_t> dims = real_dims(in.shape), outs = real_dims(shape);
   size_t o = 0;  // the next output dim to step
   for (size_t k = 0; k < dims.size();) {
     size_t end = k + 1;  // the run is dims[k, end)
