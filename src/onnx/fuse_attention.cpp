@@ -79,7 +79,9 @@ Shape stored_shape(const Importer& im, const std::string& name) {
 // What the pattern has learnt about the scores' MatMul and its operands.
 struct Scores {
   Pass::View q, kt;
-  std::string kt_value;  // the value kt is read from (a grouped view is read copied out there)
+  // The value kt is read from, where a grouped view is read copied out; empty for a view read
+  // ahead of its node (attention_scaled_q), which has no value yet.
+  std::string kt_value;
   float scale = 1.f;
   std::vector<const NodeProto*> absorbed;  // before the MatMul's own consumers (prescaled form)
 };
@@ -175,19 +177,22 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
 
 // Kᵀ and V as the kernel reads them. Grouped views (repeat_kv, fuse.h) of one group over the
 // heads' dim (1 of rank 4) are read with their stored KV heads, each shared by `group` query
-// heads; any other grouped view is read as its value, which the importer copies out.
-void kv_heads(Pass::View& kt, const std::string& kt_value, Pass::View& v,
+// heads; any other grouped view is read as its value, which the importer copies out (false
+// where that value does not exist yet).
+bool kv_heads(Pass::View& kt, const std::string& kt_value, Pass::View& v,
               const std::string& v_value) {
-  if (kt.group == 1 && v.group == 1) return;
+  if (kt.group == 1 && v.group == 1) return true;
   if (kt.group == v.group && kt.shape.size() == 4 && kt.group_dim == 1 && v.group_dim == 1) {
     for (Pass::View* x : {&kt, &v}) {
       x->shape[1] /= x->group;
       x->group = 1;
     }
-    return;
+    return true;
   }
+  if (kt.group != 1 && kt_value.empty()) return false;
   if (kt.group != 1) kt = Pass::View{kt_value, {}, kt.shape};
   if (v.group != 1) v = Pass::View{v_value, {}, v.shape};
+  return true;
 }
 
 // From the scores' MatMul on: the rest of the chain, and the fused node.
@@ -280,7 +285,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   for (size_t i = 0; i + 2 < rank; ++i)
     if (v.shape[i] != ks[i]) return std::nullopt;
   if (!is_float32(im, v.source) || numel(stored_shape(im, v.source)) > kMax32) return std::nullopt;
-  kv_heads(s.kt, s.kt_value, v, pv->input(1));
+  if (!kv_heads(s.kt, s.kt_value, v, pv->input(1))) return std::nullopt;
   next(pv);
   // The heads merged back (Transpose [B, H, S, D] -> [B, S, H, D] before the Reshape to
   // [B, S, H * D]): the kernel stores that layout itself instead of a copy after it.
@@ -389,14 +394,15 @@ std::optional<Fusion> attention_scaled_q(const NodeProto& n, Pass& p) {
       mm->input(1) == n.output(0))
     return std::nullopt;
   Scores s;
-  if (computed(p, *mm, 1))
+  if (computed(p, *mm, 1)) {
     s.kt = p.resolve(*mm, 1);
-  else if (std::optional<Pass::View> kt = p.view_ahead(mm->input(1)))
+    s.kt_value = mm->input(1);
+  } else if (std::optional<Pass::View> kt = p.view_ahead(mm->input(1))) {
     s.kt = *kt;
-  else
+  } else {
     return std::nullopt;
+  }
   s.q = p.resolve(n, x);
-  s.kt_value = mm->input(1);
   s.scale = scale;
   s.absorbed = {mm};
   return match_from_scores(*mm, s, p);
