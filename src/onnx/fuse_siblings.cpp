@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/shape_rules.h"
+#include "onnx/fuse_view.h"
 #include "onnx/importer.h"
 
 namespace vkgraph::onnx_import::fuse {
@@ -26,11 +27,7 @@ bool read_in_place(const Importer& im, const std::string& value) {
   const auto& readers = im.consumers(value);
   if (readers.empty()) return false;
   for (const NodeProto* r : readers) {
-    const std::string& op = r->op_type();
-    const bool data_movement = op == "Reshape" || op == "Transpose" || op == "Squeeze" ||
-                               op == "Unsqueeze" || op == "Slice" || op == "Gather" ||
-                               op == "Split";
-    if (!data_movement || !r->domain().empty() || r->input(0) != value ||
+    if (!is_view_op(r->op_type()) || !r->domain().empty() || r->input(0) != value ||
         std::count(r->input().begin(), r->input().end(), value) != 1)
       return false;
   }

@@ -11,11 +11,6 @@ namespace {
 
 using onnx::NodeProto;
 
-bool is_view_op(const std::string& op) {
-  return op == "Transpose" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Gather" || op == "Slice" || op == "Split" || op == "Expand";
-}
-
 // The integers of input `i` (a host constant, folded ahead if need be) or, where the node has
 // no such input, of attribute `attr` (older opsets); nullopt when neither is known.
 std::optional<std::vector<int64_t>> ints_of(Pass& p, const NodeProto& n, int i, const char* attr) {
@@ -234,6 +229,11 @@ bool reads_views(Pass& p, const std::string& value, const Shape& shape) {
 }
 
 }  // namespace
+
+bool is_view_op(const std::string& op) {
+  return op == "Transpose" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Gather" || op == "Slice" || op == "Split" || op == "Expand";
+}
 
 std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View& in) {
   const std::string& op = n.op_type();

@@ -36,6 +36,9 @@
 
 namespace vkgraph::onnx_import::fuse {
 
+// Whether `op` (of the default domain) is one of the data-movement ops above.
+bool is_view_op(const std::string& op);
+
 // Rooted at any of the data-movement ops above: elided (a Fusion without a node) or nullopt.
 std::optional<Fusion> view_node(const onnx::NodeProto& node, Pass& pass);
 // The view `node` gives once elided, if the pass elides it when the importer reaches it.
