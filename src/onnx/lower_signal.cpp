@@ -160,7 +160,9 @@ std::vector<Value> lower_dft(Importer& im, const onnx::NodeProto& node, const fo
       im.has_input(node, 1) ? scalar_int(im, node, 1, "dft_length", 1, int64_t{1} << 24) : n;
   if (onesided && (inverse || c != 1)) im.fail(node, "onesided needs a real forward transform");
   const int64_t bins = onesided ? length / 2 + 1 : length;
-  if (n * c * bins * 2 > kMaxBasisElements)
+  // n may be any dim the model declares: compared by division, so that n * c * bins * 2 cannot
+  // overflow (c * bins * 2 is at most 2^26 + 4).
+  if (n > kMaxBasisElements / (c * bins * 2))
     throw Error(ErrorKind::Unsupported, im.where(node) + ": a DFT of " + std::to_string(length) +
                                             " points is too long for the matrix form");
   std::vector<float> basis(static_cast<size_t>(n * c * bins * 2), 0.f);
