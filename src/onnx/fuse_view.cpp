@@ -160,9 +160,16 @@ std::vector<size_t> real_dims(const Shape& shape) {
   return d;
 }
 
+// Whether Expands are views and repeat_kv's Reshape a grouped one (VKGRAPH_TUNE=fuse.repeat_kv=0
+// keeps the Expands as dispatches, fuse_view.h).
+bool repeat_kv_views(const Pass& p) {
+  return p.knob("fuse.repeat_kv", 1) != 0;
+}
+
 // A Reshape that merges a dim with the stride-0 dim after it (an Expand's repeat; dims of one
 // element aside) and keeps every other dim: the grouped-heads view of Pass::View. Also a
-// Reshape of a grouped view that only adds or drops dims of one element.
+// Reshape of a grouped view that only adds or drops dims of one element (its grouped dim, of
+// at least `group` elements, is one of `from`).
 std::optional<Pass::View> grouped(const Pass::View& in, const Shape& shape) {
   const std::vector<size_t> from = real_dims(in.shape), to = real_dims(shape);
   Pass::View v{in.source, {}, shape, in.offset, std::vector<int64_t>(shape.size(), 0)};
@@ -173,7 +180,6 @@ std::optional<Pass::View> grouped(const Pass::View& in, const Shape& shape) {
       v.strides[to[k]] = in.strides[from[k]];
       if (from[k] == in.group_dim) v.group_dim = to[k];
     }
-    if (in.shape[in.group_dim] == 1) return std::nullopt;  // not a dim of `from`
     v.group = in.group;
     return v;
   }
@@ -254,8 +260,7 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
           in.shape, *target, p.attrs(n).get_int("allowzero", 0) != 0, "Reshape");
       if (in.group == 1)
         if (std::optional<Pass::View> v = reshaped(in, shape)) return v;
-      if (p.knob("fuse.repeat_kv", 1) == 0) return std::nullopt;
-      return grouped(in, shape);
+      return repeat_kv_views(p) ? grouped(in, shape) : std::nullopt;
     } catch (const Error&) {
       return std::nullopt;  // the Reshape, lowered alone, reports it
     }
@@ -264,8 +269,7 @@ std::optional<Pass::View> view_of(Pass& p, const NodeProto& n, const Pass::View&
   if (op == "Unsqueeze") return unsqueezed(p, n, in);
   if (op == "Gather") return gathered_of(p, n, in);
   if (op == "Slice") return sliced(p, n, in);
-  // VKGRAPH_TUNE=fuse.repeat_kv=0 keeps Expands as dispatches (fuse_view.h).
-  if (op == "Expand" && p.knob("fuse.repeat_kv", 1) != 0) return expanded(p, n, in);
+  if (op == "Expand" && repeat_kv_views(p)) return expanded(p, n, in);
   return std::nullopt;
 }
 

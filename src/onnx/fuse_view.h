@@ -2,11 +2,11 @@
 // Data movement read in place, a part of the fusion pass (fuse.h). Transpose, Reshape, Squeeze,
 // Unsqueeze, Gather of one constant index, Slice with constant bounds and positive steps and
 // Expand to a constant shape (stride 0 where it repeats) all give an element offset and strides
-// over their input: the pass elides such a node and its
-// readers see a Pass::View of the computed tensor underneath the chain, read through those
-// strides (FusedAttention: every view; FusedMatMul: permutations). A reader that takes no
-// strides gets the view copied out once, by the importer (Importer::tensor), so eliding never
-// costs more than one copy per view read elsewhere.
+// over their input: the pass elides such a node and its readers see a Pass::View of the
+// computed tensor underneath the chain, read through those strides (FusedAttention: every
+// view; FusedMatMul: permutations). A reader that takes no strides gets the view copied out
+// once, by the importer (Importer::tensor), so eliding never costs more than one copy per view
+// read elsewhere.
 //
 // nn.MultiheadAttention's Q/K/V split is the case this serves: `Reshape [S, B, 3, E] ->
 // Unsqueeze -> Transpose -> Squeeze -> Gather(0, i)` then per head `Reshape [S, B*H, d] ->
