@@ -94,15 +94,32 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
-// fp16 cooperative matrices and subgroups of 32 (its workgroup is one), head dim 64 or 128.
-// Off unless VKGRAPH_TUNE=attention.coopmat=1: on the H200 (cb39d77) it took 1.5-2.9x the
-// portable kernel's time at every S in 128..2048 and D 64/128 (tools/h200/attention_sweep.sh):
-// one subgroup per workgroup and a running output in shared memory cost more than the tensor
-// cores save.
-bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d) {
+// fp16 cooperative matrices and subgroups of 32, head dim 64 or 128, and at least
+// attention.coopmat_min_keys keys (default 384). On the H200 (docs/bench/2026-12-05-session9.md,
+// B 1, H 12, D 64) it took 0.328 ms at S 2048 against the portable kernel's 1.163, 0.087 against
+// 0.108 at S 512, but 0.035 against 0.023 at S 128: each of its two passes walks the keys tile
+// by tile, a load's latency a tile, which short sequences cannot hide. attention.coopmat=0
+// turns it off, =1 takes it at any length.
+bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t skv) {
   const vk::DeviceFeatures& f = g.context().features();
-  return dtype == "f16" && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
-         (d == 64 || d == 128) && tuned(g, "attention.coopmat", 0) != 0;
+  if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || (d != 64 && d != 128))
+    return false;
+  const uint32_t mode = tuned(g, "attention.coopmat", 2);
+  return mode == 1 || (mode == 2 && skv >= tuned(g, "attention.coopmat_min_keys", 384));
+}
+
+// Subgroups per workgroup of attention_coopmat.comp (16 query rows each, sharing the staged
+// K and V tiles): the most of 4, 2, 1 that still give kFillGroups workgroups, so that long
+// sequences re-read K and V less and short ones still spread over the GPU.
+// VKGRAPH_TUNE=attention.subgroups=N overrides, to measure.
+uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh) {
+  uint32_t n = 1;
+  for (uint32_t wider : {2u, 4u})
+    if (bh * ((s + 16 * wider - 1) / (16 * wider)) >= kFillGroups) n = wider;
+  n = tuned(g, "attention.subgroups", n);
+  check(n == 1 || n == 2 || n == 4, ErrorKind::InvalidArgument,
+        std::string(kOp) + ": attention.subgroups must be 1, 2 or 4");
+  return n;
 }
 
 // The result's shape and, for each dim of [B, H, S, D], its element stride there.
@@ -202,8 +219,9 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
   for (int64_t st : out_layout.strides) pc.add(u32(st, "output stride"));
   for (const Strided* s : {&qs, &ks, &vs}) pc.add(u32(s->offset, "offset"));
 
-  const bool coopmat = coopmat_fits(g, dtype, D);
-  const Tiling tile = coopmat ? Tiling{16, 32, 2} : tiling(g, D, S, B * H);
+  const bool coopmat = coopmat_fits(g, dtype, D, Skv);
+  const uint32_t subgroups = coopmat ? coopmat_subgroups(g, S, B * H) : 0;
+  const Tiling tile = coopmat ? Tiling{16 * subgroups, 32, 2} : tiling(g, D, S, B * H);
   const uint32_t br = tile.br;
   const int64_t row_blocks = (S + br - 1) / br;
   check(row_blocks <= 65535 && B * H <= 65535, ErrorKind::Unsupported,
@@ -221,8 +239,9 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
                 {out, Access::Write}};
   if (mask) d.bindings.push_back({*mask, Access::Read});
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
-  d.local = {coopmat ? 32u : tile.br * tile.tpr, 1, 1};
-  if (!coopmat) d.spec = {tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
+  d.local = {coopmat ? 32 * subgroups : tile.br * tile.tpr, 1, 1};
+  d.spec = coopmat ? std::vector<uint32_t>{subgroups}
+                   : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));

@@ -322,7 +322,11 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
                 {out, Access::Write},
                 {e.residual.value_or(p.a), Access::Read}};
   d.label = op;
-  std::optional<CoopmatTile> coopmat = fp16 ? coopmat_tile(g, cfg, p) : std::nullopt;
+  // A few rows (a classifier's batch-1 head) take the GEMV, as in fp32: a tensor-core tile
+  // would compute 16 rows or more for them (H200: mobilenet_v3's 1 x 1280 x 960 head 16.4 us on
+  // tensor cores, 10.0 us as an fp32 GEMV).
+  std::optional<CoopmatTile> coopmat =
+      fp16 && p.m() > cfg.gemv_rows ? coopmat_tile(g, cfg, p) : std::nullopt;
   if (coopmat) {
     const CoopmatTile& t = *coopmat;
     const bool epilogue =

@@ -9,6 +9,12 @@
 namespace vkgraph::ops {
 namespace {
 
+// Workgroups of `t`'s grid over an m x n product.
+uint64_t coopmat_groups(const CoopmatTile& t, int64_t m, int64_t n) {
+  return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
+         static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
+}
+
 bool power_of_two(uint32_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
@@ -137,6 +143,7 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   c.coopmat_pick_bk = tuned("mm16.pick_bk", c.coopmat_pick_bk);
   c.coopmat_pick_depth = tuned("mm16.depth", c.coopmat_pick_depth);
   c.coopmat.depth = tuned("mm16.depth", c.coopmat.depth);
+  c.coopmat_small_depth = tuned("mm16.small_depth", c.coopmat_small_depth);
   c.coopmat_fused_split = tuned("mm16.fsk", c.coopmat_fused_split) != 0;
   c.coopmat_target_groups = tuned("mm16.groups", static_cast<uint32_t>(c.coopmat_target_groups));
   c.coopmat_split_k = tuned("mm16.split", c.coopmat_split_k) != 0;
@@ -178,15 +185,29 @@ SplitKPolicy split_k_policy(ComputeGraph& g) {
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
                                              int64_t n, int64_t k, const MatmulConfig& cfg,
                                              bool n_edge) {
-  auto groups = [&](const CoopmatTile& t) {
-    return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
-           static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
-  };
+  // A grid short of the target takes the variant with coopmat_small_depth slices in flight:
+  // its workgroups are too few to hide a load's latency with each other, so each keeps more
+  // loads of its own in flight (the weights come from memory, not L2, in a model).
+  std::optional<CoopmatTile> best =
+      pick_coopmat_tile_of_depth(declared, m, n, k, cfg, n_edge, cfg.coopmat_pick_depth);
+  if (best && cfg.coopmat_small_depth != 0 && cfg.coopmat_small_depth != cfg.coopmat_pick_depth &&
+      coopmat_groups(*best, m, n) < cfg.coopmat_target_groups)
+    if (std::optional<CoopmatTile> deep =
+            pick_coopmat_tile_of_depth(declared, m, n, k, cfg, n_edge, cfg.coopmat_small_depth))
+      best = deep;
+  return best;
+}
+
+std::optional<CoopmatTile> pick_coopmat_tile_of_depth(const std::vector<CoopmatTile>& declared,
+                                                      int64_t m, int64_t n, int64_t k,
+                                                      const MatmulConfig& cfg, bool n_edge,
+                                                      uint32_t depth) {
+  auto groups = [&](const CoopmatTile& t) { return coopmat_groups(t, m, n); };
   auto area = [](const CoopmatTile& t) { return uint64_t{t.tile_m()} * t.tile_n(); };
   std::optional<CoopmatTile> best;
   for (CoopmatTile t : declared) {
-    if (t.bk != cfg.coopmat_pick_bk || t.depth != cfg.coopmat_pick_depth ||
-        (!n_edge && n % t.tile_n() != 0) || k % t.bk != 0)
+    if (t.bk != cfg.coopmat_pick_bk || t.depth != depth || (!n_edge && n % t.tile_n() != 0) ||
+        k % t.bk != 0)
       continue;
     t.group_m = cfg.coopmat.group_m;
     if (!best) {

@@ -20,7 +20,8 @@ namespace vkgraph::ops {
 // mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
 // order; mm16.coopmat=0 turns it off), mm16.small_below (0: never the small tile),
 // mm16.max_k_per_tile, mm16.pick, mm16.pick_bk, mm16.groups (the shape-based tile choice),
-// mm16.depth (slices in flight, of the default tile and of the choice's), mm16.split,
+// mm16.depth (slices in flight, of the default tile and of the choice's), mm16.small_depth
+// (of the choice's where its grid is short of mm16.groups), mm16.split,
 // mm16.sk_groups, mm16.sk_slice, mm16.fsk (its split-K, reduced in the same dispatch with
 // mm16.fsk), mm16.bt (B stored [N, K] on the
 // tensor cores), mm.stages, mm.blocked (the large
@@ -54,6 +55,12 @@ SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k,
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
                                              int64_t n, int64_t k, const MatmulConfig& cfg,
                                              bool n_edge = false);
+
+// pick_coopmat_tile's choice among the variants with `depth` slices in flight alone.
+std::optional<CoopmatTile> pick_coopmat_tile_of_depth(const std::vector<CoopmatTile>& declared,
+                                                      int64_t m, int64_t n, int64_t k,
+                                                      const MatmulConfig& cfg, bool n_edge,
+                                                      uint32_t depth);
 
 // Split-K of `t`'s grid of `groups` workgroups over depth `k` (MatmulConfig::coopmat_split_k):
 // slices of at least coopmat_min_slice, whole multiples of t.bk, until the grid reaches

@@ -270,14 +270,26 @@ TEST_F(AttentionTest, OversizedTilingIsAnError) {
 }
 
 // attention_coopmat.comp (float16, head dims 64 and 128, where the device has cooperative
-// matrices: the H200, not lavapipe). Its probabilities are rounded to float16 before P V, within
-// the float16 tolerance. Opt-in (attention.coopmat=1), since it is the slower kernel there.
+// matrices: the H200, not lavapipe), with 1, 2 and 4 subgroups per workgroup. Its
+// probabilities are rounded to float16 before P V, within the float16 tolerance.
 TEST_F(AttentionTest, CooperativeMatrixVariant) {
   const auto& f = context()->features();
   if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
     GTEST_SKIP() << "no 16x16x16 float16 cooperative matrices with subgroups of 32";
   for (int64_t d : {64, 128})
     for (int64_t s : {1, 16, 33, 130}) {
+      for (int subgroups : {1, 2, 4}) {
+        Case c;
+        c.b = 2, c.h = 4, c.hkv = 2, c.s = s, c.skv = s + 17, c.d = d, c.fp16 = true;
+        c.mask = c.q_view = true;
+        c.knobs = "attention.coopmat=1,attention.subgroups=" + std::to_string(subgroups);
+        check(c);
+        c.mask = false, c.causal = true;
+        check(c);
+        // Kᵀ stored with its keys contiguous, a whole number of 16-byte words per row.
+        c.causal = false, c.k_transposed = true, c.skv = (s + 7) / 8 * 8 + 8;
+        check(c);
+      }
       Case c;
       c.b = 2, c.h = 4, c.hkv = 2, c.s = s, c.skv = s + 17, c.d = d, c.fp16 = true;
       c.mask = c.q_view = true;

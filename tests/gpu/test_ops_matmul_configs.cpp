@@ -202,6 +202,11 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, deep)->name(), "2244_k32s2d2");
   deep.coopmat_pick_depth = 3;
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deep)->name(), "2211_k32s2d3");
+  // mm16.small_depth: only a grid short of the target takes the deeper variant.
+  ops::MatmulConfig short_grids = cfg;
+  short_grids.coopmat_small_depth = 3;
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, short_grids)->name(), "2211_k32s2d3");
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, short_grids)->name(), "2244_k32s2");
   // A full grid takes the largest tile that keeps it full.
   EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
   EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups

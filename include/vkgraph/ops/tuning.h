@@ -79,7 +79,10 @@ struct MatmulConfig {
   // unchanged at 181 TFLOP/s.
   bool coopmat_pick = true;
   uint32_t coopmat_pick_bk = 32;
-  uint32_t coopmat_pick_depth = 1;       // slices in flight of the tiles the choice considers
+  uint32_t coopmat_pick_depth = 1;  // slices in flight of the tiles the choice considers
+  // Slices in flight where the choice's grid has fewer than coopmat_target_groups workgroups
+  // (pick_coopmat_tile): those are bound by each workgroup's serial K walk. 0: as the others.
+  uint32_t coopmat_small_depth = 0;
   uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
   // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
   // workgroups: slices of at least coopmat_min_slice until it has about that many, fp32

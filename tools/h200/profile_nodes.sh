@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Per-node GPU profiles of a finished modelset.py run's exports, fp32 mode beside fp16 mode:
+# where fp16 mode loses time, node by node. Runs on the H200 after setup_vulkan
+# (tools/h200/vulkan_env.sh), from the repo root:
+#   tools/h200/profile_nodes.sh MODELSET_OUT OUT_FILE [MODEL ...]
+# MODELSET_OUT holds modelset.json (export paths, input files); each MODEL's dynamo export
+# (else its legacy one) runs `vkgraph bench --top 400` in fp32 and --fp16 mode, appended to
+# OUT_FILE. VKGRAPH_TUNE passes through.
+set -u
+ms=$1 out=$2
+shift 2
+vk=${VK:-./build-h200/vkgraph}
+for model in "$@"; do
+  # The export and its --input arguments, from modelset.json.
+  args=$(python3 - "$ms" "$model" <<'EOF'
+import json, os, sys
+run = json.load(open(os.path.join(sys.argv[1], "modelset.json")))
+rec, work = run["models"].get(sys.argv[2]) or {}, run["config"]["dir"]
+for ex in ("dynamo", "legacy"):
+    entry = (rec.get("exports") or {}).get(ex) or {}
+    if "onnx" in entry:
+        files, names = rec["input_files"], list(rec["input_files"])
+        feed = []
+        for i, g in enumerate(entry["inputs"]):
+            feed += ["--input", f"{g}={files.get(g) or files[names[min(i, len(names) - 1)]]}"]
+        print(" ".join([os.path.join(work, entry["onnx"])] + feed))
+        break
+EOF
+)
+  if [ -z "$args" ]; then
+    echo "## $model: not exported" >>"$out"
+    continue
+  fi
+  for mode in "" --fp16; do
+    echo "## $model ${mode:-fp32} $args" >>"$out"
+    # shellcheck disable=SC2086  # args is a word list on purpose
+    LD_LIBRARY_PATH="$PWD/.devlibs" timeout -k 5 90 "$vk" bench $args $mode --runs 30 --top 400 \
+      >>"$out" 2>&1 || echo "(status $?)" >>"$out"
+  done
+done
