@@ -1,5 +1,6 @@
 #include "vkgraph/ops/attention.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "op_util.h"
@@ -100,25 +101,42 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
 // 0.108 at S 512, but 0.035 against 0.023 at S 128: each of its two passes walks the keys tile
 // by tile, a load's latency a tile, which short sequences cannot hide. attention.coopmat=0
 // turns it off, =1 takes it at any length.
+// attention_coopmat.comp's shared memory with `subgroups` subgroups, as it declares it: K and V
+// tiles (64 keys at head dim 64, else 32; rows padded by 16 bytes), then per subgroup its fp32
+// scores, fp16 probabilities and per-invocation row statistics.
+int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
+  const int64_t keys = d == 64 ? 64 : 32, row = d / 8 + 1, key_row = keys / 8 + 1;
+  const int64_t kv = std::max(keys * row, d * key_row) + keys * row;
+  return 16 * kv + int64_t{subgroups} * (16 * (keys + 4) * 4 + 16 * key_row * 16 + 32 * 8);
+}
+
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t skv) {
   const vk::DeviceFeatures& f = g.context().features();
-  if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || (d != 64 && d != 128))
+  if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || (d != 64 && d != 128) ||
+      coopmat_shared_bytes(d, 1) > g.context().limits().maxComputeSharedMemorySize)
     return false;
   const uint32_t mode = tuned(g, "attention.coopmat", 2);
   return mode == 1 || (mode == 2 && skv >= tuned(g, "attention.coopmat_min_keys", 384));
 }
 
 // Subgroups per workgroup of attention_coopmat.comp (16 query rows each, sharing the staged
-// K and V tiles): the most of 4, 2, 1 that still give kFillGroups workgroups, so that long
-// sequences re-read K and V less and short ones still spread over the GPU.
-// VKGRAPH_TUNE=attention.subgroups=N overrides, to measure.
-uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh) {
+// K and V tiles): the most of 4, 2, 1 that still give kFillGroups workgroups and fit the
+// device's shared memory, so that long sequences re-read K and V less and short ones still
+// spread over the GPU. VKGRAPH_TUNE=attention.subgroups=N overrides, to measure.
+uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
+  const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
   uint32_t n = 1;
   for (uint32_t wider : {2u, 4u})
-    if (bh * ((s + 16 * wider - 1) / (16 * wider)) >= kFillGroups) n = wider;
+    if (bh * ((s + 16 * wider - 1) / (16 * wider)) >= kFillGroups &&
+        coopmat_shared_bytes(d, wider) <= limit)
+      n = wider;
   n = tuned(g, "attention.subgroups", n);
   check(n == 1 || n == 2 || n == 4, ErrorKind::InvalidArgument,
         std::string(kOp) + ": attention.subgroups must be 1, 2 or 4");
+  check(coopmat_shared_bytes(d, n) <= limit, ErrorKind::Unsupported,
+        std::string(kOp) + ": " + std::to_string(n) + " subgroups at head dim " +
+            std::to_string(d) + " need more shared memory than the device's " +
+            std::to_string(limit) + " bytes");
   return n;
 }
 
@@ -220,7 +238,7 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
   for (const Strided* s : {&qs, &ks, &vs}) pc.add(u32(s->offset, "offset"));
 
   const bool coopmat = coopmat_fits(g, dtype, D, Skv);
-  const uint32_t subgroups = coopmat ? coopmat_subgroups(g, S, B * H) : 0;
+  const uint32_t subgroups = coopmat ? coopmat_subgroups(g, S, B * H, D) : 0;
   const Tiling tile = coopmat ? Tiling{16 * subgroups, 32, 2} : tiling(g, D, S, B * H);
   const uint32_t br = tile.br;
   const int64_t row_blocks = (S + br - 1) / br;

@@ -51,14 +51,20 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(constant_id = 3) const uint NSG = 1;  // subgroups (of 32) per workgroup
-const uint BC = 32;                           // keys per tile
+// Keys per tile: 64 at DH 64 (half the serial steps of a short sequence), 32 at DH 128, where
+// 64 would leave room in 48 KiB for one subgroup only.
+#if DH == 64
+const uint BC = 64;
+#else
+const uint BC = 32;
+#endif
 const uint THREADS = NSG * 32;
 // Rows of 16-byte words, padded by one so that the 16 rows of a fragment spread over the banks.
 const uint ROW4 = DH / 8 + 1;  // a row of DH halves (Q, K, V)
 const uint PROW4 = BC / 8 + 1; // a row of BC halves (P)
 const uint SROW = BC + 4;      // a row of BC floats (S)
 // K's tile, then V's (from V_AT on); before the first tile the same words stage Q's 16 NSG
-// rows (at most 64 = 2 BC, so NSG <= 4). K's tile is BC key rows of DH, or, where Kᵀ is stored
+// rows (at most 64 <= 2 BC, so NSG <= 4). K's tile is BC key rows of DH, or, where Kᵀ is stored
 // with its keys contiguous (a materialised transpose), DH rows of BC keys.
 const uint KT_ROW4 = BC / 8 + 1;
 const uint V_AT = max(BC * ROW4, DH * KT_ROW4);
@@ -116,6 +122,20 @@ void stage_kt(uint base, uint cs, uint col0, uint end) {
   }
 }
 
+// The scaled, masked score of query row i and key col0 + side BC / 2 + c, read from its
+// subgroup's score row `srow`: -inf where the key is past the end or masked out causally.
+float score_of(uint srow, uint i, uint b, uint h, uint col0, uint side, uint c) {
+  const uint j = col0 + side * (BC / 2) + c;
+  float x = kNegInf;
+  if (j < p.skv && (p.causal == 0 || j <= i)) {
+    x = scores[srow + c] * p.scale;
+#if MASK
+    if (i < p.s) x += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
+#endif
+  }
+  return x;
+}
+
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint bh = gl_WorkGroupID.y;
@@ -171,24 +191,24 @@ void main() {
     STAGE_K(col0);
     barrier();
     SCORES()
+    // The tile's maximum first, then its exponentials, independent of each other.
+    float x[BC / 2];
+    float tile_max = kNegInf;
+    bool nan_seen = false;
     [[unroll]] for (uint c = 0; c < BC / 2; ++c) {
-      const uint j = col0 + side * (BC / 2) + c;
-      float x = kNegInf;
-      if (j < p.skv && (p.causal == 0 || j <= i)) {
-        x = scores[srow + c] * p.scale;
-#if MASK
-        if (i < p.s) x += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
-#endif
-      }
-      if (isnan(x)) {
-        m = x;
-        l = x;
-      } else if (x > m) {
-        l = l * exp(m - x) + 1.0;
-        m = x;
-      } else if (x != kNegInf) {
-        l += exp(x - m);
-      }
+      x[c] = score_of(srow, i, b, h, col0, side, c);
+      nan_seen = nan_seen || isnan(x[c]);
+      tile_max = max(tile_max, x[c]);
+    }
+    if (nan_seen || isnan(m)) {
+      m = nan_value();
+      l = m;
+    } else if (tile_max != kNegInf) {
+      const float m_new = max(m, tile_max);
+      float sum = 0.0;
+      [[unroll]] for (uint c = 0; c < BC / 2; ++c) sum += exp(x[c] - m_new);
+      l = l * exp(m - m_new) + sum;
+      m = m_new;
     }
     barrier();  // everyone is done with this K tile
   }
@@ -217,14 +237,7 @@ void main() {
     SCORES()
     float pr[BC / 2];
     [[unroll]] for (uint c = 0; c < BC / 2; ++c) {
-      const uint j = col0 + side * (BC / 2) + c;
-      float x = kNegInf;
-      if (j < p.skv && (p.causal == 0 || j <= i)) {
-        x = scores[srow + c] * p.scale;
-#if MASK
-        if (i < p.s) x += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
-#endif
-      }
+      const float x = score_of(srow, i, b, h, col0, side, c);
       // A row of -inf has row_m -inf: its probabilities are 0 here and its output NaN below.
       pr[c] = row_m == kNegInf ? 0.0 : exp(x - row_m) * inv_l;
     }
