@@ -94,13 +94,6 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   return t;
 }
 
-// Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
-// fp16 cooperative matrices and subgroups of 32, head dim 64 or 128, and at least
-// attention.coopmat_min_keys keys (default 384). On the H200 (docs/bench/2026-12-05-session9.md,
-// B 1, H 12, D 64) it took 0.328 ms at S 2048 against the portable kernel's 1.163, 0.087 against
-// 0.108 at S 512, but 0.035 against 0.023 at S 128: each of its two passes walks the keys tile
-// by tile, a load's latency a tile, which short sequences cannot hide. attention.coopmat=0
-// turns it off, =1 takes it at any length.
 // attention_coopmat.comp's shared memory with `subgroups` subgroups, as it declares it: K and V
 // tiles (64 keys at head dim 64, else 32; rows padded by 16 bytes), then per subgroup its fp32
 // scores, fp16 probabilities and per-invocation row statistics.
@@ -110,12 +103,20 @@ int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
   return 16 * kv + int64_t{subgroups} * (16 * (keys + 4) * 4 + 16 * key_row * 16 + 32 * 8);
 }
 
+// Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
+// fp16 cooperative matrices and subgroups of 32, head dim 64 or 128, with
+// VKGRAPH_TUNE=attention.coopmat=1 (any length) or =2 (from attention.coopmat_min_keys keys,
+// default 384). Off by default: its two-pass form (call 1 of docs/bench/2026-12-05-session9.md,
+// B 1, H 12, D 64) took 0.328 ms at S 2048 against the portable kernel's 1.163 and 0.087
+// against 0.108 at S 512, but 0.035 against 0.023 at S 128; the version here (64-key tiles,
+// Kᵀ staged as rows of keys) has passed lavapipe's build and no H200 run yet, and ships off
+// until one validates it (AttentionTest.CooperativeMatrixVariant) and times it.
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t skv) {
   const vk::DeviceFeatures& f = g.context().features();
   if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || (d != 64 && d != 128) ||
       coopmat_shared_bytes(d, 1) > g.context().limits().maxComputeSharedMemorySize)
     return false;
-  const uint32_t mode = tuned(g, "attention.coopmat", 2);
+  const uint32_t mode = tuned(g, "attention.coopmat", 0);
   return mode == 1 || (mode == 2 && skv >= tuned(g, "attention.coopmat_min_keys", 384));
 }
 

@@ -271,7 +271,8 @@ TEST_F(AttentionTest, OversizedTilingIsAnError) {
 
 // attention_coopmat.comp (float16, head dims 64 and 128, where the device has cooperative
 // matrices: the H200, not lavapipe), with 1, 2 and 4 subgroups per workgroup. Its
-// probabilities are rounded to float16 before P V, within the float16 tolerance.
+// probabilities are rounded to float16 before P V, within the float16 tolerance. Opt-in
+// (attention.coopmat), so every case names it.
 TEST_F(AttentionTest, CooperativeMatrixVariant) {
   const auto& f = context()->features();
   if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32)
