@@ -6,6 +6,7 @@
 //   ((row % groups) * cols + col) / div % mod
 // with separate div/mod for scale and bias: layer norm uses groups = 1 (index from col alone);
 // group/instance norm use div = spatial size, so the index is the channel.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "row_reduce.glsl"
 
@@ -23,12 +24,50 @@ layout(constant_id = 3) const bool HAS_BIAS = false;
 // RMSNorm: no mean subtracted, the rows scaled by their root mean square.
 layout(constant_id = 4) const bool RMS = false;
 
+// Rows of at most CACHED elements per invocation (4096 at 256 invocations) stay in registers: one read of x, not
+// three (mean, deviations, output), which at transformer widths (768..4096) is what a row's
+// time is made of. Longer rows stream x three times.
+const int CACHED = 16;
+
+// scale / bias index of element `col` of row `row` (see above); layer norm's plain [cols]
+// parameters (div 1, mod cols, groups 1) skip the integer divisions.
+int affine(int row, int col, int div, int mod) {
+  if (p.groups == 1 && div == 1 && mod == p.cols) return col;
+  return ((row % p.groups) * p.cols + col) / div % mod;
+}
+
+float normalized(float v, float mean, float inv_std, int row, int col) {
+  v = (v - mean) * inv_std * T(scale[affine(row, col, p.scale_div, p.scale_mod)]);
+  return HAS_BIAS ? v + T(bias[affine(row, col, p.bias_div, p.bias_mod)]) : v;
+}
+
 void main() {
   int row = row_index();
   if (row >= p.rows) return;  // uniform across the workgroup
   int base = row * p.cols;
   int first = int(gl_LocalInvocationID.x), step = int(gl_WorkGroupSize.x);
   float mean = 0.0;
+  if (p.cols <= CACHED * step) {  // uniform
+    float v[CACHED];
+    float s = 0.0;
+    [[unroll]] for (int j = 0; j < CACHED; ++j) {
+      const int i = first + j * step;
+      v[j] = i < p.cols ? T(x[base + i]) : 0.0;
+      s += v[j];
+    }
+    if (!RMS) mean = workgroup_reduce(s, false) / float(p.cols);
+    float sq = 0.0;
+    [[unroll]] for (int j = 0; j < CACHED; ++j) {
+      const float d = first + j * step < p.cols ? v[j] - mean : 0.0;
+      sq = fma(d, d, sq);
+    }
+    const float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
+    [[unroll]] for (int j = 0; j < CACHED; ++j) {
+      const int i = first + j * step;
+      if (i < p.cols) y[base + i] = ELEM(normalized(v[j], mean, inv_std, row, i));
+    }
+    return;
+  }
   if (!RMS) {
     float s = 0.0;
     for (int i = first; i < p.cols; i += step) s += T(x[base + i]);
@@ -40,10 +79,6 @@ void main() {
     sq = fma(d, d, sq);
   }
   float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
-  int affine_base = (row % p.groups) * p.cols;
-  for (int i = first; i < p.cols; i += step) {
-    int a = affine_base + i;
-    float v = (T(x[base + i]) - mean) * inv_std * T(scale[a / p.scale_div % p.scale_mod]);
-    y[base + i] = ELEM(HAS_BIAS ? v + T(bias[a / p.bias_div % p.bias_mod]) : v);
-  }
+  for (int i = first; i < p.cols; i += step)
+    y[base + i] = ELEM(normalized(T(x[base + i]), mean, inv_std, row, i));
 }

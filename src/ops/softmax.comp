@@ -4,6 +4,7 @@
 // workgroup per row with shared-memory reductions, or (ROW_PER_THREAD) one invocation per row,
 // which suits short rows and strided rows whose neighbours in `inner` are read together.
 #include "common.glsl"
+#include "row_reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
@@ -13,23 +14,6 @@ layout(push_constant) uniform Params {
   uint inner;
 } p;
 layout(constant_id = 3) const bool ROW_PER_THREAD = false;
-
-shared float partial[gl_WorkGroupSize.x];
-
-// Combines every invocation's `v` (max or sum); all invocations get the result. The workgroup
-// size is a power of two.
-float workgroup_reduce(float v, bool is_max) {
-  uint t = gl_LocalInvocationID.x;
-  partial[t] = v;
-  barrier();
-  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-    if (t < s) partial[t] = is_max ? max_nan(partial[t], partial[t + s]) : partial[t] + partial[t + s];
-    barrier();
-  }
-  float r = partial[0];
-  barrier();  // the next reduction overwrites `partial`
-  return r;
-}
 
 void main() {
   uint row, first, step;

@@ -97,6 +97,7 @@ TEST_F(OpsNorm, LayerNorm) {
       {{2, 3, 5, 7}, 2, {7}, Shape{5, 1}},  // broadcast parameters
       {{2, 3, 5, 7}, -1, {7}, std::nullopt},
       {{3, 1000}, -1, {1000}, Shape{1000}, 100.f},  // rows longer than the workgroup
+      {{2, 4500}, -1, {4500}, Shape{4500}, 3.f},    // past what registers hold: streamed
       {{2, 3, 4}, 0, {2, 3, 4}, Shape{3, 4}},       // one row
   };
   for (const auto& c : cases) {
@@ -141,7 +142,7 @@ TEST_F(OpsNorm, LayerNorm) {
 TEST_F(OpsNorm, RmsNorm) {
   for (const auto& [xs, axis, offset] :
        {std::tuple{Shape{4, 33}, -1, 0.f}, std::tuple{Shape{2, 3, 1000}, 2, 3.f},
-        std::tuple{Shape{2, 3, 5, 7}, 2, 0.f}}) {
+        std::tuple{Shape{2, 4500}, 1, 1.f}, std::tuple{Shape{2, 3, 5, 7}, 2, 0.f}}) {
     SCOPED_TRACE(shape_str(xs));
     const size_t a = axis < 0 ? axis + xs.size() : axis;
     const int64_t cols = product(xs, a, xs.size()), rows = product(xs, 0, a);
@@ -165,7 +166,7 @@ TEST_F(OpsNorm, RmsNorm) {
 }
 
 TEST_F(OpsNorm, InstanceNorm) {
-  for (const Shape& xs : {Shape{2, 3, 5, 6}, Shape{1, 4, 17}}) {
+  for (const Shape& xs : {Shape{2, 3, 5, 6}, Shape{1, 4, 17}, Shape{1, 2, 70, 70}}) {
     SCOPED_TRACE(shape_str(xs));
     int64_t C = xs[1], spatial = product(xs, 2, xs.size());
     auto xv = random_floats(numel(xs)), sv = random_floats(C), bv = random_floats(C);
