@@ -22,6 +22,9 @@ uint16_t float_to_half(float value);
 // float_to_half over `count` elements, bit for bit; several at a time where the CPU converts
 // in hardware (x86 F16C), which loading a model's weights in float16 mode needs.
 void floats_to_halves(const float* in, uint16_t* out, size_t count);
+// half_to_float over `count` elements, F16C where the CPU has it (reading a float16 output
+// back as float32). NaNs stay NaNs (F16C sets the quiet bit of a signalling one).
+void halves_to_floats(const uint16_t* in, float* out, size_t count);
 
 using Shape = std::vector<int64_t>;
 

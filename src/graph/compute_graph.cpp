@@ -319,21 +319,29 @@ void ComputeGraph::execute() {
 }
 
 void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes) {
+  copy_from_output(i, data, bytes, info(output(i)).dtype);
+}
+
+void ComputeGraph::copy_from_output(size_t i, void* data, size_t bytes, DType as) {
   ExclusiveUse use(impl_->user, "copy_from_output");
   impl_->io.output(i);
   impl_->state.require_idle("copy_from_output");
   // Runs every execution: messages are built only on failure.
   if (!impl_->state.executed)
     throw Error(ErrorKind::InvalidState, "copy_from_output before any execute()");
-  impl_->io.copy_from_output(i, data, bytes);
+  impl_->io.copy_from_output(i, data, bytes, as);
 }
 
 HostTensor ComputeGraph::read_output(size_t i) {
+  return read_output(i, info(output(i)).dtype);
+}
+
+HostTensor ComputeGraph::read_output(size_t i, DType as) {
   ExclusiveUse use(impl_->user, "read_output");
   const TensorInfo& ti = impl_->state.tensor(output(i));
   // Not zero-filled: the readback writes every byte, and a fill would double its cost.
-  HostTensor t = HostTensor::uninitialized(ti.dtype, ti.shape);
-  copy_from_output(i, t.bytes.data(), t.bytes.size());
+  HostTensor t = HostTensor::uninitialized(as, ti.shape);
+  copy_from_output(i, t.bytes.data(), t.bytes.size(), as);
   return t;
 }
 

@@ -220,23 +220,33 @@ void GraphIO::copy_to_input(size_t i, const void* data, size_t bytes) {
   if (bytes) io.staging->copy_in(data, bytes);
 }
 
-void GraphIO::copy_from_output(size_t i, void* data, size_t bytes) const {
+void GraphIO::copy_from_output(size_t i, void* data, size_t bytes, DType as) const {
   const GraphPort& io = output(i);
   // Runs every execution: messages are built only on failure.
   if (io.mode != IOMode::Staged)
     throw Error(ErrorKind::InvalidState,
                 "output '" + io.name + "' is external: read its bound buffer instead");
-  size_t expected = g_.tensor(io.tensor).nbytes();
+  const TensorInfo& ti = g_.tensor(io.tensor);
+  const bool widen = as == DType::Float32 && ti.dtype == DType::Float16;
+  if (as != ti.dtype && !widen)
+    throw Error(ErrorKind::InvalidArgument, "output '" + io.name + "' is " + dtype_name(ti.dtype) +
+                                                "; it cannot be read as " + dtype_name(as));
+  const size_t expected =
+      widen ? static_cast<size_t>(numel(ti.shape)) * sizeof(float) : ti.nbytes();
   if (bytes != expected)
-    throw Error(ErrorKind::InvalidArgument, "output '" + io.name + "' holds " +
-                                                std::to_string(expected) + " bytes, asked for " +
-                                                std::to_string(bytes));
+    throw Error(ErrorKind::InvalidArgument,
+                "output '" + io.name + "' holds " + std::to_string(expected) + " bytes as " +
+                    dtype_name(as) + ", asked for " + std::to_string(bytes));
   // The fence waited in wait() follows the recorded device->host barrier; copy_out
   // invalidates non-coherent memory before reading.
   if (bytes && !data)
     throw Error(ErrorKind::InvalidArgument,
                 "copy_from_output: null destination for output '" + io.name + "'");
-  if (bytes) io.staging->copy_out(data, bytes);
+  if (!bytes) return;
+  if (widen)
+    io.staging->copy_out_widened(static_cast<float*>(data), bytes / sizeof(float));
+  else
+    io.staging->copy_out(data, bytes);
 }
 
 // Host-pointer inputs: copy into the graph's buffer, or flush imported non-coherent memory.

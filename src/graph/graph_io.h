@@ -48,7 +48,8 @@ class GraphIO {
   void allocate_staging();     // prepare()
   void require_bound() const;  // before recording: every External port has a buffer
   void copy_to_input(size_t i, const void* data, size_t bytes);
-  void copy_from_output(size_t i, void* data, size_t bytes) const;
+  // `as` is the port's dtype, or Float32 for a Float16 port (widened on the host).
+  void copy_from_output(size_t i, void* data, size_t bytes, DType as) const;
   void before_submit();  // host-pointer inputs -> device
   void after_wait();     // device -> host-pointer outputs
 

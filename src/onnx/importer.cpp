@@ -218,7 +218,18 @@ void Importer::build() {
     auto it = values_.find(out.name());
     if (it == values_.end())
       throw Error(ErrorKind::ModelFormat, "model output '" + out.name() + "' is never computed");
-    TensorRef t = tensor(it->second, out.name());
+    Value& v = it->second;
+    // Not for a segment's graph (targets set): segments read their outputs as they are.
+    if (io_ == IOMode::Staged && staging_.targets.empty() && v.dtype == DType::Float32 &&
+        !v.constant && v.tensor.valid() && graph_.info(v.tensor).dtype == DType::Float16) {
+      // A float32 output computed in float16 leaves the device as float16 and is widened on
+      // the host as it is read (Session::run): half the bytes over the bus and out of staging
+      // memory, and no cast node. The values are the same as the cast's.
+      graph_.add_output(v.tensor, out.name());
+      widened_outputs_.insert(out.name());
+      continue;
+    }
+    TensorRef t = tensor(v, out.name());
     if (io_ == IOMode::External) {
       // add_output refuses External, before changing anything, for what the graph does not
       // compute into storage of its own: a constant, an input, storage another output owns.

@@ -144,6 +144,9 @@ class Importer {
   // With IOMode::External: the outputs made External. The others (a constant, an input or a
   // tensor another output already owns, given as an output) stay Staged.
   const std::set<std::string>& external_outputs() const { return external_outputs_; }
+  // Float32 model outputs left in float16 on the device (fp16 mode, staged I/O): read them
+  // with ComputeGraph::read_output(i, DType::Float32).
+  const std::set<std::string>& widened_outputs() const { return widened_outputs_; }
 
   // --- for lowerings ---
   ComputeGraph& graph() { return graph_; }
@@ -243,6 +246,7 @@ class Importer {
   bool fp16_;  // SessionOptions::fp16
   IOMode io_;  // how model inputs and outputs are declared
   std::set<std::string> external_outputs_;
+  std::set<std::string> widened_outputs_;
   bool node_half_ = false;     // the node being lowered computes float32 values in float16
   bool node_demoted_ = false;  // ... and tensor() gave it a float32 value in float16
   int opset_ = 0;

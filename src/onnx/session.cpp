@@ -52,6 +52,7 @@ struct Session::Impl {
   std::map<std::string, HostTensor> built_values;  // values of the needs_value inputs
   IOMode built_io = IOMode::Staged;                // Staged for run(), External for run_bound()
   std::set<std::string> external_outputs;          // of a graph built for run_bound()
+  std::set<std::string> widened_outputs;           // float16 on the device, float32 to the app
   // What run_bound() last bound, by name: the same memory again needs no rebinding (which
   // would re-record the command buffers).
   std::map<std::string, std::pair<const void*, size_t>> bound;
@@ -133,7 +134,7 @@ struct Session::Impl {
       if (in.needs_value) values[in.name] = value_of(feeds.at(in.name));
     graph.reset();
     auto build_segment = [&](const onnx_import::Staging& staging) {
-      return make_graph(shapes, values, IOMode::Staged, staging).first;
+      return std::move(make_graph(shapes, values, IOMode::Staged, staging).graph);
     };
     for (;;) {
       try {
@@ -180,10 +181,19 @@ struct Session::Impl {
     return *graph;
   }
 
-  // A prepared graph for one build, and the outputs it made External.
-  std::pair<std::unique_ptr<ComputeGraph>, std::set<std::string>> make_graph(
-      const std::map<std::string, Shape>& shapes, const std::map<std::string, HostTensor>& values,
-      IOMode io, const onnx_import::Staging& staging) {
+  // What the app gets for output i of `g`: its dtype, or float32 where it was widened.
+  DType output_dtype(const ComputeGraph& g, size_t i) const {
+    return widened_outputs.count(g.output_name(i)) ? DType::Float32 : g.info(g.output(i)).dtype;
+  }
+
+  struct Built {
+    std::unique_ptr<ComputeGraph> graph;
+    std::set<std::string> external_outputs, widened_outputs;  // the importer's
+  };
+  // A prepared graph for one build, with the outputs it made External or left in float16.
+  Built make_graph(const std::map<std::string, Shape>& shapes,
+                   const std::map<std::string, HostTensor>& values, IOMode io,
+                   const onnx_import::Staging& staging) {
     auto t0 = std::chrono::steady_clock::now();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
     onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse, options.fp16, io);
@@ -194,7 +204,7 @@ struct Session::Impl {
     g->prepare();
     times.prepare_ms = ms_since(t0);
     ++times.builds;
-    return {std::move(g), importer.external_outputs()};
+    return {std::move(g), importer.external_outputs(), importer.widened_outputs()};
   }
 
   void build(const std::map<std::string, Shape>& shapes,
@@ -203,13 +213,11 @@ struct Session::Impl {
     graph.reset();
     bound.clear();
     bound_paths.clear();
-    auto [g, externals] = make_graph(shapes, values, io, staging);
+    auto [g, externals, widened] = make_graph(shapes, values, io, staging);
     external_outputs = std::move(externals);
+    widened_outputs = std::move(widened);
     built_io = io;
-    for (size_t i = 0; i < g->num_outputs(); ++i) {
-      TensorInfo ti = g->info(g->output(i));
-      model.outputs[i].dtype = ti.dtype;
-    }
+    for (size_t i = 0; i < g->num_outputs(); ++i) model.outputs[i].dtype = output_dtype(*g, i);
     graph = std::move(g);
     built_for = shapes;
   }
@@ -337,7 +345,8 @@ std::vector<HostTensor> Session::run_views(const std::map<std::string, HostView>
   g.execute();
   std::vector<HostTensor> results;
   if (output_names.empty()) {
-    for (size_t i = 0; i < g.num_outputs(); ++i) results.push_back(g.read_output(i));
+    for (size_t i = 0; i < g.num_outputs(); ++i)
+      results.push_back(g.read_output(i, s.output_dtype(g, i)));
     return results;
   }
   for (auto& name : output_names) {
@@ -345,7 +354,7 @@ std::vector<HostTensor> Session::run_views(const std::map<std::string, HostView>
     while (i < g.num_outputs() && g.output_name(i) != name) ++i;
     if (i == g.num_outputs())
       throw Error(ErrorKind::InvalidArgument, "unknown output '" + name + "'");
-    results.push_back(g.read_output(i));
+    results.push_back(g.read_output(i, s.output_dtype(g, i)));
   }
   return results;
 }

@@ -7,6 +7,7 @@
 #include "vk/faults.h"
 #include "vk/parallel_copy.h"
 #include "vkgraph/error.h"
+#include "vkgraph/types.h"
 #include "vkgraph/vk/context.h"
 #include "vkgraph/vk/result.h"
 #include "vkgraph/vk/sync_trace.h"
@@ -141,6 +142,20 @@ void StagingBuffer::copy_out(void* data, VkDeviceSize bytes, VkDeviceSize offset
   trace_host(context_, SyncEvent::Type::HostRead, *this, offset, bytes, allocation_.coherent);
   // Straight from the mapping into the caller's memory: no intermediate copy.
   parallel_copy(data, static_cast<const uint8_t*>(allocation_.mapped) + offset, bytes);
+}
+
+void StagingBuffer::copy_out_widened(float* data, size_t count, VkDeviceSize offset) {
+  const VkDeviceSize bytes = count * sizeof(uint16_t);
+  check_range(offset, bytes, "copy out of staging");
+  invalidate(offset, bytes);
+  trace_host(context_, SyncEvent::Type::HostRead, *this, offset, bytes, allocation_.coherent);
+  const auto* halves =
+      reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(allocation_.mapped) + offset);
+  // Pieces as parallel_copy's (1 MiB of output and up, page-aligned).
+  parallel_for(count, kParallelCopyThreshold / 4 / sizeof(float), 1024,
+               [&](size_t begin, size_t end) {
+                 halves_to_floats(halves + begin, data + begin, end - begin);
+               });
 }
 
 }  // namespace vkgraph::vk

@@ -2,6 +2,7 @@
 // float16 inputs and on the same values in float32, and the results must agree to float16
 // rounding. Session's float16 mode (SessionOptions::fp16) runs whole models that way.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -366,6 +367,53 @@ TEST_F(GpuTest, Fp16SessionLayerNormStatisticsStayFloat32) {
   EXPECT_NEAR(got[1].data<float>()[1], 0.25f, 1e-6f);
   EXPECT_NEAR(got[2].data<float>()[1], 1e6f, 1e3f);
   EXPECT_TRUE(std::isfinite(got[2].data<float>()[0]));
+}
+
+// A float32 output computed in float16 leaves the device as float16 and is widened as it is
+// read: Session::run returns float32 (and outputs() says so) with the values a device cast
+// would give; run_bound's graph keeps the cast, so its bound float32 memory holds the same.
+TEST_F(GpuTest, Fp16SessionWidensFloat32OutputsOnTheHost) {
+  if (!context()->features().storage_buffer_16bit) GTEST_SKIP() << "no 16-bit storage";
+  // Rows of 1000: 600,000 outputs, enough for the widening to split over the host threads.
+  ModelBuilder m(17);
+  m.input("x", onnx::TensorProto::FLOAT, {600, 64});
+  m.output("y", onnx::TensorProto::FLOAT);
+  m.initializer("w", Shape{64, 1000}, random_floats(64 * 1000));
+  m.node("MatMul", {"x", "w"}, {"y"});
+  SessionOptions o16;
+  o16.fp16 = true;
+  Session s = m.session(o16);
+  HostTensor x = HostTensor::from(DType::Float32, {600, 64}, random_floats(600 * 64));
+  HostTensor got = s.run({{"x", x}})[0];
+  ASSERT_EQ(got.dtype, DType::Float32);
+  EXPECT_EQ(got.shape, (Shape{600, 1000}));
+  EXPECT_EQ(s.outputs()[0].dtype, DType::Float32);
+  ComputeGraph& g = *s.graph();
+  EXPECT_EQ(g.info(g.output(0)).dtype, DType::Float16);  // no cast node before the output
+  HostTensor half = g.read_output(0);  // the same output as stored, and read as float32
+  ASSERT_EQ(half.dtype, DType::Float16);
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got.data<float>()[i]),
+              std::bit_cast<uint32_t>(half_to_float(half.data<uint16_t>()[i])))
+        << "element " << i;
+  expect_near(got, m.session().run({{"x", x}})[0], 1e-2f);
+  // Only float16 -> float32 widens; the byte count must be the float32 one.
+  EXPECT_THROW(g.read_output(0, DType::Int32), Error);
+  std::vector<float> small(10);
+  EXPECT_THROW(g.copy_from_output(0, small.data(), small.size() * sizeof(float), DType::Float32),
+               Error);
+
+  // run_bound: External outputs are cast on the device, bound memory is float32.
+  const std::map<std::string, HostBinding> in = {
+      {"x", HostBinding{x.bytes.data(), x.bytes.size(), DType::Float32, x.shape}}};
+  std::vector<ValueInfo> outs = s.prepare_bound(in);
+  ASSERT_EQ(outs[0].dtype, DType::Float32);
+  std::vector<float> bound(600 * 1000, std::numeric_limits<float>::quiet_NaN());
+  s.run_bound(in, {{"y", HostBinding{bound.data(), bound.size() * sizeof(float), DType::Float32,
+                                     Shape{600, 1000}}}});
+  for (size_t i = 0; i < bound.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(bound[i]), std::bit_cast<uint32_t>(got.data<float>()[i]))
+        << "element " << i;
 }
 
 }  // namespace

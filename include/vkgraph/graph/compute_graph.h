@@ -203,6 +203,10 @@ class ComputeGraph {
   bool in_flight() const;
   void copy_from_output(size_t i, void* data, size_t bytes);
   HostTensor read_output(size_t i);
+  // read_output as `as`: the output's dtype, or Float32 for a Float16 output, widened on the
+  // host as it is copied (half the bytes of a float32 output cross the bus).
+  void copy_from_output(size_t i, void* data, size_t bytes, DType as);
+  HostTensor read_output(size_t i, DType as);
 
   GraphStats stats() const;
   double last_gpu_ms() const;                // GPU time of the last execution (timestamps)

@@ -52,6 +52,9 @@ class StagingBuffer : public Buffer {
   // Staging -> host. The caller must have waited on a fence that follows a
   // device->host barrier; this invalidates non-coherent memory, then reads.
   void copy_out(void* data, VkDeviceSize bytes, VkDeviceSize offset = 0);
+  // copy_out of `count` float16 values, widened to float32 as they are copied (half the bytes
+  // cross the bus and leave the staging memory; halves_to_floats, split over host threads).
+  void copy_out_widened(float* data, size_t count, VkDeviceSize offset = 0);
   // Raw mapped access for code that fills the buffer in place; pair with flush()/invalidate().
   void* mapped() { return allocation_.mapped; }
   void flush(VkDeviceSize offset, VkDeviceSize bytes);
