@@ -230,7 +230,6 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
 // Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu | Clip] -> QuantizeLinear, all per
 // tensor: a residual connection of a QDQ model. (dq_x, dq_w hold a's and b's dequantize.)
 std::optional<Match> match_add(const NodeProto& add, Pass& p) {
-  const Importer& im = p.importer();
   if (!default_domain(add) || add.op_type() != "Add" || add.input_size() != 2 ||
       add.output_size() != 1)
     return std::nullopt;
