@@ -118,6 +118,12 @@ inline void set_int(onnx::NodeProto& node, const std::string& name, int64_t valu
   a->set_i(value);
 }
 
+// The Cast nodes float16 mode adds to a graph: one per float32 model input, cast on the device.
+// Float32 outputs add none: they leave the device as float16 and are widened on the host.
+inline size_t input_casts(bool fp16, size_t float_inputs) {
+  return fp16 ? float_inputs : 0;
+}
+
 // A model run with the fusion pass and without it, on the same feeds: the outputs and the
 // dispatch counts of both, for tests that check a fusion fires and changes nothing.
 struct Runs {

@@ -46,11 +46,6 @@ std::vector<float> causal_additive(int64_t s) {
   return m;
 }
 
-// In float16 mode each float32 model input and output is cast once on the device.
-size_t casts(bool fp16, size_t float_io) {
-  return fp16 ? float_io : 0;
-}
-
 constexpr int64_t kB = 2, kH = 2, kD = 64;
 
 // BERT's self-attention as the legacy exporter writes it: x [B, S, H*D] -> heads, scores / 8
@@ -108,9 +103,9 @@ TEST_F(OnnxAttention, LegacyExportIsOneDispatch) {
         // Fused: attention, which stores the heads merged (the output Transpose). Unfused: 4
         // Transposes, 2 MatMuls, Div, [Add], Softmax, the output Transpose. At S = 1 the
         // Transposes only move a dim of 1: views, no nodes.
-        const size_t io = mask ? 5 : 4, transposes = s == 1 ? 0 : 1;
-        EXPECT_EQ(r.fused_nodes, 1 + casts(fp16, io));
-        EXPECT_EQ(r.plain_nodes, (mask ? 5u : 4u) + 5 * transposes + casts(fp16, io));
+        const size_t inputs = mask ? 4 : 3, transposes = s == 1 ? 0 : 1;
+        EXPECT_EQ(r.fused_nodes, 1 + input_casts(fp16, inputs));
+        EXPECT_EQ(r.plain_nodes, (mask ? 5u : 4u) + 5 * transposes + input_casts(fp16, inputs));
       }
   }
 }
@@ -150,8 +145,8 @@ TEST_F(OnnxAttention, DynamoScaledDotProductAttention) {
         expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
         // Fused: attention (Kᵀ's Reshape/Transpose/Reshape, read by a Mul, a view: fuse_view.h).
         // Unfused: Transpose, 2 Muls, 2 MatMuls, Add, Softmax (Dropout in inference is no node).
-        EXPECT_EQ(r.fused_nodes, 1u + casts(fp16, 4));
-        EXPECT_EQ(r.plain_nodes, 7u + casts(fp16, 4));
+        EXPECT_EQ(r.fused_nodes, 1u + input_casts(fp16, 3));
+        EXPECT_EQ(r.plain_nodes, 7u + input_casts(fp16, 3));
       }
   }
 }
@@ -191,8 +186,8 @@ TEST_F(OnnxAttention, WhereMasks) {
       expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
       // Fused: attention (and the Where that makes the computed condition additive).
       // Unfused: 2 MatMuls, Mul, Where, Softmax (and Kᵀ's Transpose).
-      EXPECT_EQ(r.fused_nodes, (computed ? 2u : 1u) + casts(fp16, 4));
-      EXPECT_EQ(r.plain_nodes, 6u + casts(fp16, 4));
+      EXPECT_EQ(r.fused_nodes, (computed ? 2u : 1u) + input_casts(fp16, 3));
+      EXPECT_EQ(r.plain_nodes, 6u + input_casts(fp16, 3));
     }
   }
 }
@@ -289,7 +284,6 @@ TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
     for (size_t i = 0; i < forms.size(); ++i) {
       const RepeatKv& f = forms[i];
       SCOPED_TRACE("form " + std::to_string(i) + (fp16 ? " fp16" : " fp32"));
-      const size_t io = f.probs_out ? 5 : 4;
       auto feeds = qkv({1, f.h, s, d}, {1, f.hkv, s, d});
       if (f.v_heads_last) feeds["v"] = rand({1, s, f.hkv, d}, -1, 1);
       const ModelBuilder m = repeat_kv_model(f, s, d);
@@ -304,9 +298,9 @@ TEST_F(OnnxAttention, GroupedQueryAttentionByRepeatKv) {
         expect_near(a[o], c[o], fp16 ? 1e-2f : 1e-5f);
         expect_near(b[o], c[o], fp16 ? 1e-2f : 1e-5f);
       }
-      EXPECT_EQ(viewed.graph()->stats().nodes, f.viewed + casts(fp16, io));
-      EXPECT_EQ(copied.graph()->stats().nodes, f.copied + casts(fp16, io));
-      EXPECT_EQ(unfused.graph()->stats().nodes, f.plain + casts(fp16, io));
+      EXPECT_EQ(viewed.graph()->stats().nodes, f.viewed + input_casts(fp16, 3));
+      EXPECT_EQ(copied.graph()->stats().nodes, f.copied + input_casts(fp16, 3));
+      EXPECT_EQ(unfused.graph()->stats().nodes, f.plain + input_casts(fp16, 3));
     }
   }
 }
@@ -390,10 +384,10 @@ TEST_F(OnnxAttentionExported, LegacyMultiheadAttentionAndBert) {
     // merges dims the strides keep apart), out-projection Gemm, the batch_first Transpose.
     // BERT fused: the 3 projections as one GEMM (fuse_siblings.h), the mask's Sub and Mul,
     // attention (a single head's Transposes are views).
-    EXPECT_EQ(mha.fused_nodes, 5u + casts(fp16, 2));
-    EXPECT_EQ(mha.plain_nodes, 16u + casts(fp16, 2));
-    EXPECT_EQ(bert.fused_nodes, 4u + casts(fp16, 3));
-    EXPECT_EQ(bert.plain_nodes, 14u + casts(fp16, 3));
+    EXPECT_EQ(mha.fused_nodes, 5u + input_casts(fp16, 1));
+    EXPECT_EQ(mha.plain_nodes, 16u + input_casts(fp16, 1));
+    EXPECT_EQ(bert.fused_nodes, 4u + input_casts(fp16, 2));
+    EXPECT_EQ(bert.plain_nodes, 14u + input_casts(fp16, 2));
   }
 }
 

@@ -183,10 +183,10 @@ TEST_F(OnnxAttentionViews, PackedQkvSplitIsReadInPlace) {
         expect_near(a, b, fp16 ? 1e-2f : 1e-5f);
         // Fused: the projection (MatMul + bias) and the attention, reading Q, K, V in place (and
         // x transposed, for the view that is sliced); at batch 2 the three copies above. The
-        // casts of x and y in float16 mode. Unfused, the split's copies (Transpose + 3 Gathers,
+        // cast of x in float16 mode. Unfused, the split's copies (Transpose + 3 Gathers,
         // 3 Slices or a Split's 3), the per-head Transposes, kᵀ's, the scales, 2 MatMuls and the
         // Softmax (and x's Transpose, a copy unless the batch is 1).
-        const size_t casts = fp16 ? 2 : 0;
+        const size_t casts = input_casts(fp16, 1);
         EXPECT_EQ(fused.graph()->stats().nodes, (batch == 1 ? 2u : 5u) + casts);
         const size_t plain_nodes = split == Split::Gather ? 15
                                    : split == Split::Slice || split == Split::SplitOp
@@ -227,8 +227,8 @@ TEST_F(OnnxAttentionViews, OutProjectionResidualJoinsTheGemm) {
       expect_near(runs.fused[0], runs.plain[0], fp16 ? 1e-2f : 1e-5f);
       // Fused: the Gemm with the residual (the Reshape a view, the batch-1 Transpose in order);
       // else Gemm, the Transpose's copy, Add. Unfused: Gemm, Add (and the copy). Float16 mode:
-      // the casts of ctx, skip and y.
-      const size_t casts = fp16 ? 3 : 0;
+      // the casts of ctx and skip.
+      const size_t casts = input_casts(fp16, 2);
       EXPECT_EQ(runs.fused_nodes, (reorders ? 3u : 1u) + casts);
       EXPECT_EQ(runs.plain_nodes, (reorders ? 3u : 2u) + casts);
     }

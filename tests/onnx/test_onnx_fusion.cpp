@@ -175,8 +175,8 @@ TEST_F(OnnxFusion, ResidualBlocksFuseTheirAdd) {
     m.node("Add", {"y", "c3"}, {"z"});
     Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 8, 6, 6})}}, fp16);
     for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 1e-5f);
-    // conv+relu, conv+add+relu, conv+add; fp16 mode adds the input and output casts.
-    const size_t casts = fp16 ? 3 : 0;
+    // conv+relu, conv+add+relu, conv+add; fp16 mode adds the input's cast.
+    const size_t casts = input_casts(fp16, 1);
     EXPECT_EQ(r.fused_nodes, 3u + casts);
     EXPECT_EQ(r.plain_nodes, 7u + casts);
   }
@@ -207,7 +207,7 @@ TEST_F(OnnxFusion, ConvBatchNormActivationIsOneNode) {
       m.node("Relu", {"n"}, {"y"});
       Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 4, 5, 5})}}, fp16);
       expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
-      const size_t casts = fp16 ? 2 : 0;
+      const size_t casts = input_casts(fp16, 1);
       EXPECT_EQ(r.fused_nodes, 1u + casts);
       EXPECT_EQ(r.plain_nodes, 3u + casts);
     }

@@ -117,7 +117,7 @@ TEST_F(OnnxRope, ExportedFormsAreOneDispatch) {
       Runs r = run_both(model(f), feeds(f), fp16);
       // fp16 unfused rounds x * cos and rot * sin to float16 before their sum; fused does not.
       expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-6f);
-      const size_t io = f.computed ? 4 : 2, casts = fp16 ? io : 0;
+      const size_t casts = input_casts(fp16, f.computed ? 3 : 1);
       EXPECT_EQ(r.fused_nodes, 2 + casts);
       EXPECT_EQ(r.plain_nodes, 10 + casts);
     }

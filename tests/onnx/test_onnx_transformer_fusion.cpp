@@ -18,10 +18,6 @@ namespace {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 constexpr int64_t kS = 6, kK = 8, kN = 12;
 
-size_t casts(bool fp16, size_t float_io) {
-  return fp16 ? float_io : 0;
-}
-
 // The orders in which exporters write 0.5 * x * (1 + erf(x / sqrt(2))).
 enum class ErfForm {
   kLegacy,       // Div, Erf, Add, Mul(x, ·), Mul(·, 0.5): torch.onnx legacy and onnxscript
@@ -100,12 +96,12 @@ class OnnxTransformerFusion : public GpuTest {
     return {{"x", random_tensor(rng, DType::Float32, {kS, kK})}};
   }
   bool half_ok() { return context()->features().storage_buffer_16bit; }
-  void check(const ModelBuilder& m, bool fp16, size_t fused, size_t plain, size_t io = 2) {
+  void check(const ModelBuilder& m, bool fp16, size_t fused, size_t plain) {
     Runs r = run_both(m, feeds(), fp16);
     for (size_t i = 0; i < r.fused.size(); ++i)
       expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 2e-5f);
-    EXPECT_EQ(r.fused_nodes, fused + casts(fp16, io));
-    EXPECT_EQ(r.plain_nodes, plain + casts(fp16, io));
+    EXPECT_EQ(r.fused_nodes, fused + input_casts(fp16, 1));
+    EXPECT_EQ(r.plain_nodes, plain + input_casts(fp16, 1));
   }
 };
 
@@ -131,9 +127,9 @@ TEST_F(OnnxTransformerFusion, TanhGeluJoinsTheMatMulEpilogue) {
       tanh_gelu(m, "lin", "y", pow);
       Runs r = run_both(m, feeds(), fp16);
       expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 2e-5f);
-      EXPECT_EQ(r.fused_nodes, 1u + casts(fp16, 2));
+      EXPECT_EQ(r.fused_nodes, 1u + input_casts(fp16, 1));
       // Pow stays float32 in fp16 mode: unfused, its input and output are cast around it.
-      EXPECT_EQ(r.plain_nodes, (pow ? 10u : 11u) + casts(fp16, pow ? 4 : 2));
+      EXPECT_EQ(r.plain_nodes, (pow ? 10u : 11u) + input_casts(fp16, 1) + (fp16 && pow ? 2 : 0));
     }
   }
 }
@@ -163,10 +159,9 @@ TEST_F(OnnxTransformerFusion, GeluAfterReshapedGemmJoinsItsEpilogue) {
       Runs r = run_both(m, feeds(), fp16);
       for (size_t i = 0; i < r.fused.size(); ++i)
         expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 2e-5f);
-      const size_t outs = variant == 0 ? 1 : 2;
       // Fused: the Gemm; else the Gemm, one Gelu node [and the Relu].
       EXPECT_EQ(r.fused_nodes,
-                static_cast<size_t>(variant == 0 ? 1 : variant + 1) + casts(fp16, 1 + outs));
+                static_cast<size_t>(variant == 0 ? 1 : variant + 1) + input_casts(fp16, 1));
       EXPECT_GT(r.plain_nodes, 8u);
     }
   }
@@ -219,8 +214,8 @@ TEST_F(OnnxTransformerFusion, SiblingProjectionsAreOneGemm) {
       }
       // Merged: the GEMM, the attention, the Relu. Separate: 3 GEMMs, the attention, the Relu.
       // K also a model output: K stays its own GEMM, Q and V merge.
-      EXPECT_EQ(merged.graph()->stats().nodes, (k_out ? 4 : 3) + casts(fp16, k_out ? 4 : 3));
-      EXPECT_EQ(separate.graph()->stats().nodes, 5 + casts(fp16, k_out ? 4 : 3));
+      EXPECT_EQ(merged.graph()->stats().nodes, (k_out ? 4 : 3) + input_casts(fp16, 1));
+      EXPECT_EQ(separate.graph()->stats().nodes, 5 + input_casts(fp16, 1));
     }
 }
 
@@ -240,8 +235,8 @@ TEST_F(OnnxTransformerFusion, GeluAfterAnyNodeIsOneNode) {
         erf_gelu(m, "v", "y", ErfForm::kLegacy);
       Runs r = run_both(m, feeds(), fp16);
       expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 2e-5f);
-      EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 2));
-      EXPECT_EQ(r.plain_nodes, (tanh ? 10u : 6u) + casts(fp16, 2));
+      EXPECT_EQ(r.fused_nodes, 2u + input_casts(fp16, 1));
+      EXPECT_EQ(r.plain_nodes, (tanh ? 10u : 6u) + input_casts(fp16, 1));
     }
   }
 }
@@ -252,7 +247,7 @@ TEST_F(OnnxTransformerFusion, GeluChainMustNotFire) {
     ModelBuilder m = linear();
     erf_gelu(m, "lin", "y", ErfForm::kLegacy);
     m.output("lin_e", kFloat);
-    check(m, false, 6, 7, 0);  // only the bias joins the MatMul
+    check(m, false, 6, 7);  // only the bias joins the MatMul
   }
   {
     SCOPED_TRACE("0.4 instead of 0.5");
@@ -260,7 +255,7 @@ TEST_F(OnnxTransformerFusion, GeluChainMustNotFire) {
     erf_gelu(m, "lin", "y", ErfForm::kLegacy);
     for (onnx::TensorProto& t : *m.graph().mutable_initializer())
       if (t.name() == "lin_half") t.set_float_data(0, 0.4f);
-    check(m, false, 6, 7, 0);
+    check(m, false, 6, 7);
   }
   {
     SCOPED_TRACE("Erf of x / 2");
@@ -268,7 +263,7 @@ TEST_F(OnnxTransformerFusion, GeluChainMustNotFire) {
     erf_gelu(m, "lin", "y", ErfForm::kLegacy);
     for (onnx::TensorProto& t : *m.graph().mutable_initializer())
       if (t.name() == "lin_sqrt2") t.set_float_data(0, 2.f);
-    check(m, false, 6, 7, 0);
+    check(m, false, 6, 7);
   }
   {
     // The GEMM's output has another reader: the GEMM keeps its output and one Gelu follows.
@@ -277,7 +272,7 @@ TEST_F(OnnxTransformerFusion, GeluChainMustNotFire) {
     erf_gelu(m, "lin", "y", ErfForm::kLegacy);
     m.output("z", kFloat);
     m.node("Relu", {"lin"}, {"z"});
-    check(m, false, 3, 8, 0);
+    check(m, false, 3, 8);
   }
 }
 
@@ -304,8 +299,8 @@ TEST_F(OnnxTransformerFusion, SiluJoinsMatMulAndConvEpilogues) {
     c.node("Mul", {"bn", "sig"}, {"y"});
     Runs r = run_both(c, {{"x", random_tensor(rng, DType::Float32, {1, 4, 5, 5})}}, fp16);
     expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 2e-5f);
-    EXPECT_EQ(r.fused_nodes, 1u + casts(fp16, 2));
-    EXPECT_EQ(r.plain_nodes, 4u + casts(fp16, 2));
+    EXPECT_EQ(r.fused_nodes, 1u + input_casts(fp16, 1));
+    EXPECT_EQ(r.plain_nodes, 4u + input_casts(fp16, 1));
   }
   // Alone (after a node without an epilogue) SiLU stays two nodes: it has no ONNX op.
   ModelBuilder m(14);
@@ -314,7 +309,7 @@ TEST_F(OnnxTransformerFusion, SiluJoinsMatMulAndConvEpilogues) {
   m.node("Neg", {"x"}, {"v"});
   m.node("Sigmoid", {"v"}, {"s"});
   m.node("Mul", {"v", "s"}, {"y"});
-  check(m, false, 3, 3, 0);
+  check(m, false, 3, 3);
 }
 
 // RMSNorm in the ways exporters write 1 / sqrt(v): Reciprocal(Sqrt) (onnxscript's rsqrt),
@@ -374,8 +369,8 @@ TEST_F(OnnxTransformerFusion, RmsNormIsOneNode) {
         // [Reciprocal | Div(1, ·)], Mul | Div, [Mul(w)], Add (the Cast to float32 is no node);
         // in fp16 mode Pow stays float32, so its output is cast too.
         const size_t plain = 6 + (form != Rsqrt::kDivide) + weight;
-        EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 2));
-        EXPECT_EQ(r.plain_nodes, plain + casts(fp16, 3));
+        EXPECT_EQ(r.fused_nodes, 2u + input_casts(fp16, 1));
+        EXPECT_EQ(r.plain_nodes, plain + input_casts(fp16, 1) + (fp16 ? 1 : 0));
       }
   }
 }
@@ -420,8 +415,8 @@ TEST_F(OnnxTransformerFusion, ResidualAddJoinsTheMatMulEpilogue) {
     m.node("Add", {"mm2", "y"}, {"z"});
     Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {2, kS, kK})}}, fp16);
     for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 2e-5f);
-    EXPECT_EQ(r.fused_nodes, 2u + casts(fp16, 3));
-    EXPECT_EQ(r.plain_nodes, 6u + casts(fp16, 3));
+    EXPECT_EQ(r.fused_nodes, 2u + input_casts(fp16, 1));
+    EXPECT_EQ(r.plain_nodes, 6u + input_casts(fp16, 1));
   }
 }
 
