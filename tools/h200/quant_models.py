@@ -6,6 +6,7 @@ usage:
   quant_models.py make DIR [--models resnet50,mobilenet_v3,bert] [--inputs N] [--seed S]
   quant_models.py compare DIR --vkgraph PATH [--out FILE.json] [--runs N] [--models ...]
   quant_models.py ortref DIR [--models ...]
+  quant_models.py layers DIR --vkgraph PATH [--models ...] [--inputs N] [--out FILE.json]
 
 make (PyTorch, torchvision, transformers, onnx, onnxruntime with onnxruntime.quantization;
 no network, so weights are random and calibration uses random inputs) writes into DIR, per
@@ -29,6 +30,11 @@ onnxruntime with graph optimizations off, so that it runs the QDQ graph as ONNX 
 QLinearAdd / QGemm kernels; compare then also reports agreement with it (vs_ort_int8_noopt),
 and the host CPU's integer dot-product features (onnxruntime's u8s8 kernels without VNNI sum
 pairs in 16 bits with saturation).
+layers (onnxruntime and the vkgraph CLI) finds where a QDQ model's disagreement starts: every
+QuantizeLinear output becomes a graph output, the first --inputs inputs (default 8) run through
+onnxruntime (optimisations on) and vkgraph, and each quantized tensor, in graph order, reports
+the share of its elements that differ, the largest difference in quantisation steps and the op
+that produced it.
 """
 
 import argparse
@@ -220,6 +226,71 @@ def ortref(args):
         print(f"{name}: onnxruntime without graph optimizations, {secs:.1f} s", flush=True)
 
 
+def layers(args):
+    import onnx
+    from onnx import helper
+
+    with open(os.path.join(args.dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    results = {}
+    for name in args.models:
+        entry = manifest["models"].get(name)
+        if not entry or entry["kind"] != "classifier":
+            continue  # quantize_dynamic models have no QuantizeLinear to follow
+        model = onnx.load(os.path.join(args.dir, f"{name}_int8.onnx"))
+        producer = {o: n for n in model.graph.node for o in n.output}
+        inits = {i.name: i for i in model.graph.initializer}
+        quantized = []
+        for n in model.graph.node:
+            if n.op_type != "QuantizeLinear" or n.output[0] in {o.name for o in model.graph.output}:
+                continue
+            zp = inits.get(n.input[2]) if len(n.input) > 2 else None
+            elem = zp.data_type if zp is not None else onnx.TensorProto.UINT8
+            model.graph.output.append(helper.make_tensor_value_info(n.output[0], elem, None))
+            src = producer.get(n.input[0])
+            quantized.append((n.output[0], src.op_type if src is not None else "graph input"))
+        path = os.path.join(args.dir, f"{name}_int8_layers.onnx")
+        onnx.save(model, path)
+        inputs = dict(np.load(os.path.join(args.dir, f"{name}_inputs.npz")))
+        inputs = {k: v[:args.inputs] for k, v in inputs.items()}
+        import onnxruntime as ort
+
+        s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [q for q, _ in quantized]
+        with tempfile.TemporaryDirectory() as work:
+            ref = {q: [] for q in names}
+            got = {q: [] for q in names}
+            for i, b in enumerate(batches(inputs, entry.get("batch_dynamic", True))):
+                for q, y in zip(names, s.run(names, b)):
+                    ref[q].append(y)
+                folder = os.path.join(work, f"batch{i}")
+                os.makedirs(folder)
+                vk([args.vkgraph, "run", path, *write_inputs(folder, b), "--output-dir", folder],
+                   args.timeout)
+                for q in names:
+                    got[q].append(np.load(os.path.join(folder, sanitize(q) + ".npy")))
+        rows = []
+        for q, op in quantized:
+            r = np.concatenate(ref[q]).astype(np.int32).ravel()
+            g = np.concatenate(got[q]).astype(np.int32).ravel()
+            d = np.abs(g - r) if g.size == r.size else None
+            rows.append({"tensor": q, "after": op, "elements": int(r.size),
+                         "differ": None if d is None else float((d > 0).mean()),
+                         "max_steps": None if d is None else int(d.max()),
+                         "shape_mismatch": d is None})
+        results[name] = rows
+        first = next((r for r in rows if r["differ"]), None)
+        print(f"## {name}: {len(rows)} quantized tensors, {args.inputs} inputs; first to differ: "
+              f"{first['tensor'] + ' after ' + first['after'] if first else 'none'}")
+        for r in rows:
+            if r["differ"] or r["shape_mismatch"]:
+                print(f"  {r['tensor']:40s} after {r['after']:20s} differ {r['differ']} "
+                      f"max {r['max_steps']} steps")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
 def cpu_dot_features():
     try:
         with open("/proc/cpuinfo") as f:
@@ -380,7 +451,7 @@ def compare(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
-    for mode in ("make", "compare", "ortref"):
+    for mode in ("make", "compare", "ortref", "layers"):
         p = sub.add_parser(mode)
         p.add_argument("dir")
         p.add_argument("--models", default=",".join(ALL_MODELS),
@@ -389,16 +460,19 @@ def main():
             p.add_argument("--inputs", type=int, default=0, help="inputs per model (default: resnet50 100, mobilenet_v3 32, bert 8)")
             p.add_argument("--calib", type=int, default=16, help="random calibration inputs")
             p.add_argument("--seed", type=int, default=0)
-        elif mode == "compare":
+        elif mode in ("compare", "layers"):
             p.add_argument("--vkgraph", default=os.path.join(REPO, "build-h200", "vkgraph"))
             p.add_argument("--out", default="")
-            p.add_argument("--runs", type=int, default=50)
             p.add_argument("--timeout", type=int, default=300)
+            if mode == "compare":
+                p.add_argument("--runs", type=int, default=50)
+            else:
+                p.add_argument("--inputs", type=int, default=8)
     args = ap.parse_args()
     unknown = [m for m in args.models if m not in ALL_MODELS]
     if unknown:
         ap.error(f"unknown models {unknown}; known: {ALL_MODELS}")
-    return {"make": make, "compare": compare, "ortref": ortref}[args.mode](args)
+    return {"make": make, "compare": compare, "ortref": ortref, "layers": layers}[args.mode](args)
 
 
 if __name__ == "__main__":
