@@ -15,6 +15,10 @@
 // sum and its accumulators in registers; only the row maximum is exchanged per tile. The shared
 // rows are padded by one word against bank conflicts; the host picks BR, BC by D so that the
 // tiles fit 32 KiB (lavapipe's limit) and by the problem size so that the grid fills the GPU.
+// PREFETCH: each invocation loads its share of the next K and V tile into registers before it
+// computes on the current one, so that a tile's global loads overlap the previous tile's math
+// instead of stalling every invocation between two barriers (short sequences give grids of
+// few workgroups, which cannot hide that latency with each other).
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Q { ELEM q[]; };
@@ -43,12 +47,15 @@ layout(constant_id = 3) const uint BR = 8;
 layout(constant_id = 4) const uint BC = 32;
 layout(constant_id = 5) const uint TPR = 8;  // invocations per query row
 layout(constant_id = 6) const uint D = 64;
+layout(constant_id = 7) const bool PREFETCH = false;
 const uint NK = BC / TPR;               // scores per invocation and tile
 const uint ACC = (D + TPR - 1) / TPR;   // output columns per invocation
 const uint QW = D + 1, KW = BC + 1;     // padded row widths of the Q / Kᵀ / P tiles
 const uint QS = 0, KS = QS + BR * QW, VS = KS + D * KW, PS = VS + BC * D;
 shared float tile[PS + BR * KW];
 shared float partial[BR * TPR];  // per invocation: its tile maximum, at the end its sum
+// An invocation's share of one K or V tile (PREFETCH's registers; one element otherwise).
+const uint SHARE = PREFETCH ? (BC * D + BR * TPR - 1) / (BR * TPR) : 1;
 
 #define kNegInf uintBitsToFloat(0xff800000u)
 
@@ -60,6 +67,23 @@ float row_reduce_max(uint t, uint r, float x) {
   for (uint j = 0; j < TPR; ++j) m = max_nan(m, partial[r * TPR + j]);
   barrier();  // read before the next write
   return m;
+}
+
+// Element e of a BC x D tile of Kᵀ as (key row c, element dd): neighbouring e are neighbouring
+// in memory, along the key rows where Kᵀ is stored with its keys contiguous (a materialised
+// transpose), else along D.
+uvec2 k_element(uint e) {
+  return p.k_s == 1 ? uvec2(e % BC, e / BC) : uvec2(e / D, e % D);
+}
+
+float load_k(uint k_base, uint col0, uint e) {
+  const uvec2 cd = k_element(e);
+  return col0 + cd.x < p.skv ? T(k[k_base + (col0 + cd.x) * p.k_s + cd.y * p.k_d]) : 0.0;
+}
+
+float load_v(uint v_base, uint col0, uint e) {
+  const uint c = e / D, dd = e % D;
+  return col0 + c < p.skv ? T(v[v_base + (col0 + c) * p.v_s + dd * p.v_d]) : 0.0;
 }
 
 void main() {
@@ -85,15 +109,27 @@ void main() {
 
   // Causal: key tiles wholly past the block's last row contribute nothing.
   const uint col_end = p.causal != 0 ? min(p.skv, row0 + BR) : p.skv;
+  float k_next[SHARE], v_next[SHARE];
+  if (PREFETCH)
+    for (uint i = 0; i < SHARE; ++i) {
+      const uint e = t + i * wg;
+      k_next[i] = e < BC * D ? load_k(k_base, 0, e) : 0.0;
+      v_next[i] = e < BC * D ? load_v(v_base, 0, e) : 0.0;
+    }
   for (uint col0 = 0; col0 < col_end; col0 += BC) {
     barrier();  // the previous tile's readers are done
-    for (uint e = t; e < BC * D; e += wg) {
-      uint c = e / D, dd = e % D;  // key row c, element dd: dd is contiguous in memory
-      bool inside = col0 + c < p.skv;
-      tile[KS + dd * KW + c] = inside ? T(k[k_base + (col0 + c) * p.k_s + dd * p.k_d]) : 0.0;
-      tile[VS + c * D + dd] = inside ? T(v[v_base + (col0 + c) * p.v_s + dd * p.v_d]) : 0.0;
+    for (uint i = 0, e = t; e < BC * D; ++i, e += wg) {
+      const uvec2 cd = k_element(e);
+      tile[KS + cd.y * KW + cd.x] = PREFETCH ? k_next[i] : load_k(k_base, col0, e);
+      tile[VS + e] = PREFETCH ? v_next[i] : load_v(v_base, col0, e);  // [c][dd] is e
     }
     barrier();
+    if (PREFETCH && col0 + BC < col_end)
+      for (uint i = 0; i < SHARE; ++i) {
+        const uint e = t + i * wg;
+        k_next[i] = e < BC * D ? load_k(k_base, col0 + BC, e) : 0.0;
+        v_next[i] = e < BC * D ? load_v(v_base, col0 + BC, e) : 0.0;
+      }
     float sc[NK];
     for (uint n = 0; n < NK; ++n) sc[n] = 0.0;
     for (uint dd = 0; dd < D; ++dd) {

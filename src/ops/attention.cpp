@@ -64,6 +64,7 @@ Strided strided(ComputeGraph& g, const StridedView& view, const std::string& wha
 // TPR invocations per row (the workgroup is BR * TPR).
 struct Tiling {
   uint32_t br, bc, tpr;
+  uint32_t prefetch = 0;  // 1: the next K and V tile in registers (attention.comp's PREFETCH)
 };
 
 // The shared floats attention.comp declares for a tiling: padded Q, Kᵀ and P tiles, V, and one
@@ -85,7 +86,8 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   br = tuned(g, "attention.br", br);
   check(br == 8 || br == 16 || br == 32, ErrorKind::InvalidArgument,
         std::string(kOp) + ": attention.br must be 8, 16 or 32");
-  const Tiling t{br, bc, 8};
+  // VKGRAPH_TUNE=attention.prefetch=1 loads the next key tile during the current one's math.
+  const Tiling t{br, bc, 8, tuned(g, "attention.prefetch", 0) != 0 ? 1u : 0u};
   check(shared_floats(t, d) * 4 <= 32768, ErrorKind::InvalidArgument,
         std::string(kOp) + ": attention.br=" + std::to_string(br) +
             " needs more than 32 KiB of"
@@ -260,7 +262,8 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
   d.local = {coopmat ? 32 * subgroups : tile.br * tile.tpr, 1, 1};
   d.spec = coopmat ? std::vector<uint32_t>{subgroups}
-                   : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
+                   : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D),
+                                           tile.prefetch};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
