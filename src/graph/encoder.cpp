@@ -338,8 +338,9 @@ void Encoder::submit(const vk::SubmitSync& sync) {
 
 void Encoder::wait() {
   check(g_.in_flight, ErrorKind::InvalidState, "wait() without a submitted execution");
-  constexpr uint64_t kMaxExpectedNs = 1'000'000;  // longer graphs may sleep: a wake-up is cheap
-  fence_->wait(UINT64_MAX, std::min(last_execution_ns_, kMaxExpectedNs));
+  // The previous execution's host-observed time: a run slower than the next sleeps too long
+  // once, and the next measures less by the poll period until it is back (Fence::wait).
+  fence_->wait(UINT64_MAX, last_execution_ns_);
   last_execution_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::steady_clock::now() - submitted_at_)
                                                  .count());
