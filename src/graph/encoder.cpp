@@ -338,12 +338,19 @@ void Encoder::submit(const vk::SubmitSync& sync) {
 
 void Encoder::wait() {
   check(g_.in_flight, ErrorKind::InvalidState, "wait() without a submitted execution");
-  // The previous execution's host-observed time: a run slower than the next sleeps too long
-  // once, and the next measures less by the poll period until it is back (Fence::wait).
-  fence_->wait(UINT64_MAX, last_execution_ns_);
-  last_execution_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::steady_clock::now() - submitted_at_)
-                                                 .count());
+  auto since_submit = [&] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - submitted_at_)
+                                     .count());
+  };
+  // What is left of the expected execution time since this one's submit (an app may work
+  // between submit() and wait()). A run slower than the next sleeps too long once; the next
+  // measures less by the poll period until it is back (Fence::wait).
+  const uint64_t elapsed = since_submit();
+  const bool done_before = fence_->signaled();
+  fence_->wait(UINT64_MAX, last_execution_ns_ > elapsed ? last_execution_ns_ - elapsed : 0);
+  // An execution that ended before the wait began says nothing of how long it took.
+  if (!done_before || last_execution_ns_ == 0) last_execution_ns_ = since_submit();
   fence_->reset();
   for (size_t c = 0; c < commands_->size(); ++c) (*commands_)[c].mark_completed();
   g_.in_flight = false;
