@@ -15,10 +15,6 @@
 // sum and its accumulators in registers; only the row maximum is exchanged per tile. The shared
 // rows are padded by one word against bank conflicts; the host picks BR, BC by D so that the
 // tiles fit 32 KiB (lavapipe's limit) and by the problem size so that the grid fills the GPU.
-// PREFETCH: each invocation loads its share of the next K and V tile into registers before it
-// computes on the current one, so that a tile's global loads overlap the previous tile's math
-// instead of stalling every invocation between two barriers (short sequences give grids of
-// few workgroups, which cannot hide that latency with each other).
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Q { ELEM q[]; };
@@ -47,15 +43,12 @@ layout(constant_id = 3) const uint BR = 8;
 layout(constant_id = 4) const uint BC = 32;
 layout(constant_id = 5) const uint TPR = 8;  // invocations per query row
 layout(constant_id = 6) const uint D = 64;
-layout(constant_id = 7) const bool PREFETCH = false;
 const uint NK = BC / TPR;               // scores per invocation and tile
 const uint ACC = (D + TPR - 1) / TPR;   // output columns per invocation
 const uint QW = D + 1, KW = BC + 1;     // padded row widths of the Q / Kᵀ / P tiles
 const uint QS = 0, KS = QS + BR * QW, VS = KS + D * KW, PS = VS + BC * D;
 shared float tile[PS + BR * KW];
 shared float partial[BR * TPR];  // per invocation: its tile maximum, at the end its sum
-// An invocation's share of one K or V tile (PREFETCH's registers; one element otherwise).
-const uint SHARE = PREFETCH ? (BC * D + BR * TPR - 1) / (BR * TPR) : 1;
 
 #define kNegInf uintBitsToFloat(0xff800000u)
 
@@ -109,27 +102,14 @@ void main() {
 
   // Causal: key tiles wholly past the block's last row contribute nothing.
   const uint col_end = p.causal != 0 ? min(p.skv, row0 + BR) : p.skv;
-  float k_next[SHARE], v_next[SHARE];
-  if (PREFETCH)
-    for (uint i = 0; i < SHARE; ++i) {
-      const uint e = t + i * wg;
-      k_next[i] = e < BC * D ? load_k(k_base, 0, e) : 0.0;
-      v_next[i] = e < BC * D ? load_v(v_base, 0, e) : 0.0;
-    }
   for (uint col0 = 0; col0 < col_end; col0 += BC) {
     barrier();  // the previous tile's readers are done
-    for (uint i = 0, e = t; e < BC * D; ++i, e += wg) {
+    for (uint e = t; e < BC * D; e += wg) {
       const uvec2 cd = k_element(e);
-      tile[KS + cd.y * KW + cd.x] = PREFETCH ? k_next[i] : load_k(k_base, col0, e);
-      tile[VS + e] = PREFETCH ? v_next[i] : load_v(v_base, col0, e);  // [c][dd] is e
+      tile[KS + cd.y * KW + cd.x] = load_k(k_base, col0, e);
+      tile[VS + e] = load_v(v_base, col0, e);  // key row e / D, element e % D
     }
     barrier();
-    if (PREFETCH && col0 + BC < col_end)
-      for (uint i = 0; i < SHARE; ++i) {
-        const uint e = t + i * wg;
-        k_next[i] = e < BC * D ? load_k(k_base, col0 + BC, e) : 0.0;
-        v_next[i] = e < BC * D ? load_v(v_base, col0 + BC, e) : 0.0;
-      }
     float sc[NK];
     for (uint n = 0; n < NK; ++n) sc[n] = 0.0;
     for (uint dd = 0; dd < D; ++dd) {

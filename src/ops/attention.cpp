@@ -64,7 +64,6 @@ Strided strided(ComputeGraph& g, const StridedView& view, const std::string& wha
 // TPR invocations per row (the workgroup is BR * TPR).
 struct Tiling {
   uint32_t br, bc, tpr;
-  uint32_t prefetch = 0;  // 1: the next K and V tile in registers (attention.comp's PREFETCH)
 };
 
 // The shared floats attention.comp declares for a tiling: padded Q, Kᵀ and P tiles, V, and one
@@ -76,8 +75,11 @@ int64_t shared_floats(const Tiling& t, int64_t d) {
 // Key tiles shrink with the head dim so that the tiles fit 32 KiB (lavapipe's limit, below
 // most GPUs'). Query rows per workgroup: the most (fewest K/V re-reads) that still give the grid
 // at least kFillGroups workgroups, so that a batch-1 problem occupies a large GPU; at most 8 rows
-// for D > 128. VKGRAPH_TUNE=attention.br=N overrides, to measure.
-constexpr int64_t kFillGroups = 128;
+// for D > 128. 96, not 128: 12 heads of 128 tokens (bert, gpt2) ran 7% faster as a whole model
+// with 16 rows (96 workgroups) than with 8 (192) on an H100 (docs/bench/2026-12-06-session12.md).
+// VKGRAPH_TUNE=attention.br=N overrides, to measure.
+constexpr int64_t kFillGroups = 96;
+constexpr int64_t kCoopmatFillGroups = 128;  // the tensor-core kernel's, as measured in session 9
 Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   const uint32_t bc = d <= 64 ? 32 : d <= 128 ? 16 : 8;
   uint32_t br = 8;
@@ -86,8 +88,7 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   br = tuned(g, "attention.br", br);
   check(br == 8 || br == 16 || br == 32, ErrorKind::InvalidArgument,
         std::string(kOp) + ": attention.br must be 8, 16 or 32");
-  // VKGRAPH_TUNE=attention.prefetch=1 loads the next key tile during the current one's math.
-  const Tiling t{br, bc, 8, tuned(g, "attention.prefetch", 0) != 0 ? 1u : 0u};
+  const Tiling t{br, bc, 8};
   check(shared_floats(t, d) * 4 <= 32768, ErrorKind::InvalidArgument,
         std::string(kOp) + ": attention.br=" + std::to_string(br) +
             " needs more than 32 KiB of"
@@ -123,14 +124,14 @@ bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t 
 }
 
 // Subgroups per workgroup of attention_coopmat.comp (16 query rows each, sharing the staged
-// K and V tiles): the most of 4, 2, 1 that still give kFillGroups workgroups and fit the
+// K and V tiles): the most of 4, 2, 1 that still give kCoopmatFillGroups workgroups and fit the
 // device's shared memory, so that long sequences re-read K and V less and short ones still
 // spread over the GPU. VKGRAPH_TUNE=attention.subgroups=N overrides, to measure.
 uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
   const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
   uint32_t n = 1;
   for (uint32_t wider : {2u, 4u})
-    if (bh * ((s + 16 * wider - 1) / (16 * wider)) >= kFillGroups &&
+    if (bh * ((s + 16 * wider - 1) / (16 * wider)) >= kCoopmatFillGroups &&
         coopmat_shared_bytes(d, wider) <= limit)
       n = wider;
   n = tuned(g, "attention.subgroups", n);
@@ -262,8 +263,7 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
   d.local = {coopmat ? 32 * subgroups : tile.br * tile.tpr, 1, 1};
   d.spec = coopmat ? std::vector<uint32_t>{subgroups}
-                   : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D),
-                                           tile.prefetch};
+                   : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
