@@ -26,9 +26,10 @@ Fence::~Fence() {
 void Fence::wait(uint64_t timeout_ns, uint64_t expected_ns) {
   // With polling on (GPUs): sleep through the expected time less one poll period, then poll
   // until the fence signals or the poll period past the expected end runs out. Blocking in
-  // vkWaitForFences instead costs its wake-up, 0.1-0.3 ms on the H200 (every model over about
-  // 1.2 ms, the old bound of polling, showed that much host time over its GPU time), while a
-  // thread that sleeps costs no core. The blocking wait then returns at once, and is what the
+  // vkWaitForFences instead costs its wake-up: 20-30 us on an H100 for a short graph, and
+  // 0.1-0.25 ms of host time over GPU time on the H200 models longer than the old 1.2 ms bound
+  // of polling (0.05 ms with this wait; docs/bench/2026-12-06-session12.md), while a thread
+  // that sleeps costs no core. The blocking wait then returns at once, and is what the
   // validation layer and the trace see either way.
   using Clock = std::chrono::steady_clock;
   const uint64_t poll_ns = context_.spin_wait_us() * 1000ull;

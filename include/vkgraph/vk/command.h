@@ -26,8 +26,8 @@ class Fence {
   // Waits (throws DeviceLost / Vulkan errors), records FenceWait in the trace. With polling on
   // (Context::spin_wait_us > 0), first sleeps until spin_wait_us before `expected_ns` (the time
   // the caller expects the work to take, counted from now) and polls until spin_wait_us past
-  // it: only a wait that outlasts that blocks in vkWaitForFences, whose wake-up costs 0.1-0.3
-  // ms on a discrete GPU.
+  // it: only a wait that outlasts that blocks in vkWaitForFences, whose wake-up costs tens of
+  // microseconds to 0.2 ms on a discrete GPU.
   void wait(uint64_t timeout_ns = UINT64_MAX, uint64_t expected_ns = 0);
   bool signaled() const;
   void reset();

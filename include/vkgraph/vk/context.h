@@ -34,9 +34,10 @@ struct ContextOptions {
   std::optional<std::string> pipeline_cache;
   // The poll period of a fence wait: a graph's wait sleeps (std::this_thread) until this long
   // before its previous execution's time, then polls the fence until this long after it, and
-  // only then blocks in vkWaitForFences, whose wake-up costs 0.1-0.3 ms on a discrete GPU, a
-  // large share of an inference. Default: 200 us on GPUs, 0 on CPU devices (lavapipe: no
-  // sleep or poll, the blocking wait at once), where polling takes a core from the work.
+  // only then blocks in vkWaitForFences, whose wake-up costs tens of microseconds to 0.2 ms on
+  // a discrete GPU, a large share of an inference. Default: 200 us on GPUs, 0 on CPU devices
+  // (lavapipe: no sleep or poll, the blocking wait at once), where polling takes a core from the
+  // work.
   std::optional<uint32_t> spin_wait_us;
   uint64_t memory_budget = 0;  // bytes of device memory vkgraph may hold; 0 = no limit
   bool sync_trace = false;     // record synchronization events (see SyncTrace)
