@@ -240,9 +240,10 @@ def layers(args):
         model = onnx.load(os.path.join(args.dir, f"{name}_int8.onnx"))
         producer = {o: n for n in model.graph.node for o in n.output}
         inits = {i.name: i for i in model.graph.initializer}
+        outputs = {o.name for o in model.graph.output}
         quantized = []
         for n in model.graph.node:
-            if n.op_type != "QuantizeLinear" or n.output[0] in {o.name for o in model.graph.output}:
+            if n.op_type != "QuantizeLinear" or n.output[0] in outputs:
                 continue
             zp = inits.get(n.input[2]) if len(n.input) > 2 else None
             elem = zp.data_type if zp is not None else onnx.TensorProto.UINT8
@@ -257,22 +258,16 @@ def layers(args):
 
         s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         names = [q for q, _ in quantized]
-        with tempfile.TemporaryDirectory() as work:
-            ref = {q: [] for q in names}
-            got = {q: [] for q in names}
-            for i, b in enumerate(batches(inputs, entry.get("batch_dynamic", True))):
-                for q, y in zip(names, s.run(names, b)):
-                    ref[q].append(y)
-                folder = os.path.join(work, f"batch{i}")
-                os.makedirs(folder)
-                vk([args.vkgraph, "run", path, *write_inputs(folder, b), "--output-dir", folder],
-                   args.timeout)
-                for q in names:
-                    got[q].append(np.load(os.path.join(folder, sanitize(q) + ".npy")))
+        dynamic = entry.get("batch_dynamic", True)
+        ref = {q: [] for q in names}
+        for b in batches(inputs, dynamic):
+            for q, y in zip(names, s.run(names, b)):
+                ref[q].append(y)
+        got = vk_outputs(args, path, inputs, dynamic, names)
         rows = []
         for q, op in quantized:
             r = np.concatenate(ref[q]).astype(np.int32).ravel()
-            g = np.concatenate(got[q]).astype(np.int32).ravel()
+            g = got[q].astype(np.int32).ravel()
             d = np.abs(g - r) if g.size == r.size else None
             rows.append({"tensor": q, "after": op, "elements": int(r.size),
                          "differ": None if d is None else float((d > 0).mean()),
@@ -362,6 +357,21 @@ def agreement(got, ref, kind):
     return res
 
 
+def vk_outputs(args, model, inputs, dynamic, names):
+    """`vkgraph run` of `model` on `inputs` (whole, or one sample at a time for a model of batch
+    1): each of `names`, the batches concatenated."""
+    parts = {q: [] for q in names}
+    with tempfile.TemporaryDirectory() as work:
+        for i, b in enumerate(batches(inputs, dynamic)):
+            folder = os.path.join(work, f"batch{i}")
+            os.makedirs(folder)
+            vk([args.vkgraph, "run", model, *write_inputs(folder, b), "--output-dir", folder],
+               args.timeout)
+            for q in names:
+                parts[q].append(np.load(os.path.join(folder, sanitize(q) + ".npy")))
+    return {q: np.concatenate(v) for q, v in parts.items()}
+
+
 def compare_model(args, name, entry):
     d = args.dir
     res = {"kind": entry["kind"], "count": entry["count"], "quantization": entry.get("quantization")}
@@ -371,15 +381,10 @@ def compare_model(args, name, entry):
     int8, flt = os.path.join(d, f"{name}_int8.onnx"), os.path.join(d, f"{name}_float.onnx")
     with tempfile.TemporaryDirectory() as work:
         one = write_inputs(work, inputs, batch=1)
-        t0, parts = time.time(), []
-        for i, b in enumerate(batches(inputs, entry.get("batch_dynamic", True))):
-            folder = os.path.join(work, f"batch{i}")
-            os.makedirs(folder)
-            vk([args.vkgraph, "run", int8, *write_inputs(folder, b), "--output-dir", folder],
-               args.timeout)
-            parts.append(np.load(os.path.join(folder, sanitize(entry["output"]) + ".npy")))
+        t0 = time.time()
+        got = vk_outputs(args, int8, inputs, entry.get("batch_dynamic", True),
+                         [entry["output"]])[entry["output"]]
         res["vk_run_all_s"] = round(time.time() - t0, 2)
-        got = np.concatenate(parts)
         if got.size != ort_int8.size:
             raise RuntimeError(f"vkgraph output {got.shape} vs onnxruntime {ort_int8.shape}")
         got = got.reshape(ort_int8.shape)
