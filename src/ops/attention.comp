@@ -69,8 +69,8 @@ uvec2 k_element(uint e) {
   return p.k_s == 1 ? uvec2(e % BC, e / BC) : uvec2(e / D, e % D);
 }
 
-float load_k(uint k_base, uint col0, uint e) {
-  const uvec2 cd = k_element(e);
+// Kᵀ's element `cd` (k_element's) of the tile starting at key col0.
+float load_k(uint k_base, uint col0, uvec2 cd) {
   return col0 + cd.x < p.skv ? T(k[k_base + (col0 + cd.x) * p.k_s + cd.y * p.k_d]) : 0.0;
 }
 
@@ -106,7 +106,7 @@ void main() {
     barrier();  // the previous tile's readers are done
     for (uint e = t; e < BC * D; e += wg) {
       const uvec2 cd = k_element(e);
-      tile[KS + cd.y * KW + cd.x] = load_k(k_base, col0, e);
+      tile[KS + cd.y * KW + cd.x] = load_k(k_base, col0, cd);
       tile[VS + e] = load_v(v_base, col0, e);  // key row e / D, element e % D
     }
     barrier();

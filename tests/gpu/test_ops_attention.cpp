@@ -210,8 +210,8 @@ TEST_F(AttentionTest, GroupedQueryAndLayouts) {
 }
 
 // The portable kernel picks 8, 16 or 32 query rows per workgroup by the grid it would make;
-// each tiling, forced, on rows that end inside a block, with a mask, causal, GQA and a Q view.
-// Every tiling, Kᵀ stored both ways (keys contiguous: staged along the key rows).
+// each tiling, forced, on rows that end inside a block, with a mask, causal, GQA and a Q view,
+// and Kᵀ stored both ways (keys contiguous: staged along the key rows).
 TEST_F(AttentionTest, EveryTiling) {
   for (bool fp16 : {false, true})
     for (int64_t d : {40, 64, 128, 256})
