@@ -73,25 +73,3 @@ foreach(shape 2244:32:2:1 2222:32:2:1 2212:32:2:1 1222:32:2:1 2211:32:2:1 2222:6
     math(EXPR split_code "${split_code} + 1")
   endforeach()
 endforeach()
-# Few-row fp16 GEMMs on tensor cores with fragments read straight from memory (no
-# shared-memory staging in the K walk; matmul_coopmat_direct.comp), one variant per
-# CoopmatDirectTile: fragments per workgroup along M and N, subgroups sharing K, 16-deep steps
-# per pipeline stage; B row-major or stored [N, K]. Shapes of 16..64 rows and columns for
-# batch-1 transformer GEMMs (pick_direct_tile); shared memory (sg_k x tile x 4 bytes) within
-# 32 KiB.
-vkgraph_shader_family(matmul_coopmat_direct
-  AXIS frag_m UINT AXIS frag_n UINT AXIS sg_k UINT AXIS unroll UINT AXIS b_t BOOL AXIS dtype DTYPE)
-foreach(shape 1242 1282 2142 2182 2222 2242 2282 2442 4242 2244)
-  foreach(i RANGE 3)
-    string(SUBSTRING ${shape} ${i} 1 digit${i})
-  endforeach()
-  foreach(bt 0 1)
-    set(name matmul_coopmat_direct_${shape})
-    if(bt)
-      string(APPEND name _bt)
-    endif()
-    vkgraph_variant(matmul_coopmat_direct ${name}_f16 ${OPS}/matmul_coopmat_direct.comp
-                    KEY ${digit0} ${digit1} ${digit2} ${digit3} ${bt} f16
-                    DEFINES FM=${digit0} FN=${digit1} SG_K=${digit2} UNROLL=${digit3} B_T=${bt})
-  endforeach()
-endforeach()

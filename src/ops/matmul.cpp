@@ -10,7 +10,6 @@
 #include "op_util.h"
 #include "vkgraph/ops.h"
 #include "vkgraph/shaders/matmul_coopmat.h"
-#include "vkgraph/shaders/matmul_coopmat_direct.h"
 #include "vkgraph/shaders/matmul_gemv.h"
 #include "vkgraph/shaders/matmul_splitk_reduce.h"
 #include "vkgraph/shaders/matmul_tiled.h"
@@ -278,60 +277,6 @@ std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg
   return t;
 }
 
-// How matmul_coopmat_direct.comp reads B for `p` (MatmulConfig::coopmat_direct): row-major
-// [K, N] (false) or stored [N, K] (true); nullopt when the kernel cannot take `p` (see the
-// shader's header: whole 16-row fragments, K in 16-deep steps, 16-byte aligned rows).
-std::optional<bool> direct_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
-                                    const GemmProblem& p) {
-  const vk::DeviceFeatures& f = g.context().features();
-  if (!cfg.coopmat_direct || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 ||
-      p.rows.size() != 1 || p.m() < 16 || p.m() > cfg.coopmat_direct_max_m || p.n < 16 ||
-      p.k % 16 != 0 || p.a_sk != 1 || p.a_rows.back() % 8 != 0)
-    return std::nullopt;
-  if (p.b_sn == 1 && p.b_sk % 8 == 0 && p.n % 8 == 0) return false;
-  if (p.b_sk == 1 && p.b_sn % 8 == 0) return true;
-  return std::nullopt;
-}
-
-// The declared variants of matmul_coopmat_direct.comp that `context`'s limits allow.
-std::vector<CoopmatDirectTile> declared_direct_tiles(const vk::Context& context, bool b_t) {
-  const VkPhysicalDeviceLimits& lim = context.limits();
-  std::vector<CoopmatDirectTile> tiles;
-  for (const auto& v : shaders::matmul_coopmat_direct::kVariants) {
-    CoopmatDirectTile t{v.frag_m, v.frag_n, v.sg_k, v.unroll};
-    if (v.b_t == b_t && t.threads() <= lim.maxComputeWorkGroupInvocations &&
-        t.shared_bytes() <= lim.maxComputeSharedMemorySize)
-      tiles.push_back(t);
-  }
-  return tiles;
-}
-
-// Adds `p` on matmul_coopmat_direct.comp when MatmulConfig::coopmat_direct takes it; false
-// otherwise. `d` holds the bindings.
-bool add_direct_dispatch(ComputeGraph& g, const MatmulConfig& cfg, const GemmProblem& p,
-                         const Epilogue& e, DispatchDesc d, const std::string& op) {
-  std::optional<bool> b_t = direct_b_layout(g, cfg, p);
-  if (!b_t) return false;
-  std::optional<CoopmatDirectTile> t =
-      pick_direct_tile(declared_direct_tiles(g.context(), *b_t), p.m(), p.n, p.k, cfg);
-  if (!t) return false;
-  const std::string variant = t->name() + (*b_t ? " bt" : "");
-  std::optional<vk::ShaderId> shader = shaders::matmul_coopmat_direct::find(
-      t->frag_m, t->frag_n, t->sg_k, t->unroll, *b_t, DType::Float16);
-  check(shader.has_value() && t->shared_bytes() <= g.context().limits().maxComputeSharedMemorySize,
-        ErrorKind::Unsupported,
-        op + ": no direct cooperative-matrix variant " + variant +
-            " for this device (matmul.cmake lists them)");
-  d.shader = *shader;
-  d.local = {t->threads(), 1, 1};
-  d.groups = {tiles_covering(p.n, t->tile_n()), tiles_covering(p.m(), t->tile_m()), 1};
-  d.push = push_constants(p, e, 0);
-  d.label = op + " (coopmat direct " + variant + ")";
-  check_groups(g, d.groups, op);
-  g.add_dispatch(std::move(d));
-  return true;
-}
-
 // Adds the dispatch `d` (its bindings, spec constants and push constants set; C bound to `out`)
 // of a GEMM split `split` ways, writing fp32 partials to a scratch graph tensor (so the planner
 // and the hazard tracker see them), and the reduce pass summing them into `out` with the
@@ -380,7 +325,6 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e,
   // A few rows (a classifier's batch-1 head) take the GEMV, as in fp32: a tensor-core tile
   // would compute 16 rows or more for them (H200: mobilenet_v3's 1 x 1280 x 960 head 16.4 us on
   // tensor cores, 10.0 us as an fp32 GEMV).
-  if (fp16 && p.m() > cfg.gemv_rows && add_direct_dispatch(g, cfg, p, e, d, op)) return;
   std::optional<CoopmatTile> coopmat =
       fp16 && p.m() > cfg.gemv_rows ? coopmat_tile(g, cfg, p) : std::nullopt;
   if (coopmat) {

@@ -151,15 +151,6 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   c.coopmat_b_t = tuned("mm16.bt", c.coopmat_b_t) != 0;
   c.coopmat_min_slice =
       std::max<int64_t>(1, tuned("mm16.sk_slice", static_cast<uint32_t>(c.coopmat_min_slice)));
-  c.coopmat_direct = tuned("mm16.direct", c.coopmat_direct) != 0;
-  c.coopmat_direct_max_m = tuned("mm16.direct_m", static_cast<uint32_t>(c.coopmat_direct_max_m));
-  c.coopmat_direct_groups = tuned("mm16.dgroups", static_cast<uint32_t>(c.coopmat_direct_groups));
-  c.coopmat_direct_share =
-      std::max<int64_t>(16, tuned("mm16.dshare", static_cast<uint32_t>(c.coopmat_direct_share)));
-  c.coopmat_direct_unroll = tuned("mm16.dunroll", c.coopmat_direct_unroll);
-  // Four digits: frag_m, frag_n, sg_k, unroll (CoopmatDirectTile::name()).
-  if (uint32_t t = tuned("mm16.dtile", 0))
-    c.coopmat_direct_tile = CoopmatDirectTile{t / 1000 % 10, t / 100 % 10, t / 10 % 10, t % 10};
   c.group_m = tuned("mm.group", c.group_m);
   c.large_min_tiles = tuned("mm.large_min", 128);
   c.small = choose_small_tile(lim, tuning);
@@ -237,52 +228,6 @@ std::optional<CoopmatTile> pick_coopmat_tile_of_depth(const std::vector<CoopmatT
     else
       better = t.threads() > best->threads();
     if (better) best = t;
-  }
-  return best;
-}
-
-std::optional<CoopmatDirectTile> pick_direct_tile(const std::vector<CoopmatDirectTile>& declared,
-                                                  int64_t m, int64_t n, int64_t k,
-                                                  const MatmulConfig& cfg) {
-  if (cfg.coopmat_direct_tile) return cfg.coopmat_direct_tile;
-  auto groups = [&](const CoopmatDirectTile& t) {
-    return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
-           static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
-  };
-  auto area = [](const CoopmatDirectTile& t) { return t.tile_m() * t.tile_n(); };
-  // The tile: a full grid prefers the larger tile (fewer loads of A and B per product), a short
-  // one the grid with more workgroups; ties go to the taller tile (B, the weights, read fewer
-  // times).
-  std::optional<CoopmatDirectTile> tile;
-  for (const CoopmatDirectTile& t : declared) {
-    if (t.unroll != cfg.coopmat_direct_unroll) continue;
-    if (!tile) {
-      tile = t;
-      continue;
-    }
-    const bool full = groups(t) >= cfg.coopmat_direct_groups,
-               tile_full = groups(*tile) >= cfg.coopmat_direct_groups;
-    bool better;
-    if (full != tile_full)
-      better = full;
-    else if (full && area(t) != area(*tile))
-      better = area(t) > area(*tile);
-    else if (!full && groups(t) != groups(*tile))
-      better = groups(t) > groups(*tile);
-    else
-      better = t.frag_m > tile->frag_m;
-    if (better) tile = t;
-  }
-  if (!tile) return std::nullopt;
-  // Subgroups along K: the most whose shares stay coopmat_direct_share deep, else the fewest.
-  std::optional<CoopmatDirectTile> best;
-  for (const CoopmatDirectTile& t : declared) {
-    if (t.frag_m != tile->frag_m || t.frag_n != tile->frag_n || t.unroll != tile->unroll) continue;
-    const bool deep = k / t.sg_k >= cfg.coopmat_direct_share;
-    const bool best_deep = best && k / best->sg_k >= cfg.coopmat_direct_share;
-    if (!best || (deep && (!best_deep || t.sg_k > best->sg_k)) ||
-        (!deep && !best_deep && t.sg_k < best->sg_k))
-      best = t;
   }
   return best;
 }

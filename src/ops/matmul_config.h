@@ -62,15 +62,6 @@ std::optional<CoopmatTile> pick_coopmat_tile_of_depth(const std::vector<CoopmatT
                                                       const MatmulConfig& cfg, bool n_edge,
                                                       uint32_t depth);
 
-// The tile of matmul_coopmat_direct.comp for an m x n x k product among the `declared`
-// variants (whose limits the device meets): MatmulConfig::coopmat_direct_tile if set, else by
-// coopmat_direct_groups, coopmat_direct_share and coopmat_direct_unroll; nullopt when none is
-// declared. Tuning knobs mm16.direct, mm16.direct_m, mm16.dgroups, mm16.dshare, mm16.dunroll,
-// mm16.dtile.
-std::optional<CoopmatDirectTile> pick_direct_tile(const std::vector<CoopmatDirectTile>& declared,
-                                                  int64_t m, int64_t n, int64_t k,
-                                                  const MatmulConfig& cfg);
-
 // Split-K of `t`'s grid of `groups` workgroups over depth `k` (MatmulConfig::coopmat_split_k):
 // slices of at least coopmat_min_slice, whole multiples of t.bk, until the grid reaches
 // coopmat_split_groups. Tuning knobs mm16.split, mm16.sk_groups, mm16.sk_slice.

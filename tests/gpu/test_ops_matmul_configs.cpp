@@ -2,7 +2,6 @@
 // double-precision CPU reference of matmul_test_util.h.
 #include "matmul_test_util.h"
 #include "vkgraph/shaders/matmul_coopmat.h"
-#include "vkgraph/shaders/matmul_coopmat_direct.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -169,29 +168,6 @@ TEST(SplitKHeuristic, AlignsSlices) {
   EXPECT_EQ(odd.splits, 9u);  // the last slice 32 deep
 }
 
-// The direct kernel's tile (pick_direct_tile) on batch-1 transformer shapes, from the tiles
-// matmul.cmake declares: the largest tile whose grid reaches 128 workgroups (ties to the taller
-// one), then the most subgroups along K that keep shares of 128.
-TEST(CoopmatPick, DirectTiles) {
-  std::vector<ops::CoopmatDirectTile> tiles;
-  for (const auto& v : shaders::matmul_coopmat_direct::kVariants)
-    if (!v.b_t) tiles.push_back({v.frag_m, v.frag_n, v.sg_k, v.unroll});
-  const ops::MatmulConfig cfg;
-  auto pick = [&](int64_t m, int64_t n, int64_t k) {
-    std::optional<ops::CoopmatDirectTile> t = ops::pick_direct_tile(tiles, m, n, k, cfg);
-    return t ? t->name() : std::string("none");
-  };
-  EXPECT_EQ(pick(128, 768, 768), "2142");   // 4 x 48 = 192 workgroups; shares of 192
-  EXPECT_EQ(pick(128, 768, 3072), "2182");  // shares of 384
-  EXPECT_EQ(pick(128, 3072, 768), "4242");  // 2 x 96: the taller of the 64 x 32 tiles
-  EXPECT_EQ(pick(128, 2304, 768), "4242");  // 2 x 72 = 144
-  EXPECT_EQ(pick(16, 768, 768), "2142");    // 48: no grid fills; the most workgroups
-  EXPECT_EQ(pick(128, 768, 64), "2142");    // no share reaches 128: the fewest subgroups
-  ops::MatmulConfig forced = cfg;
-  forced.coopmat_direct_tile = ops::CoopmatDirectTile{2, 2, 8, 2};
-  EXPECT_EQ(ops::pick_direct_tile(tiles, 128, 768, 768, forced)->name(), "2282");
-}
-
 // The shape-based cooperative-matrix tile (pick_coopmat_tile) and its split-K
 // (coopmat_split_k) on batch-1 transformer shapes, from the tiles matmul.cmake declares.
 TEST(CoopmatPick, TransformerShapes) {
@@ -332,9 +308,7 @@ class MatmulFloat16 : public MatmulTest {
                  << m << "x" << k << "x" << n << " linear=" << linear << " bias=" << bias
                  << " residual=" << residual
                  << " activation=" << (activation ? static_cast<int>(*activation) : -1));
-    GraphOptions options = graph_options();
-    options.profile = record_labels_;
-    ComputeGraph g(context(), options);
+    ComputeGraph g(context(), graph_options());
     auto ta = g.add_input({m, k}, DType::Float16, "a");
     auto tb = g.add_input(linear ? Shape{n, k} : Shape{k, n}, DType::Float16, "b");
     auto tc = g.add_input({n}, DType::Float16, "bias");
@@ -351,9 +325,6 @@ class MatmulFloat16 : public MatmulTest {
       SCOPED_TRACE("run " + std::to_string(run));
       if (!check_run(g, m, k, n, linear, bias, residual, activation)) break;
     }
-    labels_.clear();
-    if (record_labels_)
-      for (const NodeTime& t : g.node_times()) labels_ += t.label + "; ";
     return g.stats().nodes;
   }
 
@@ -408,10 +379,6 @@ class MatmulFloat16 : public MatmulTest {
   }
 
   int runs_ = 1;  // executions of each check() graph
-  // With record_labels_, check() leaves the labels of its graph's nodes in labels_ (which
-  // kernel variant ran).
-  bool record_labels_ = false;
-  std::string labels_;
 };
 
 TEST_F(MatmulFloat16, MatchesReference) {
@@ -501,50 +468,6 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
   tuning_.matmul = cfg;
   EXPECT_EQ(check(128, 768, 5031, true, false, false, UnaryOp::Relu), 1u);
   EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 1u);
-}
-
-// The few-row kernel that reads its fragments straight from memory (mm16.direct), every
-// declared variant, B row-major and stored [N, K], with the epilogues: M and N ending inside a
-// tile (the last fragment read shifted back, its repeated rows and columns not stored), a
-// 16-row product, K shares that end unevenly or leave subgroups none (K 48), and a last
-// pipeline stage cut short.
-TEST_F(MatmulFloat16, CoopmatDirectEveryVariant) {
-  if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
-  runs_ = 2;
-  record_labels_ = true;
-  for (const auto& v : shaders::matmul_coopmat_direct::kVariants) {
-    if (v.b_t) continue;  // each shape is declared with both layouts
-    const ops::CoopmatDirectTile t{v.frag_m, v.frag_n, v.sg_k, v.unroll};
-    SCOPED_TRACE("direct " + t.name());
-    ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
-    cfg.coopmat_direct = true;
-    cfg.coopmat_direct_tile = t;
-    tuning_.matmul = cfg;
-    for (bool linear : {false, true})
-      for (int64_t k : {int64_t{48}, int64_t{16} * (3 * t.sg_k * t.unroll + 1)})
-        for (int64_t m : {16, 70, 197}) {
-          // matmul's B rows must start on 16 bytes (N % 8 == 0); linear's N is free.
-          const int64_t n = linear ? 2 * t.tile_n() + 13 : 2 * t.tile_n() + 8;
-          EXPECT_EQ(check(m, k, n, linear, false), 1u);
-          EXPECT_NE(labels_.find("coopmat direct " + t.name()), std::string::npos) << labels_;
-          EXPECT_EQ(check(m, k, n, linear, true, true, UnaryOp::Gelu), 1u);
-        }
-  }
-  // The default choice on BERT's shapes, and what the kernel cannot take (M under 16, K off
-  // 16-deep steps) on the others.
-  ops::MatmulConfig cfg = ops::choose_matmul_config(*context());
-  cfg.coopmat_direct = true;
-  tuning_.matmul = cfg;
-  for (int64_t n : {768, 2304}) {
-    EXPECT_EQ(check(128, 768, n, true, true, true), 1u);
-    EXPECT_NE(labels_.find("coopmat direct"), std::string::npos) << labels_;
-  }
-  check(128, 3072, 768, true, true, true);
-  EXPECT_NE(labels_.find("coopmat direct"), std::string::npos) << labels_;
-  check(12, 256, 64, true, true);
-  EXPECT_EQ(labels_.find("coopmat direct"), std::string::npos) << labels_;
-  check(64, 264, 64, false, true);
-  EXPECT_EQ(labels_.find("coopmat direct"), std::string::npos) << labels_;
 }
 
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer

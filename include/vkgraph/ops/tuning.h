@@ -59,25 +59,6 @@ struct CoopmatTile {
   }
 };
 
-// The few-row fp16 GEMM that reads its fragments straight from memory
-// (matmul_coopmat_direct.comp): a workgroup computes a (16 frag_m) x (16 frag_n) tile, its K
-// walked by sg_k subgroups in shares summed through shared memory at the end, each keeping
-// `unroll` 16-deep steps of loads in flight while it multiplies the previous ones.
-// One shader variant per shape (matmul.cmake lists the compiled ones).
-struct CoopmatDirectTile {
-  uint32_t frag_m = 2, frag_n = 2, sg_k = 4, unroll = 2;
-
-  uint32_t tile_m() const { return 16 * frag_m; }
-  uint32_t tile_n() const { return 16 * frag_n; }
-  uint32_t threads() const { return 32 * sg_k; }
-  uint32_t shared_bytes() const { return sg_k * tile_m() * tile_n() * 4; }  // fp32 shares
-  std::string name() const {  // e.g. "2242": frag_m, frag_n, sg_k, unroll
-    return std::to_string(frag_m) + std::to_string(frag_n) + std::to_string(sg_k) +
-           std::to_string(unroll);
-  }
-  bool operator==(const CoopmatDirectTile&) const = default;
-};
-
 struct MatmulConfig {
   // fp16 products take the cooperative-matrix kernel where the device has it and they fit.
   bool use_coopmat = true;
@@ -122,18 +103,6 @@ struct MatmulConfig {
   // else such products take the tiled kernel. On since the H200 run of 2026-12-02: the LM
   // head 0.586 -> 0.152 ms, gpt2 fp16 3.72 -> 3.07 ms, bert, vit_b_16, resnet50 no slower.
   bool coopmat_b_t = true;
-  // fp16 products of 16 to coopmat_direct_max_m rows on matmul_coopmat_direct.comp where
-  // they fit (K a multiple of 16, N >= 16, rows of A and B on 16-byte boundaries), instead of
-  // the staged kernel above, whose small grids wait one global load per BK slice. Tile: the
-  // largest whose grid reaches coopmat_direct_groups workgroups, else the grid with the most;
-  // subgroups along K: the most that keep shares of at least coopmat_direct_share.
-  // coopmat_direct_tile forces one declared variant (tuning sweeps).
-  bool coopmat_direct = false;
-  int64_t coopmat_direct_max_m = 512;
-  uint64_t coopmat_direct_groups = 128;
-  int64_t coopmat_direct_share = 128;
-  uint32_t coopmat_direct_unroll = 2;
-  std::optional<CoopmatDirectTile> coopmat_direct_tile;
   GemmTile tile;
   // Larger register blocking (8x8 per thread, 128 x 256 tiles by default) for GEMMs with at
   // least large_min_tiles tiles of it: they keep every compute unit busy, where fewer, larger
