@@ -413,8 +413,9 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
 }
 
 // Every declared cooperative-matrix variant (matmul.cmake), whole, split-K (forced: slices
-// of one BK step) and split-K reduced in the same dispatch, with each epilogue, at M of one
-// row, a partial 16-row fragment, a tile edge, whole tiles and ViT's 197 tokens. The graph has
+// of one BK step) and split-K reduced in the same dispatch, with each epilogue, at M of five
+// rows (a partial fragment; four or fewer take the GEMV, gemv_rows), one fragment, a tile
+// edge, whole tiles and ViT's 197 tokens. The graph has
 // one node unsplit or fused, two (partials, reduce) split. Two runs of each graph: the fused
 // kernel's tile counters must be back at zero for the second.
 TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
@@ -427,7 +428,7 @@ TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
       force_coopmat(t, split, false, fused);
       const size_t nodes = split && !fused ? 2 : 1;
       const int64_t n = 2 * t.tile_n(), k = 5 * t.bk;  // split: five slices
-      for (int64_t m : {1, 16, 70, 128, 197}) {
+      for (int64_t m : {5, 16, 70, 128, 197}) {
         EXPECT_EQ(check(m, k, n, false, false), nodes);
         EXPECT_EQ(check(m, k, n, false, true, true, UnaryOp::Gelu), nodes);
         EXPECT_EQ(check(m, k, n, false, true, false, UnaryOp::Silu), nodes);
@@ -440,7 +441,8 @@ TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
 
 // B stored [N, K] (linear's weight) on every declared tile with mm16.bt, whole and split-K: N
 // ending inside the last tile (and C rows that are no multiple of 8 halves: element stores),
-// and the LM head's odd N through the shape-based choice.
+// M from five rows (four or fewer take the GEMV) to ViT's 197, and the LM head's odd N
+// through the shape-based choice.
 TEST_F(MatmulFloat16, CoopmatTransposedB) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
   runs_ = 2;
@@ -452,7 +454,7 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
       const size_t nodes = split && !fused ? 2 : 1;
       const int64_t k = 3 * t.bk;
       for (int64_t n : {int64_t{2} * t.tile_n(), int64_t{t.tile_n()} + 8, int64_t{77}})
-        for (int64_t m : {1, 70, 197}) {
+        for (int64_t m : {5, 70, 197}) {
           EXPECT_EQ(check(m, k, n, true, false, false, UnaryOp::Relu), nodes);
           EXPECT_EQ(check(m, k, n, true, true, true, UnaryOp::Gelu), nodes);
         }
