@@ -143,7 +143,7 @@ MatmulConfig choose_matmul_config(const vk::Context& context, const Tuning& tuni
   c.coopmat_pick_bk = tuned("mm16.pick_bk", c.coopmat_pick_bk);
   c.coopmat_pick_depth = tuned("mm16.depth", c.coopmat_pick_depth);
   c.coopmat.depth = tuned("mm16.depth", c.coopmat.depth);
-  c.coopmat_small_depth = tuned("mm16.small_depth", c.coopmat_small_depth);
+  c.coopmat_deep_bk = tuned("mm16.deep_bk", c.coopmat_deep_bk);
   c.coopmat_fused_split = tuned("mm16.fsk", c.coopmat_fused_split) != 0;
   c.coopmat_target_groups = tuned("mm16.groups", static_cast<uint32_t>(c.coopmat_target_groups));
   c.coopmat_split_k = tuned("mm16.split", c.coopmat_split_k) != 0;
@@ -185,16 +185,21 @@ SplitKPolicy split_k_policy(ComputeGraph& g) {
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
                                              int64_t n, int64_t k, const MatmulConfig& cfg,
                                              bool n_edge) {
-  // A grid short of the target takes the variant with coopmat_small_depth slices in flight:
-  // its workgroups are too few to hide a load's latency with each other, so each keeps more
-  // loads of its own in flight (the weights come from memory, not L2, in a model).
+  // The chosen tile's coopmat_deep_bk-deep variant where one is declared and K allows: half
+  // the slices is half the barriers, shared-memory round trips and fragment loads of a K walk
+  // (H200, fp16 GPU time with 64-deep slices: bert 1.449 -> 1.214 ms, gpt2 1.794 -> 1.527,
+  // vit_b_16 1.831 -> 1.608, llama 1.472 -> 1.380; docs/bench/2026-12-06-session13.md). The
+  // 128 x 128 tile of large products has none: its 64-deep slices would not fit 48 KiB.
   std::optional<CoopmatTile> best =
       pick_coopmat_tile_of_depth(declared, m, n, k, cfg, n_edge, cfg.coopmat_pick_depth);
-  if (best && cfg.coopmat_small_depth != 0 && cfg.coopmat_small_depth != cfg.coopmat_pick_depth &&
-      coopmat_groups(*best, m, n) < cfg.coopmat_target_groups)
-    if (std::optional<CoopmatTile> deep =
-            pick_coopmat_tile_of_depth(declared, m, n, k, cfg, n_edge, cfg.coopmat_small_depth))
-      best = deep;
+  if (best && cfg.coopmat_deep_bk != 0 && k % cfg.coopmat_deep_bk == 0)
+    for (const CoopmatTile& t : declared)
+      if (t.sg_m == best->sg_m && t.sg_n == best->sg_n && t.frag_m == best->frag_m &&
+          t.frag_n == best->frag_n && t.stages == best->stages && t.depth == best->depth &&
+          t.bk == cfg.coopmat_deep_bk) {
+        best->bk = t.bk;
+        break;
+      }
   return best;
 }
 

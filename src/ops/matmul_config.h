@@ -20,8 +20,8 @@ namespace vkgraph::ops {
 // mm16.fn, mm16.bk, mm16.stages, mm16.group (the cooperative-matrix tile and its workgroup
 // order; mm16.coopmat=0 turns it off), mm16.small_below (0: never the small tile),
 // mm16.max_k_per_tile, mm16.pick, mm16.pick_bk, mm16.groups (the shape-based tile choice),
-// mm16.depth (slices in flight, of the default tile and of the choice's), mm16.small_depth
-// (of the choice's where its grid is short of mm16.groups), mm16.split,
+// mm16.depth (slices in flight, of the default tile and of the choice's), mm16.deep_bk
+// (the chosen tile's deeper slices where it has them), mm16.split,
 // mm16.sk_groups, mm16.sk_slice, mm16.fsk (its split-K, reduced in the same dispatch with
 // mm16.fsk), mm16.bt (B stored [N, K] on the
 // tensor cores), mm.stages, mm.blocked (the large
@@ -51,7 +51,7 @@ SplitK choose_split_k(uint64_t tiles, uint32_t group_threads, int64_t k,
 // The shape-based cooperative-matrix tile (MatmulConfig::coopmat_pick) for an m x n x k
 // product among the `declared` variants' tiles (whose limits the device meets): nullopt when
 // none takes whole tiles of K and, unless `n_edge` (B stored [N, K]), of N. Tuning knobs
-// mm16.pick, mm16.pick_bk, mm16.groups.
+// mm16.pick, mm16.pick_bk, mm16.deep_bk, mm16.groups.
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
                                              int64_t n, int64_t k, const MatmulConfig& cfg,
                                              bool n_edge = false);

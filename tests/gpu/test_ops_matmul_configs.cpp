@@ -176,6 +176,7 @@ TEST(CoopmatPick, TransformerShapes) {
   cfg.coopmat_pick = true;
   cfg.coopmat_split_k = true;
   cfg.coopmat_min_slice = 256;  // the policy at slices of 256; the default (512) below
+  cfg.coopmat_deep_bk = 0;      // the choice at the pick's own slice depth; the default below
   auto pick = [&](int64_t m, int64_t n, int64_t k) {
     std::optional<ops::CoopmatTile> t = ops::pick_coopmat_tile(tiles, m, n, k, cfg);
     return t ? t->name() : std::string("none");
@@ -202,11 +203,13 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, deep)->name(), "2244_k32s2d2");
   deep.coopmat_pick_depth = 3;
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deep)->name(), "2211_k32s2d3");
-  // mm16.small_depth: only a grid short of the target takes the deeper variant.
-  ops::MatmulConfig short_grids = cfg;
-  short_grids.coopmat_small_depth = 3;
-  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, short_grids)->name(), "2211_k32s2d3");
-  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, short_grids)->name(), "2244_k32s2");
+  // mm16.deep_bk (64 by default): the chosen tile's 64-deep variant where K allows it; the
+  // 128 x 128 tile has none.
+  const ops::MatmulConfig deep_slices;
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deep_slices)->name(), "2211_k64s2");
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 197, 2304, 768, deep_slices)->name(), "2211_k64s2");
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 800, deep_slices)->name(), "2211_k32s2");
+  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, deep_slices)->name(), "2244_k32s2");
   // A full grid takes the largest tile that keeps it full.
   EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
   EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups

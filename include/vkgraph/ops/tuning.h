@@ -80,9 +80,9 @@ struct MatmulConfig {
   bool coopmat_pick = true;
   uint32_t coopmat_pick_bk = 32;
   uint32_t coopmat_pick_depth = 1;  // slices in flight of the tiles the choice considers
-  // Slices in flight where the choice's grid has fewer than coopmat_target_groups workgroups
-  // (pick_coopmat_tile): those are bound by each workgroup's serial K walk. 0: as the others.
-  uint32_t coopmat_small_depth = 0;
+  // The chosen tile then takes its variant with slices coopmat_deep_bk deep where one is
+  // declared and K is a multiple of it (pick_coopmat_tile); 0: coopmat_pick_bk-deep always.
+  uint32_t coopmat_deep_bk = 64;
   uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
   // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
   // workgroups: slices of at least coopmat_min_slice until it has about that many, fp32
