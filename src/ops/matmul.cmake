@@ -30,17 +30,16 @@ endforeach()
 # matmul_splitk_reduce; or fused: reduced by the tile's last workgroup in the same dispatch),
 # B stored [N, K] (b_t: a Linear weight read transposed, N may end inside a tile). 2244 is the
 # default (the fastest in the H200 sweeps, docs/bench/2026-11-29-h200-kernels.md) and 2222 the
-# small tile for products of few default tiles; the smaller ones (32 x 64, 32 x 32) are for the
-# shape-based choice (mm16.pick, pick_coopmat_tile) on batch-1 transformer GEMMs (M 128, N and
-# K 768..3072), whose 128 x 128 grid is a handful of workgroups, and their 64-deep (and the
-# 32 x 32 tile's 128-deep) slices for the chosen tile's deeper variant (mm16.deep_bk); depth 2
-# and 3 for the choice's mm16.depth. Add shapes here to sweep them with
+# small tile for products of few default tiles; the smaller ones (32 x 64, 32 x 32) and the
+# 64-deep slices are for the shape-based choice (mm16.pick, pick_coopmat_tile) on batch-1
+# transformer GEMMs (M 128, N and K 768..3072), whose 128 x 128 grid is a handful of
+# workgroups; depth 2 and 3 for the choice's mm16.depth. Add shapes here to sweep them with
 # the mm16.* tuning knobs.
 vkgraph_shader_family(matmul_coopmat
   AXIS sg_m UINT AXIS sg_n UINT AXIS frag_m UINT AXIS frag_n UINT AXIS bk UINT AXIS stages UINT
   AXIS depth UINT AXIS split ENUM none partials fused AXIS b_t BOOL AXIS dtype DTYPE)
 foreach(shape 2244:32:2:1 2222:32:2:1 2212:32:2:1 1222:32:2:1 2211:32:2:1 2222:64:2:1
-              2212:64:2:1 2211:64:2:1 2211:128:2:1 2244:32:2:2 2222:32:2:2 2212:32:2:2 1222:32:2:2
+              2212:64:2:1 2211:64:2:1 2244:32:2:2 2222:32:2:2 2212:32:2:2 1222:32:2:2
               2211:32:2:2 2222:32:2:3 2212:32:2:3 1222:32:2:3 2211:32:2:3)
   string(REPLACE ":" ";" parts ${shape})
   list(GET parts 0 grid)

@@ -185,20 +185,21 @@ SplitKPolicy split_k_policy(ComputeGraph& g) {
 std::optional<CoopmatTile> pick_coopmat_tile(const std::vector<CoopmatTile>& declared, int64_t m,
                                              int64_t n, int64_t k, const MatmulConfig& cfg,
                                              bool n_edge) {
-  // The chosen tile's deepest declared variant with slices at most coopmat_deep_bk deep that
-  // K allows: half the slices is half the barriers, shared-memory round trips and fragment
-  // loads of a K walk (H200, fp16 GPU time with 64-deep slices: bert 1.449 -> 1.214 ms, gpt2
-  // 1.794 -> 1.527, vit_b_16 1.831 -> 1.608, llama 1.472 -> 1.380;
-  // docs/bench/2026-12-06-session13.md). The 128 x 128 tile of large products has no deeper
-  // variant: its 64-deep slices would not fit 48 KiB.
+  // The chosen tile's coopmat_deep_bk-deep variant where one is declared and K allows: half
+  // the slices is half the barriers, shared-memory round trips and fragment loads of a K walk
+  // (H200, fp16 GPU time with 64-deep slices: bert 1.449 -> 1.214 ms, gpt2 1.794 -> 1.527,
+  // vit_b_16 1.831 -> 1.608, llama 1.472 -> 1.380; docs/bench/2026-12-06-session13.md). The
+  // 128 x 128 tile of large products has none: its 64-deep slices would not fit 48 KiB.
   std::optional<CoopmatTile> best =
       pick_coopmat_tile_of_depth(declared, m, n, k, cfg, n_edge, cfg.coopmat_pick_depth);
-  if (best)
+  if (best && cfg.coopmat_deep_bk != 0 && k % cfg.coopmat_deep_bk == 0)
     for (const CoopmatTile& t : declared)
       if (t.sg_m == best->sg_m && t.sg_n == best->sg_n && t.frag_m == best->frag_m &&
           t.frag_n == best->frag_n && t.stages == best->stages && t.depth == best->depth &&
-          t.bk > best->bk && t.bk <= cfg.coopmat_deep_bk && k % t.bk == 0)
+          t.bk == cfg.coopmat_deep_bk) {
         best->bk = t.bk;
+        break;
+      }
   return best;
 }
 

@@ -210,11 +210,6 @@ TEST(CoopmatPick, TransformerShapes) {
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 197, 2304, 768, deep_slices)->name(), "2211_k64s2");
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 800, deep_slices)->name(), "2211_k32s2");
   EXPECT_EQ(ops::pick_coopmat_tile(tiles, 4096, 4096, 4096, deep_slices)->name(), "2244_k32s2");
-  ops::MatmulConfig deeper;  // up to 128-deep: only the 32 x 32 tile has them
-  deeper.coopmat_deep_bk = 128;
-  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 768, deeper)->name(), "2211_k128s2");
-  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 128, 768, 832, deeper)->name(), "2211_k64s2");
-  EXPECT_EQ(ops::pick_coopmat_tile(tiles, 512, 3072, 768, deeper)->name(), "2222_k64s2");
   // A full grid takes the largest tile that keeps it full.
   EXPECT_EQ(pick(4096, 4096, 4096), "2244_k32s2");
   EXPECT_EQ(pick(512, 3072, 768), "2222_k32s2");  // 8 x 48 = 384 workgroups

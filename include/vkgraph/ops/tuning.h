@@ -80,8 +80,8 @@ struct MatmulConfig {
   bool coopmat_pick = true;
   uint32_t coopmat_pick_bk = 32;
   uint32_t coopmat_pick_depth = 1;  // slices in flight of the tiles the choice considers
-  // The chosen tile then takes its deepest declared variant with slices at most
-  // coopmat_deep_bk deep that divide K (pick_coopmat_tile); 0: coopmat_pick_bk-deep always.
+  // The chosen tile then takes its variant with slices coopmat_deep_bk deep where one is
+  // declared and K is a multiple of it (pick_coopmat_tile); 0: coopmat_pick_bk-deep always.
   uint32_t coopmat_deep_bk = 64;
   uint64_t coopmat_target_groups = 264;  // two workgroups per SM on a 132-SM H200
   // Split-K on the cooperative-matrix kernel where its grid has fewer than coopmat_split_groups
