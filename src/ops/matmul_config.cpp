@@ -9,12 +9,6 @@
 namespace vkgraph::ops {
 namespace {
 
-// Workgroups of `t`'s grid over an m x n product.
-uint64_t coopmat_groups(const CoopmatTile& t, int64_t m, int64_t n) {
-  return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
-         static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
-}
-
 bool power_of_two(uint32_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
@@ -207,7 +201,10 @@ std::optional<CoopmatTile> pick_coopmat_tile_of_depth(const std::vector<CoopmatT
                                                       int64_t m, int64_t n, int64_t k,
                                                       const MatmulConfig& cfg, bool n_edge,
                                                       uint32_t depth) {
-  auto groups = [&](const CoopmatTile& t) { return coopmat_groups(t, m, n); };
+  auto groups = [&](const CoopmatTile& t) {  // workgroups of t's grid over the product
+    return static_cast<uint64_t>((m + t.tile_m() - 1) / t.tile_m()) *
+           static_cast<uint64_t>((n + t.tile_n() - 1) / t.tile_n());
+  };
   auto area = [](const CoopmatTile& t) { return uint64_t{t.tile_m()} * t.tile_n(); };
   std::optional<CoopmatTile> best;
   for (CoopmatTile t : declared) {

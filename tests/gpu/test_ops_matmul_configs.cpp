@@ -418,9 +418,9 @@ TEST_F(MatmulFloat16, CoopmatTilesWithAndWithoutEpilogue) {
 // Every declared cooperative-matrix variant (matmul.cmake), whole, split-K (forced: slices
 // of one BK step) and split-K reduced in the same dispatch, with each epilogue, at M of five
 // rows (a partial fragment; four or fewer take the GEMV, gemv_rows), one fragment, a tile
-// edge, whole tiles and ViT's 197 tokens. The graph has
-// one node unsplit or fused, two (partials, reduce) split. Two runs of each graph: the fused
-// kernel's tile counters must be back at zero for the second.
+// edge, whole tiles and ViT's 197 tokens. The graph has one node unsplit or fused, two
+// (partials, reduce) split. Two runs of each graph: the fused kernel's tile counters must be
+// back at zero for the second.
 TEST_F(MatmulFloat16, CoopmatEveryVariantWholeAndSplitK) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
   runs_ = 2;
