@@ -86,6 +86,7 @@ struct ResidualMatch {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   const NodeProto* q_y = nullptr;
   DType out = DType::UInt8;
+  bool conv_second = false;  // the Conv's output is the Add's second input
 };
 
 struct Match {
@@ -160,6 +161,7 @@ std::optional<ResidualMatch> match_residual(const NodeProto& q, Pass& p) {
   r.dq_r = m->dq_x == r.dq_c ? m->dq_w : m->dq_x;
   if (r.dq_r == r.dq_c || (m->dq_x != r.dq_c && m->dq_w != r.dq_c) || !im.available(*r.dq_r, 0))
     return std::nullopt;
+  r.conv_second = m->dq_w == r.dq_c;
   r.act = m->act;
   r.lo = m->lo;
   r.hi = m->hi;
@@ -308,14 +310,20 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   };
+  auto set_int = [&](const char* name, int64_t v) {
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  auto onnx_type = [](DType d) {
+    return d == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
+  };
   if (m.act) {
     set_float("act_lo", m.lo);
     set_float("act_hi", m.hi);
   }
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("y_dtype");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(m.out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8);
+  set_int("y_dtype", onnx_type(m.out));
   if (const auto& r = m.residual) {
     for (const std::string& name :
          {input(r->dq_r, 0), input(r->dq_r, 1), input(r->dq_r, 2), input(r->dq_c, 1),
@@ -325,10 +333,8 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
       set_float("sum_act_lo", r->lo);
       set_float("sum_act_hi", r->hi);
     }
-    onnx::AttributeProto* t = n.add_attribute();
-    t->set_name("sum_dtype");
-    t->set_type(onnx::AttributeProto::INT);
-    t->set_i(r->out == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8);
+    set_int("sum_dtype", onnx_type(r->out));
+    if (r->conv_second) set_int("sum_conv_second", 1);
     n.add_output(r->q_y->output(0));
     return n;
   }

@@ -56,7 +56,8 @@ enum QdqInput : int {
   // Add(., DQ(r)) [-> Relu | Clip] -> QuantizeLinear, whose output the node then has): r, its
   // scale and zero point, the scale and zero point of the DQ reading the Conv's output, and
   // the Add's QuantizeLinear's. Attributes "sum_act_lo", "sum_act_hi" (a Relu / Clip after the
-  // Add) and "sum_dtype" (the ONNX type of the Add's quantized output).
+  // Add), "sum_dtype" (the ONNX type of the Add's quantized output) and "sum_conv_second" (1 where
+  // the Conv's output is the Add's second input).
   kQdqRes,
   kQdqResScale,
   kQdqResZero,

@@ -412,7 +412,8 @@ std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fo
            optional_tensor(im, node, kQdqResZero)},
           {TensorRef{}, im.tensor(node, kQdqSumScale), optional_tensor(im, node, kQdqSumZero)},
           a.get_int("sum_dtype", 0) == onnx::TensorProto::INT8 ? DType::Int8 : DType::UInt8,
-          fused_range(im, node, a, "sum_act")};
+          fused_range(im, node, a, "sum_act"),
+          a.get_int("sum_conv_second", 0) != 0};
     }
     r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range, residual);
   } else {

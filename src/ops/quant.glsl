@@ -44,6 +44,35 @@ int quantize_value(float v, int zero, int qmin, int qmax) {
   return int(q);
 }
 
+// x * y + z with one rounding, whatever the driver makes of fma() (lavapipe computes it as a
+// multiply and an add, even `precise`): Dekker's exact product error and an exact two-sum,
+// added last. Correctly rounded but for double-rounding cases far rarer than any tie here.
+float fma_exact(float x, float y, float z) {
+  precise float p = x * y;
+  vec2 xs = split_halves(x), ys = split_halves(y);
+  precise float e = ((xs.x * ys.x - p) + xs.x * ys.y + xs.y * ys.x) + xs.y * ys.y;
+  precise float s = z + p;
+  precise float b = s - z;
+  precise float t = (z - (s - b)) + (p - b);  // z + p = s + t exactly
+  precise float r = s + (t + e);
+  return r;
+}
+
+// A QDQ Add, DequantizeLinear(a) + DequantizeLinear(b) -> QuantizeLinear(y), on the raw 8-bit
+// values a (the Add's first input) and b, as onnxruntime's QLinearAdd computes it (the kernel
+// its graph optimiser makes of that pattern, so quantized models match its CPU result bit for
+// bit): the scale ratios ra = sa / sy and rb = sb / sy, a folded constant
+// zy - fma(ra, za, rb zb), then fma(a, ra, fma(b, rb, constant)) rounded half to even into
+// [qmin, qmax]. ONNX's separate ops compute the same real sum with other roundings: the two can
+// differ by one step where the sum lies within a few ulp of a tie.
+int qlinear_add_value(int a, int b, float sa, int za, float sb, int zb, float sy, int zy,
+                      int qmin, int qmax) {
+  const float ra = div_exact(sa, sy), rb = div_exact(sb, sy);
+  precise float zb_part = rb * float(zb);
+  precise float folded = float(zy) - fma_exact(ra, float(za), zb_part);
+  return quantize_value(fma_exact(float(a), ra, fma_exact(float(b), rb, folded)), 0, qmin, qmax);
+}
+
 // DynamicQuantizeLinear's parameters from x's range [min, max] (which includes 0): scale =
 // (max - min) / 255, zero = saturate(round_half_even(-min / scale)) in [0, 255]; an all-zero x
 // gives scale 0 and zero 0 (ONNX leaves 0 / 0 undefined). quant_dynamic.comp's parameter pass

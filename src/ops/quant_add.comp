@@ -1,9 +1,7 @@
 #version 450
-// QDQ residual Add as one integer kernel, one invocation per element:
-//   y = saturate(round_half_even(((a - za) * sa + (b - zb) * sb) / sy) + zy)
-// within [qmin, qmax] (the type's range, narrowed by a fused Relu / Clip). The same float32
-// operations, in the same order, as DequantizeLinear, Add and QuantizeLinear run apart
-// (`precise`: no contraction into an fma the separate kernels would not do).
+// QDQ residual Add as one integer kernel, one invocation per element: quant.glsl's
+// qlinear_add_value, onnxruntime's QLinearAdd arithmetic on the two 8-bit operands, saturated
+// to [qmin, qmax] (the type's range, narrowed by a fused Relu / Clip).
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
 #include "quant.glsl"
@@ -27,8 +25,6 @@ layout(push_constant) uniform Params {
 void main() {
   int i = int(linear_index());
   if (i >= p.n) return;
-  precise float va = float(widen_byte(a[i], p.a_signed) - za[0]) * sa[0];
-  precise float vb = float(widen_byte(b[i], p.b_signed) - zb[0]) * sb[0];
-  precise float v = va + vb;
-  y[i] = narrow_byte(quantize_value(div_exact(v, sy[0]), zy[0], p.qmin, p.qmax));
+  y[i] = narrow_byte(qlinear_add_value(widen_byte(a[i], p.a_signed), widen_byte(b[i], p.b_signed),
+                                       sa[0], za[0], sb[0], zb[0], sy[0], zy[0], p.qmin, p.qmax));
 }

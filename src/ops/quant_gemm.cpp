@@ -167,6 +167,15 @@ Requant make_requant(ComputeGraph& g, const QuantizedOperand& a, const Quantized
   return r;
 }
 
+// A residual Add run after the convolution whose quantized output is y, its operands in the
+// Add's order (qlinear_add's arithmetic depends on which is first).
+TensorRef residual_add_after(ComputeGraph& g, TensorRef y, const ResidualAdd& r,
+                             const QuantizedOperand& other) {
+  const QuantizedOperand conv{y, r.conv_scale, r.conv_zero};
+  return r.conv_second ? qlinear_add(g, other, conv, r.y_params, r.out, r.range)
+                       : qlinear_add(g, conv, other, r.y_params, r.out, r.range);
+}
+
 TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<TensorRef> x_zp,
                        std::optional<TensorRef> w_zp, const IntConvParams& params,
                        std::optional<Requant> requant, const std::string& op) {
@@ -277,7 +286,7 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
     const ResidualAdd& r = *residual_after;
     QuantizedOperand other = r.residual;
     if (one_d) other.values = g.add_view(other.values, out);
-    y = qlinear_add(g, {y, r.conv_scale, r.conv_zero}, other, r.y_params, r.out, r.range);
+    y = residual_add_after(g, y, r, other);
   }
   if (one_d) return g.add_view(y, {batch, out_ch, wo});
   return y;
@@ -319,7 +328,7 @@ std::optional<ResidualRequant> residual_requant(ComputeGraph& g, const ResidualA
                                  range.min,
                                  range.max,
                                  int32_t{g.info(r.residual.values).dtype == DType::Int8},
-                                 0,
+                                 int32_t{r.conv_second},
                                  0,
                                  0};
   return ResidualRequant{r, g.add_constant(HostTensor::from(DType::Int32, {12}, params))};
@@ -363,8 +372,7 @@ TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const Quantiz
     r.residual = residual_requant(g, *residual, op);
     if (!r.residual) {
       TensorRef y = integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);
-      return qlinear_add(g, {y, residual->conv_scale, residual->conv_zero}, residual->residual,
-                         residual->y_params, residual->out, residual->range);
+      return residual_add_after(g, y, *residual, residual->residual);
     }
   }
   return integer_conv(g, x.values, w.values, x.zero_point, w.zero_point, params, r, op);

@@ -513,7 +513,7 @@ void main() {
       float m = p.sd_count == 1 ? multiplier[i]
                                 : div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
       int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
-      if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].x);
+      if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].xy);
       y[at] = narrow_byte(q);
 #else
       y[at] = sum;

@@ -43,15 +43,16 @@ float dynamic_epilogue(float v, float r, int activation, float alpha, float beta
 }
 #endif
 
-// A QDQ residual Add fused after the requantization (quant_packed.cpp's ResidualRequant):
-//   saturate(round_half_even(((q - zc) * sc + (r - zr) * sr) / so) + zo)
-// with q the conv's quantized output, read back through its DequantizeLinear (sc, zc), and r
-// the other operand: the same float32 operations, in the same order, as quant_add.comp runs
-// on the two 8-bit tensors, so the fused result is the unfused one exactly. `rp`: {sc, zc,
-// sr, zr, so, zo, qmin, qmax, r signed}, scales as float bits.
-int add_residual(int q, uint r_byte, ivec4 rp0, ivec4 rp1, int r_signed) {
-  precise float va = float(q - rp0.y) * intBitsToFloat(rp0.x);
-  precise float vb = float(widen(r_byte, r_signed) - rp0.w) * intBitsToFloat(rp0.z);
-  precise float v = va + vb;
-  return quantize_value(div_exact(v, intBitsToFloat(rp1.x)), rp1.y, rp1.z, rp1.w);
+// A QDQ residual Add fused after the requantization (quant_packed.cpp's ResidualRequant): the
+// conv's quantized output q, read back through its DequantizeLinear (sc, zc), added to the
+// other operand r (sr, zr) and quantized to (so, zo) by qlinear_add_value (quant.glsl), the
+// function quant_add.comp runs on the two 8-bit tensors, with the operands in the Add's order,
+// so the fused result is the unfused one exactly. `rp`: {sc, zc, sr, zr}, {so, zo, qmin, qmax},
+// {r signed, q is the Add's second input}, scales as float bits.
+int add_residual(int q, uint r_byte, ivec4 rp0, ivec4 rp1, ivec2 rp2) {
+  const float sc = intBitsToFloat(rp0.x), sr = intBitsToFloat(rp0.z), so = intBitsToFloat(rp1.x);
+  const int r = widen(r_byte, rp2.x);
+  return rp2.y != 0
+             ? qlinear_add_value(r, q, sr, rp0.w, sc, rp0.y, so, rp1.y, rp1.z, rp1.w)
+             : qlinear_add_value(q, r, sc, rp0.y, sr, rp0.w, so, rp1.y, rp1.z, rp1.w);
 }

@@ -3,9 +3,12 @@
 // the integer matmul and convolution (per-row/per-channel zero points, int8 and uint8), the
 // QLinear requantization, and MatMulNBits' GEMV and tiled kernels against a dequantize-then-
 // matmul reference. Outputs are read into poisoned host memory.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "gpu_test.h"
 #include "quant_runner.h"
@@ -283,6 +286,66 @@ TEST_F(QuantTest, ConvInteger1D) {
   HostTensor got = r.run(y);
   ASSERT_EQ(got.shape, (Shape{p.n, p.m, out[3]}));
   for (size_t i = 0; i < acc.size(); ++i) ASSERT_EQ(got.data<int32_t>()[i], acc[i]) << i;
+}
+
+// The QDQ Add kernel (ops::qlinear_add) on every pair of 8-bit values, exactly against
+// onnxruntime's QLinearAdd arithmetic in float32 (what quantized models are checked against):
+// scale ratios to the output scale, a folded constant zy - fma(ra, za, rb zb), and
+// fma(a, ra, fma(b, rb, constant)) rounded half to even; and within one step of the exact
+// real-valued DequantizeLinear-Add-QuantizeLinear. Mixed signedness, a Relu-narrowed range and
+// decimal scales (inexact in float32) whose real sums often lie on a tie, where the two
+// arithmetics part.
+TEST_F(QuantTest, QLinearAddIsOnnxruntimeArithmetic) {
+  struct Case {
+    DType a, b, y;
+    float sa, sb, sy;
+    int za, zb, zy;
+    std::optional<std::array<int32_t, 2>> range;
+  };
+  const std::vector<Case> cases = {
+      {DType::UInt8, DType::UInt8, DType::UInt8, 0.031f, 0.047f, 0.058f, 101, 37, 131, {}},
+      {DType::UInt8, DType::Int8, DType::UInt8, 0.02f, 0.03f, 0.04f, 0, -3, 0, {{0, 255}}},
+      {DType::Int8, DType::UInt8, DType::Int8, 0.1f, 0.3f, 0.2f, 5, 200, -9, {}},
+      {DType::Int8, DType::Int8, DType::UInt8, 0.009f, 0.012f, 0.006f, -1, 2, 97, {{97, 255}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.a)) + " + " + dtype_name(c.b) + " -> " + dtype_name(c.y));
+    std::vector<int> av, bv;  // every pair of raw values
+    for (int a = qmin(c.a); a <= qmax(c.a); ++a)
+      for (int b = qmin(c.b); b <= qmax(c.b); ++b) {
+        av.push_back(a);
+        bv.push_back(b);
+      }
+    const int64_t n = static_cast<int64_t>(av.size());
+    Runner r;
+    auto operand = [&](DType d, const std::vector<int>& v, float s, int z) {
+      return ops::QuantizedOperand{r.input(bytes(d, {n}, v)), r.input(f32({}, {s})),
+                                   r.input(bytes(d, {}, {z}))};
+    };
+    const ops::QuantizedOperand y_params{TensorRef{}, r.input(f32({}, {c.sy})),
+                                         r.input(bytes(c.y, {}, {c.zy}))};
+    HostTensor got = r.run(ops::qlinear_add(r.g, operand(c.a, av, c.sa, c.za),
+                                            operand(c.b, bv, c.sb, c.zb), y_params, c.y, c.range));
+    const int lo = c.range ? (*c.range)[0] : qmin(c.y), hi = c.range ? (*c.range)[1] : qmax(c.y);
+    const float ra = c.sa / c.sy, rb = c.sb / c.sy;
+    const float zb_part = rb * float(c.zb);
+    const float folded = float(c.zy) - std::fma(ra, float(c.za), zb_part);
+    int bad = 0, near_ties = 0, far = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = std::fma(float(av[i]), ra, std::fma(float(bv[i]), rb, folded));
+      const int want = std::clamp(static_cast<int>(std::nearbyint(v)), lo, hi);
+      const double exact =
+          ((av[i] - c.za) * double(c.sa) + (bv[i] - c.zb) * double(c.sb)) / double(c.sy) + c.zy;
+      near_ties += std::abs(std::abs(exact - std::floor(exact)) - 0.5) < 1e-4;
+      const int got_i = static_cast<int>(got.as_int(i));
+      if (got_i != want && bad++ < 5)
+        ADD_FAILURE() << "a " << av[i] << " b " << bv[i] << ": got " << got_i << ", want " << want;
+      far += std::abs(got_i - std::clamp(static_cast<int>(std::nearbyint(exact)), lo, hi)) > 1;
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(far, 0) << "more than one step from the exact sum";
+    EXPECT_GT(near_ties, 0) << "the case should put some sums near a rounding tie";
+  }
 }
 
 TEST_F(QuantTest, QuantErrorsNameTheProblem) {

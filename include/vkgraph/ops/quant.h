@@ -111,9 +111,11 @@ TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const Quant
                          const RequantEpilogue& epilogue = {});
 
 // A QDQ residual Add as one kernel: y = saturate(round_half_even(((a - a_zero) * a_scale +
-// (b - b_zero) * b_scale) / y_scale) + y_zero), in float32 as DequantizeLinear, Add and
-// QuantizeLinear compute it apart; `range` narrows the output range (RequantEpilogue::range).
-// a and b: Int8 or UInt8 of one shape; every scale and zero point per tensor.
+// (b - b_zero) * b_scale) / y_scale) + y_zero), in float32 as onnxruntime's QLinearAdd
+// computes it (scale ratios to y_scale and a folded constant, src/ops/quant.glsl), so a QDQ
+// model's Adds match its CPU result exactly; `range` narrows the output range
+// (RequantEpilogue::range). a is the Add's first input. a and b: Int8 or UInt8 of one shape;
+// every scale and zero point per tensor.
 TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
                       const QuantizedOperand& y_params, DType out,
                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
@@ -149,6 +151,7 @@ struct ResidualAdd {
   QuantizedOperand y_params;
   DType out = DType::UInt8;
   std::optional<std::array<int32_t, 2>> range;
+  bool conv_second = false;  // the conv's output is the Add's second input
 };
 // ONNX QLinearConv: conv_integer plus an Int32 bias [M] (in units of x_scale * w_scale), then
 // requantized as qlinear_matmul; w's scale and zero point may be per output channel. With
