@@ -73,6 +73,22 @@ TEST(Types, HostTensorAccessors) {
   expect_error([&] { f.as_double(2); }, ErrorKind::InvalidArgument, "out of range");
 }
 
+TEST(Types, HostTensorSetConvertsToEveryDtype) {
+  for (DType d : {DType::Float32, DType::Float16, DType::Int32, DType::Int64, DType::Bool,
+                  DType::Int8, DType::UInt8}) {
+    HostTensor t(d, {3});
+    t.set(1, 2.75);
+    const bool is_float = d == DType::Float32 || d == DType::Float16;
+    EXPECT_EQ(t.as_double(0), 0.0) << dtype_name(d);
+    EXPECT_EQ(t.as_double(1), d == DType::Bool ? 1.0 : is_float ? 2.75 : 2.0) << dtype_name(d);
+    EXPECT_EQ(t.as_double(2), 0.0) << dtype_name(d);
+    expect_error([&] { t.set(3, 1.0); }, ErrorKind::InvalidArgument, "out of range");
+  }
+  HostTensor h(DType::Float16, {1});
+  h.set(0, 1.0 + 1.0 / 2048);  // a tie: rounds to even
+  EXPECT_EQ(h.data<uint16_t>()[0], 0x3c00);
+}
+
 TEST(Types, HalfConversion) {
   EXPECT_EQ(half_to_float(0x3c00), 1.0f);
   EXPECT_EQ(half_to_float(0xc000), -2.0f);

@@ -94,6 +94,9 @@ struct HostTensor {
   // Element i converted to double / int64, whatever the dtype.
   double as_double(int64_t i) const;
   int64_t as_int(int64_t i) const;
+  // Sets element i to `value` converted to the dtype: floats round to nearest, integers
+  // truncate toward zero (the caller keeps `value` in the dtype's range), Bool is value != 0.
+  void set(int64_t i, double value);
 };
 
 }  // namespace vkgraph

@@ -268,6 +268,11 @@ T load(const HostTensor& t, int64_t i) {
   return value;
 }
 
+template <typename T>
+void store(HostTensor& t, int64_t i, T value) {
+  std::memcpy(t.bytes.data() + static_cast<size_t>(i) * sizeof(T), &value, sizeof(T));
+}
+
 }  // namespace
 
 double HostTensor::as_double(int64_t i) const {
@@ -289,6 +294,27 @@ double HostTensor::as_double(int64_t i) const {
       return load<uint8_t>(*this, i);
   }
   throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::as_double");
+}
+
+void HostTensor::set(int64_t i, double value) {
+  check_index(*this, i);
+  switch (dtype) {
+    case DType::Float32:
+      return store(*this, i, static_cast<float>(value));
+    case DType::Float16:
+      return store(*this, i, float_to_half(static_cast<float>(value)));
+    case DType::Int32:
+      return store(*this, i, static_cast<int32_t>(value));
+    case DType::Int64:
+      return store(*this, i, static_cast<int64_t>(value));
+    case DType::Bool:
+      return store(*this, i, static_cast<uint8_t>(value != 0.0));
+    case DType::Int8:
+      return store(*this, i, static_cast<int8_t>(value));
+    case DType::UInt8:
+      return store(*this, i, static_cast<uint8_t>(value));
+  }
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::set");
 }
 
 int64_t HostTensor::as_int(int64_t i) const {

@@ -16,23 +16,38 @@
 #include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::onnx_import::fuse {
+
+namespace {
+onnx::AttributeProto& new_attr(onnx::NodeProto& n, const char* name,
+                               onnx::AttributeProto::AttributeType type) {
+  onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(type);
+  return *a;
+}
+}  // namespace
+
+void set_attr(onnx::NodeProto& n, const char* name, int64_t value) {
+  new_attr(n, name, onnx::AttributeProto::INT).set_i(value);
+}
+void set_attr(onnx::NodeProto& n, const char* name, float value) {
+  new_attr(n, name, onnx::AttributeProto::FLOAT).set_f(value);
+}
+void set_attr(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto& a = new_attr(n, name, onnx::AttributeProto::INTS);
+  for (int64_t v : values) a.add_ints(v);
+}
+void set_attr(onnx::NodeProto& n, const char* name, const std::vector<float>& values) {
+  onnx::AttributeProto& a = new_attr(n, name, onnx::AttributeProto::FLOATS);
+  for (float v : values) a.add_floats(v);
+}
+void set_attr(onnx::NodeProto& n, const char* name, const std::string& value) {
+  new_attr(n, name, onnx::AttributeProto::STRING).set_s(value);
+}
+
 namespace {
 
 using onnx::NodeProto;
-
-void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void set_float(NodeProto& n, const char* name, float value) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
 
 // The fused node's output is the last absorbed node's; before any is absorbed, root's.
 void set_output(NodeProto& n, const Fusion& f, const NodeProto& root) {
@@ -40,28 +55,9 @@ void set_output(NodeProto& n, const Fusion& f, const NodeProto& root) {
   n.add_output(f.absorbed.empty() ? root.output(0) : f.absorbed.back()->output(0));
 }
 
-// The input of `consumer` that is not `value` (a binary node reading `value` once).
-int other_input(const NodeProto& consumer, const std::string& value) {
-  return consumer.input(0) == value ? 1 : 0;
-}
-
-void set_int(NodeProto& n, const char* name, int64_t value) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
 void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& params) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("activation");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(static_cast<int64_t>(op));
-  a = n.add_attribute();
-  a->set_name("activation_params");
-  a->set_type(onnx::AttributeProto::FLOATS);
-  a->add_floats(params.alpha);
-  a->add_floats(params.beta);
+  set_attr(n, "activation", static_cast<int64_t>(op));
+  set_attr(n, "activation_params", std::vector<float>{params.alpha, params.beta});
 }
 
 }  // namespace
@@ -78,11 +74,11 @@ void set_view(NodeProto& n, const std::string& x, const Pass::View& view) {
   if (view.group != 1)
     throw Error(ErrorKind::InvalidState,
                 "fusion: grouped view of " + view.source + " given to " + n.op_type() + " as " + x);
-  if (!view.perm.empty()) set_ints(n, ("perm_" + x).c_str(), view.perm);
+  if (!view.perm.empty()) set_attr(n, ("perm_" + x).c_str(), view.perm);
   if (!view.strided()) return;
-  set_ints(n, ("shape_" + x).c_str(), view.shape);
-  set_ints(n, ("strides_" + x).c_str(), view.strides);
-  set_int(n, ("offset_" + x).c_str(), view.offset);
+  set_attr(n, ("shape_" + x).c_str(), view.shape);
+  set_attr(n, ("strides_" + x).c_str(), view.strides);
+  set_attr(n, ("offset_" + x).c_str(), view.offset);
 }
 
 void take_activation(Pass& p, const NodeProto& tail, size_t rank, bool (*can_fuse)(ops::UnaryOp),
@@ -159,7 +155,7 @@ std::optional<Fusion> conv_epilogue(const NodeProto& conv, Pass& p) {
   if (const NodeProto* bn = foldable_batch_norm(p, conv)) {
     for (int i = 0; i < 4; ++i) n.set_input(kBnScale + i, bn->input(1 + i));
     const auto& eps = p.attrs(*bn).floats;
-    set_float(n, "bn_epsilon", eps.count("epsilon") ? eps.at("epsilon") : 1e-5f);
+    set_attr(n, "bn_epsilon", eps.count("epsilon") ? eps.at("epsilon") : 1e-5f);
     f.absorbed.push_back(tail = bn);
   }
   // A residual block's skip connection: an Add of a tensor computed already.
@@ -215,7 +211,7 @@ std::optional<Fusion> gemm_activation(const NodeProto& gemm, Pass& p) {
     f.absorbed.push_back(r);
     take_activation(p, *r, shape.size(), ops::matmul_can_fuse, f, n);
     if (f.absorbed.size() == 1) return std::nullopt;
-    set_ints(n, "output_shape", shape);
+    set_attr(n, "output_shape", shape);
   }
   set_output(n, f, gemm);
   f.node = std::move(n);
@@ -273,7 +269,7 @@ std::optional<Fusion> gemm_residual(const NodeProto& gemm, Pass& p) {
   *n.mutable_input() = gemm.input();
   while (n.input_size() < kGemmResidual) n.add_input("");
   n.add_input(add->input(other));
-  set_ints(n, "output_shape", *shape);
+  set_attr(n, "output_shape", *shape);
   set_output(n, f, gemm);
   f.node = std::move(n);
   return f;
@@ -322,8 +318,8 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   n.add_input(b.source);
   n.add_input("");
   n.add_input("");
-  if (!a.perm.empty()) set_ints(n, "perm_a", a.perm);
-  if (!b.perm.empty()) set_ints(n, "perm_b", b.perm);
+  if (!a.perm.empty()) set_attr(n, "perm_a", a.perm);
+  if (!b.perm.empty()) set_attr(n, "perm_b", b.perm);
   const NodeProto* tail = &mm;
   const NodeProto* add = p.sole_consumer(mm.output(0));
   if (add && add->op_type() == "Add" && add->input_size() == 2 && b.shape.size() >= 2) {
@@ -348,7 +344,7 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
       float alpha = divides_by_c ? 1.f / v : v;
       // x / v as x * (1 / v) is within an ulp only while 1 / v is a normal number.
       if (std::isnormal(alpha) || (!divides_by_c && alpha == 0.f)) {
-        set_float(n, "alpha", alpha);
+        set_attr(n, "alpha", alpha);
         f.absorbed.push_back(tail = scale);
       }
     }

@@ -43,6 +43,18 @@ struct Fusion {
   std::vector<const onnx::NodeProto*> absorbed;  // nodes after root that `node` computes
 };
 
+// Attributes of the fused nodes the patterns write, one setter per ONNX attribute type.
+void set_attr(onnx::NodeProto& n, const char* name, int64_t value);
+void set_attr(onnx::NodeProto& n, const char* name, float value);
+void set_attr(onnx::NodeProto& n, const char* name, const std::vector<int64_t>& values);
+void set_attr(onnx::NodeProto& n, const char* name, const std::vector<float>& values);
+void set_attr(onnx::NodeProto& n, const char* name, const std::string& value);
+
+// The input of a binary node `consumer` that is not `value` (which it reads once).
+inline int other_input(const onnx::NodeProto& consumer, const std::string& value) {
+  return consumer.input(0) == value ? 1 : 0;
+}
+
 // An activation applied in a fused epilogue.
 struct Activation {
   ops::UnaryOp op;

@@ -236,12 +236,7 @@ std::optional<Fusion> activation_chain(const NodeProto& root, Pass& p) {
     n.set_op_type("Gelu");
     n.add_input(root.input(i));
     n.add_output(chain->nodes.back()->output(0));
-    if (chain->op == ops::UnaryOp::GeluTanh) {
-      onnx::AttributeProto* a = n.add_attribute();
-      a->set_name("approximate");
-      a->set_type(onnx::AttributeProto::STRING);
-      a->set_s("tanh");
-    }
+    if (chain->op == ops::UnaryOp::GeluTanh) set_attr(n, "approximate", std::string("tanh"));
     Fusion f;
     for (const NodeProto* c : chain->nodes)
       if (c != &root) f.absorbed.push_back(c);

@@ -12,31 +12,6 @@ namespace {
 
 using onnx::NodeProto;
 
-void set_ints(NodeProto& n, const char* name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
-
-void set_attr(NodeProto& n, const char* name, float value) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
-
-void set_attr(NodeProto& n, const char* name, int64_t value) {
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
-int other_input(const NodeProto& consumer, const std::string& value) {
-  return consumer.input(0) == value ? 1 : 0;
-}
-
 // The value of a float32 scalar constant input (one element, of a rank that does not broadcast
 // the other operand, of rank `max_rank`, up), if it is one.
 std::optional<float> scalar(const Importer& im, const NodeProto& node, int i, size_t max_rank) {
@@ -310,11 +285,11 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   n.add_input(v.source);
   n.add_input(mask);
   n.add_input(window.mask);
-  if (!window.mask.empty()) set_ints(n, "window_shape", window.shape);
+  if (!window.mask.empty()) set_attr(n, "window_shape", window.shape);
   set_view(n, "q", s.q);
   set_view(n, "k", s.kt);
   set_view(n, "v", v);
-  if (!perm_out.empty()) set_ints(n, "perm_out", perm_out);
+  if (!perm_out.empty()) set_attr(n, "perm_out", perm_out);
   set_attr(n, "scale", s.scale);
   set_attr(n, "mask_kind", static_cast<int64_t>(mask_kind));
   n.add_output(tail->output(0));

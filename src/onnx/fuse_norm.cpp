@@ -112,10 +112,7 @@ std::optional<Fusion> rms_norm(const NodeProto& square, Pass& p) {
   node.add_input(x);
   node.add_input(weight);
   node.add_output(tail->output(0));
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name("epsilon");
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(*eps);
+  set_attr(node, "epsilon", *eps);
   f.node = std::move(node);
   return f;
 }

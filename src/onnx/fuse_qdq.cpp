@@ -304,37 +304,25 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
        {input(m.dq_x, 0), input(m.dq_x, 1), input(m.dq_x, 2), input(m.dq_w, 0), input(m.dq_w, 1),
         input(m.dq_w, 2), input(m.q_y, 1), input(m.q_y, 2), bias, input(m.dq_b, 1)})
     n.add_input(name);
-  auto set_float = [&](const char* name, float v) {
-    onnx::AttributeProto* a = n.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  };
-  auto set_int = [&](const char* name, int64_t v) {
-    onnx::AttributeProto* a = n.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  };
-  auto onnx_type = [](DType d) {
+  auto onnx_type = [](DType d) -> int64_t {
     return d == DType::Int8 ? onnx::TensorProto::INT8 : onnx::TensorProto::UINT8;
   };
   if (m.act) {
-    set_float("act_lo", m.lo);
-    set_float("act_hi", m.hi);
+    set_attr(n, "act_lo", m.lo);
+    set_attr(n, "act_hi", m.hi);
   }
-  set_int("y_dtype", onnx_type(m.out));
+  set_attr(n, "y_dtype", onnx_type(m.out));
   if (const auto& r = m.residual) {
     for (const std::string& name :
          {input(r->dq_r, 0), input(r->dq_r, 1), input(r->dq_r, 2), input(r->dq_c, 1),
           input(r->dq_c, 2), input(r->q_y, 1), input(r->q_y, 2)})
       n.add_input(name);
     if (r->act) {
-      set_float("sum_act_lo", r->lo);
-      set_float("sum_act_hi", r->hi);
+      set_attr(n, "sum_act_lo", r->lo);
+      set_attr(n, "sum_act_hi", r->hi);
     }
-    set_int("sum_dtype", onnx_type(r->out));
-    if (r->conv_second) set_int("sum_conv_second", 1);
+    set_attr(n, "sum_dtype", onnx_type(r->out));
+    if (r->conv_second) set_attr(n, "sum_conv_second", int64_t{1});
     n.add_output(r->q_y->output(0));
     return n;
   }

@@ -88,10 +88,7 @@ std::optional<Fusion> sibling_matmuls(const NodeProto& root, Pass& p) {
     for (const Member& m : members) n.add_input(m.bias->input(m.bias_input));
   const std::string out = root.output(0) + "/packed";
   n.add_output(out);
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("members");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(static_cast<int64_t>(members.size()));
+  set_attr(n, "members", static_cast<int64_t>(members.size()));
   Fusion f;
   const std::vector<int64_t> strides = shapes::contiguous_strides(packed);
   int64_t offset = 0;

@@ -68,10 +68,7 @@ std::optional<Fusion> weight_only_matmul(const NodeProto& root, Pass& p) {
   n.add_input(root.input(0));
   for (int i = 0; i < 3; ++i) n.add_input(i < dq->input_size() ? dq->input(i) : std::string());
   n.add_output(root.output(0));
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("block_size");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(p.attrs(*dq).get_int("block_size", 0));
+  set_attr(n, "block_size", p.attrs(*dq).get_int("block_size", 0));
   f.node = std::move(n);
   return f;
 }

@@ -56,25 +56,7 @@ std::vector<Value> lower_eye_like(Importer& im, const onnx::NodeProto& node, con
   HostTensor eye(dtype, in.shape);
   for (int64_t r = 0; r < in.shape[0]; ++r) {
     const int64_t c = r + k;
-    if (c < 0 || c >= in.shape[1]) continue;
-    const size_t at = static_cast<size_t>(r * in.shape[1] + c);
-    switch (dtype) {
-      case DType::Float32:
-        eye.data<float>()[at] = 1.f;
-        break;
-      case DType::Float16:
-        eye.data<uint16_t>()[at] = float_to_half(1.f);
-        break;
-      case DType::Int32:
-        eye.data<int32_t>()[at] = 1;
-        break;
-      case DType::Int64:
-        eye.data<int64_t>()[at] = 1;
-        break;
-      case DType::Bool:
-        eye.data<uint8_t>()[at] = 1;
-        break;
-    }
+    if (c >= 0 && c < in.shape[1]) eye.set(r * in.shape[1] + c, 1.0);
   }
   Value v;
   v.shape = eye.shape;

@@ -22,24 +22,8 @@ Value constant_of(const Importer& im, const onnx::NodeProto& node, const fold::A
   const DType dtype =
       onnx_io::dtype_from_onnx(static_cast<int32_t>(a.get_int("output_datatype", 1)));
   HostTensor t(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) {
-    switch (dtype) {
-      case DType::Float32:
-        t.data<float>()[i] = static_cast<float>(values[i]);
-        break;
-      case DType::Float16:
-        t.data<uint16_t>()[i] = float_to_half(static_cast<float>(values[i]));
-        break;
-      case DType::Int32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
-        break;
-      case DType::Int64:
-        t.data<int64_t>()[i] = static_cast<int64_t>(values[i]);
-        break;
-      case DType::Bool:
-        im.fail(node, "output_datatype bool is not a number type");
-    }
-  }
+  if (dtype == DType::Bool) im.fail(node, "output_datatype bool is not a number type");
+  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
   Value v;
   v.shape = std::move(shape);
   v.dtype = dtype;
