@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -87,6 +88,39 @@ TEST(Types, HostTensorSetConvertsToEveryDtype) {
   HostTensor h(DType::Float16, {1});
   h.set(0, 1.0 + 1.0 / 2048);  // a tie: rounds to even
   EXPECT_EQ(h.data<uint16_t>()[0], 0x3c00);
+}
+
+// Values no cast could convert (out of range, NaN) still get a defined result: floats go to
+// infinity, integers saturate, NaN becomes 0; set_int narrows with wrap-around.
+TEST(Types, HostTensorSetIsDefinedForEveryDouble) {
+  HostTensor f(DType::Float32, {2});
+  f.set(0, 1e300);
+  f.set(1, -1e300);
+  EXPECT_EQ(f.data<float>()[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(f.data<float>()[1], -std::numeric_limits<float>::infinity());
+  HostTensor i32(DType::Int32, {3});
+  i32.set(0, 1e10);
+  i32.set(1, -1e10);
+  i32.set(2, std::nan(""));
+  EXPECT_EQ(i32.data<int32_t>()[0], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(i32.data<int32_t>()[1], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(i32.data<int32_t>()[2], 0);
+  HostTensor i64(DType::Int64, {2});
+  i64.set(0, 1e30);
+  i64.set(1, -2.9);
+  EXPECT_EQ(i64.data<int64_t>()[0], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(i64.data<int64_t>()[1], -2);
+  HostTensor u8(DType::UInt8, {2});
+  u8.set(0, 300.0);
+  u8.set_int(1, -1);
+  EXPECT_EQ(u8.data<uint8_t>()[0], 44);
+  EXPECT_EQ(u8.data<uint8_t>()[1], 255);
+  HostTensor b(DType::Bool, {1});
+  b.set(0, std::nan(""));
+  EXPECT_EQ(b.data<uint8_t>()[0], 1);
+  HostTensor i32w(DType::Int32, {1});
+  i32w.set_int(0, int64_t{1} << 32 | 5);
+  EXPECT_EQ(i32w.data<int32_t>()[0], 5);
 }
 
 TEST(Types, HalfConversion) {

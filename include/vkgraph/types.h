@@ -94,9 +94,15 @@ struct HostTensor {
   // Element i converted to double / int64, whatever the dtype.
   double as_double(int64_t i) const;
   int64_t as_int(int64_t i) const;
-  // Sets element i to `value` converted to the dtype: floats round to nearest, integers
-  // truncate toward zero (the caller keeps `value` in the dtype's range), Bool is value != 0.
+  // Sets element i to `value` converted to the dtype, defined for every double:
+  // - Float32/Float16 round to nearest even; beyond the float range becomes +-infinity;
+  // - Int32/Int64 truncate toward zero, saturate at the dtype's range, and NaN becomes 0;
+  // - Int8/UInt8 truncate and saturate as Int32, then keep the low 8 bits (as set_int);
+  // - Bool is value != 0 (NaN counts as true, like NumPy's astype(bool)).
   void set(int64_t i, double value);
+  // Sets element i to the integer `value`: floats round to nearest, Int32/Int8/UInt8 keep the
+  // low bits (two's-complement wrap-around, as ONNX runtimes narrow), Bool is value != 0.
+  void set_int(int64_t i, int64_t value);
 };
 
 }  // namespace vkgraph

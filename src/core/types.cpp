@@ -297,6 +297,38 @@ double HostTensor::as_double(int64_t i) const {
 }
 
 void HostTensor::set(int64_t i, double value) {
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float16: {
+      // A plain cast of a double beyond float's range is undefined; make it +-infinity.
+      constexpr double kMax = std::numeric_limits<float>::max();
+      const float f = value > kMax    ? std::numeric_limits<float>::infinity()
+                      : value < -kMax ? -std::numeric_limits<float>::infinity()
+                                      : static_cast<float>(value);
+      check_index(*this, i);
+      if (dtype == DType::Float32) return store(*this, i, f);
+      return store(*this, i, float_to_half(f));
+    }
+    case DType::Bool:
+      check_index(*this, i);
+      return store(*this, i, static_cast<uint8_t>(value != 0.0));
+    case DType::Int64:
+      if (std::isnan(value)) return set_int(i, 0);
+      if (value >= 9223372036854775808.0) return set_int(i, std::numeric_limits<int64_t>::max());
+      if (value < -9223372036854775808.0) return set_int(i, std::numeric_limits<int64_t>::min());
+      return set_int(i, static_cast<int64_t>(value));
+    case DType::Int32:
+    case DType::Int8:
+    case DType::UInt8:
+      if (std::isnan(value)) return set_int(i, 0);
+      if (value >= 2147483648.0) return set_int(i, std::numeric_limits<int32_t>::max());
+      if (value <= -2147483648.0) return set_int(i, std::numeric_limits<int32_t>::min());
+      return set_int(i, static_cast<int64_t>(value));
+  }
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::set");
+}
+
+void HostTensor::set_int(int64_t i, int64_t value) {
   check_index(*this, i);
   switch (dtype) {
     case DType::Float32:
@@ -306,15 +338,14 @@ void HostTensor::set(int64_t i, double value) {
     case DType::Int32:
       return store(*this, i, static_cast<int32_t>(value));
     case DType::Int64:
-      return store(*this, i, static_cast<int64_t>(value));
+      return store(*this, i, value);
     case DType::Bool:
-      return store(*this, i, static_cast<uint8_t>(value != 0.0));
+      return store(*this, i, static_cast<uint8_t>(value != 0));
     case DType::Int8:
-      return store(*this, i, static_cast<int8_t>(value));
     case DType::UInt8:
       return store(*this, i, static_cast<uint8_t>(value));
   }
-  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::set");
+  throw Error(ErrorKind::InvalidArgument, "invalid dtype in HostTensor::set_int");
 }
 
 int64_t HostTensor::as_int(int64_t i) const {

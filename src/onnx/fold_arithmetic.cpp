@@ -90,25 +90,25 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
   if (is_float(a.dtype)) {
     walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
       const double x = a.as_double(off[0]), y = b.as_double(off[1]);
-      if (is_comparison(op)) return store_int(out, i, compare(op, x, y));
+      if (is_comparison(op)) return out.set_int(i, compare(op, x, y));
       switch (op) {
         case Bin::Add:
-          return store_double(out, i, x + y);
+          return out.set(i, x + y);
         case Bin::Sub:
-          return store_double(out, i, x - y);
+          return out.set(i, x - y);
         case Bin::Mul:
-          return store_double(out, i, x * y);
+          return out.set(i, x * y);
         case Bin::Div:
-          return store_double(out, i, x / y);
+          return out.set(i, x / y);
         case Bin::FMod:
-          return store_double(out, i, std::fmod(x, y));
+          return out.set(i, std::fmod(x, y));
         case Bin::Mod:
-          return store_double(out, i, floor_mod(x, y));
+          return out.set(i, floor_mod(x, y));
         // NaN propagates, as in NumPy's minimum/maximum.
         case Bin::Min:
-          return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y));
+          return out.set(i, std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y));
         case Bin::Max:
-          return store_double(out, i, std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y));
+          return out.set(i, std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y));
         default:
           n.fail("unreachable");
       }
@@ -117,37 +117,37 @@ HostTensor binary(const Node& n, Bin op, const HostTensor& a, const HostTensor& 
   }
   walk(shape, strides, {0, 0}, [&](int64_t i, const std::vector<int64_t>& off) {
     const int64_t x = a.as_int(off[0]), y = b.as_int(off[1]);
-    if (is_comparison(op)) return store_int(out, i, compare(op, x, y));
+    if (is_comparison(op)) return out.set_int(i, compare(op, x, y));
     switch (op) {
       case Bin::Add:
-        return store_int(out, i, wrap_add(x, y));
+        return out.set_int(i, wrap_add(x, y));
       case Bin::Sub:
-        return store_int(out, i, wrap_sub(x, y));
+        return out.set_int(i, wrap_sub(x, y));
       case Bin::Mul:
-        return store_int(out, i, wrap_mul(x, y));
+        return out.set_int(i, wrap_mul(x, y));
       case Bin::Div:
         // Truncates toward zero (C semantics), as ONNX Runtime does and as the later ONNX
         // reference implementation (NumPy true divide, then astype) does; the 1.12 test data
         // has no negative integer case. INT_MIN / -1 wraps instead of trapping.
         n.require(y != 0, "integer division by zero");
-        return store_int(out, i, y == -1 ? wrap_sub(0, x) : x / y);
+        return out.set_int(i, y == -1 ? wrap_sub(0, x) : x / y);
       case Bin::Mod:
       case Bin::FMod: {
         n.require(y != 0, "integer modulo by zero");
         const int64_t r = y == -1 ? 0 : x % y;  // INT_MIN % -1 traps in C++
         // fmod keeps the dividend's sign (C's %); Mod takes the divisor's (Python's %).
-        return store_int(out, i, op == Bin::Mod && r != 0 && (r < 0) != (y < 0) ? r + y : r);
+        return out.set_int(i, op == Bin::Mod && r != 0 && (r < 0) != (y < 0) ? r + y : r);
       }
       case Bin::Min:
-        return store_int(out, i, std::min(x, y));
+        return out.set_int(i, std::min(x, y));
       case Bin::Max:
-        return store_int(out, i, std::max(x, y));
+        return out.set_int(i, std::max(x, y));
       case Bin::And:
-        return store_int(out, i, x && y);
+        return out.set_int(i, x && y);
       case Bin::Or:
-        return store_int(out, i, x || y);
+        return out.set_int(i, x || y);
       case Bin::Xor:
-        return store_int(out, i, (x != 0) != (y != 0));
+        return out.set_int(i, (x != 0) != (y != 0));
       default:
         n.fail("unreachable");
     }
@@ -182,9 +182,9 @@ HostTensor eval_pow(const Node& n) {
                                                  : static_cast<double>(base.as_int(off[0]));
            const double y = is_float(exponent.dtype) ? exponent.as_double(off[1])
                                                      : static_cast<double>(exponent.as_int(off[1]));
-           return store_double(out, i, std::pow(x, y));
+           return out.set(i, std::pow(x, y));
          }
-         return store_int(out, i, int_pow(n, base.as_int(off[0]), exponent.as_int(off[1])));
+         return out.set_int(i, int_pow(n, base.as_int(off[0]), exponent.as_int(off[1])));
        });
   return out;
 }
@@ -215,34 +215,34 @@ HostTensor eval_unary(const Node& n, Un op) {
       const double v = x.as_double(i);
       switch (op) {
         case Un::Neg:
-          store_double(out, i, -v);
+          out.set(i, -v);
           break;
         case Un::Abs:
-          store_double(out, i, std::fabs(v));
+          out.set(i, std::fabs(v));
           break;
         case Un::Floor:
-          store_double(out, i, std::floor(v));
+          out.set(i, std::floor(v));
           break;
         case Un::Sign:
-          store_double(out, i, std::isnan(v) ? v : (v > 0) - (v < 0));
+          out.set(i, std::isnan(v) ? v : (v > 0) - (v < 0));
           break;
         case Un::Ceil:
-          store_double(out, i, std::ceil(v));
+          out.set(i, std::ceil(v));
           break;
         case Un::Round:  // half to even, as the default rounding mode does
-          store_double(out, i, std::nearbyint(v));
+          out.set(i, std::nearbyint(v));
           break;
         case Un::Sqrt:
-          store_double(out, i, std::sqrt(v));
+          out.set(i, std::sqrt(v));
           break;
         case Un::Reciprocal:
-          store_double(out, i, 1.0 / v);
+          out.set(i, 1.0 / v);
           break;
         case Un::Exp:
-          store_double(out, i, std::exp(v));
+          out.set(i, std::exp(v));
           break;
         case Un::Log:
-          store_double(out, i, std::log(v));
+          out.set(i, std::log(v));
           break;
         case Un::Not:
           break;
@@ -251,16 +251,16 @@ HostTensor eval_unary(const Node& n, Un op) {
       const int64_t v = x.as_int(i);
       switch (op) {
         case Un::Neg:
-          store_int(out, i, wrap_sub(0, v));
+          out.set_int(i, wrap_sub(0, v));
           break;  // -INT_MIN wraps to INT_MIN
         case Un::Abs:
-          store_int(out, i, v < 0 ? wrap_sub(0, v) : v);
+          out.set_int(i, v < 0 ? wrap_sub(0, v) : v);
           break;
         case Un::Sign:
-          store_int(out, i, (v > 0) - (v < 0));
+          out.set_int(i, (v > 0) - (v < 0));
           break;
         case Un::Not:
-          store_int(out, i, !v);
+          out.set_int(i, !v);
           break;
         default:
           break;
@@ -294,9 +294,9 @@ HostTensor cast_to(const Node& n, const HostTensor& x, DType to) {
   HostTensor out = n.output(to, x.shape);
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (is_float(x.dtype)) {
-      store_double(out, i, x.as_double(i));
+      out.set(i, x.as_double(i));
     } else {
-      store_int(out, i, x.as_int(i));
+      out.set_int(i, x.as_int(i));
     }
   }
   return out;
@@ -389,7 +389,7 @@ HostTensor eval_reduce(const Node& n, Reduce op) {
       acc[off[0]] = started[off[0]] ? reduce_step(op, acc[off[0]], v) : v;
       started[off[0]] = true;
     });
-    for (size_t i = 0; i < count; ++i) store_double(out, static_cast<int64_t>(i), acc[i]);
+    for (size_t i = 0; i < count; ++i) out.set(static_cast<int64_t>(i), acc[i]);
   } else {
     std::vector<int64_t> acc(count, op == Reduce::Prod ? 1 : 0);
     walk(x.shape, {strides}, {0}, [&](int64_t i, const std::vector<int64_t>& off) {
@@ -397,7 +397,7 @@ HostTensor eval_reduce(const Node& n, Reduce op) {
       acc[off[0]] = started[off[0]] ? reduce_step(op, acc[off[0]], v) : v;
       started[off[0]] = true;
     });
-    for (size_t i = 0; i < count; ++i) store_int(out, static_cast<int64_t>(i), acc[i]);
+    for (size_t i = 0; i < count; ++i) out.set_int(static_cast<int64_t>(i), acc[i]);
   }
   return out;
 }

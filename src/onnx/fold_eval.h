@@ -20,80 +20,11 @@ namespace vkgraph::fold::detail {
 
 // ---------------------------------------------------------------------------------------------
 // Element access. Every evaluator reads elements as int64 or double (whichever is exact for the
-// dtype) and writes them back through these helpers, so one code path serves all dtypes.
+// dtype) and writes them back with HostTensor::set / set_int (types.h says how each dtype
+// converts), so one code path serves all dtypes.
 
 inline bool is_float(DType dtype) {
   return dtype == DType::Float32 || dtype == DType::Float16;
-}
-
-// Rounds to float; out-of-range values become +-infinity (a plain cast would be undefined).
-inline float to_f32(double v) {
-  constexpr double kMax = std::numeric_limits<float>::max();
-  if (v > kMax) return std::numeric_limits<float>::infinity();
-  if (v < -kMax) return -std::numeric_limits<float>::infinity();
-  return static_cast<float>(v);
-}
-
-// Float -> integer truncating toward zero like a C cast, but saturating at the dtype's range
-// and mapping NaN to 0 where a plain cast would be undefined behaviour.
-inline int64_t float_to_int(double v, DType dtype) {
-  if (std::isnan(v)) return 0;
-  const double lo = dtype == DType::Int32 ? -2147483648.0 : -9223372036854775808.0;
-  const double hi = dtype == DType::Int32 ? 2147483648.0 : 9223372036854775808.0;
-  if (v <= lo)
-    return dtype == DType::Int32 ? std::numeric_limits<int32_t>::min()
-                                 : std::numeric_limits<int64_t>::min();
-  if (v >= hi)
-    return dtype == DType::Int32 ? std::numeric_limits<int32_t>::max()
-                                 : std::numeric_limits<int64_t>::max();
-  return static_cast<int64_t>(v);
-}
-
-// Integer results narrow to Int32 with two's-complement wrap-around, as ONNX runtimes do.
-inline void store_int(HostTensor& t, int64_t i, int64_t v) {
-  switch (t.dtype) {
-    case DType::Float32:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DType::Float16:
-      t.data<uint16_t>()[i] = float_to_half(static_cast<float>(v));
-      break;
-    case DType::Int32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v);
-      break;
-    case DType::Int64:
-      t.data<int64_t>()[i] = v;
-      break;
-    case DType::Bool:
-      t.data<uint8_t>()[i] = v != 0;
-      break;
-    case DType::Int8:
-    case DType::UInt8:
-      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);  // the importer never folds these
-      break;
-  }
-}
-
-inline void store_double(HostTensor& t, int64_t i, double v) {
-  switch (t.dtype) {
-    case DType::Float32:
-      t.data<float>()[i] = to_f32(v);
-      break;
-    case DType::Float16:
-      t.data<uint16_t>()[i] = float_to_half(to_f32(v));
-      break;
-    case DType::Int32:
-    case DType::Int64:
-      store_int(t, i, float_to_int(v, t.dtype));
-      break;
-    case DType::Bool:
-      t.data<uint8_t>()[i] = v != 0;  // NaN counts as true, like NumPy's astype(bool)
-      break;
-    case DType::Int8:
-    case DType::UInt8:
-      store_int(t, i, float_to_int(v, DType::Int32));
-      break;
-  }
 }
 
 // Copies element `from` of `src` to element `to` of `dst` (same dtype).

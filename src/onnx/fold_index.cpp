@@ -87,14 +87,14 @@ void scatter_element(Reduction reduction, const HostTensor& updates, int64_t fro
                      : std::isnan(a) || std::isnan(b)
                          ? NAN
                          : (reduction == Reduction::Max ? std::max(a, b) : std::min(a, b));
-    return store_double(out, to, v);
+    return out.set(to, v);
   }
   const int64_t a = out.as_int(to), b = updates.as_int(from);
   const int64_t v = reduction == Reduction::Add   ? wrap_add(a, b)
                     : reduction == Reduction::Mul ? wrap_mul(a, b)
                     : reduction == Reduction::Max ? std::max(a, b)
                                                   : std::min(a, b);
-  store_int(out, to, v);
+  out.set_int(to, v);
 }
 
 HostTensor eval_scatter_nd(const Node& n) {

@@ -118,7 +118,7 @@ HostTensor eval_range(const Node& n) {
       n.fail("output too large to fold", ErrorKind::Unsupported);
     }
     HostTensor out = n.output(start.dtype, {static_cast<int64_t>(count)});
-    for (int64_t i = 0; i < out.numel(); ++i) store_double(out, i, s + static_cast<double>(i) * d);
+    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, s + static_cast<double>(i) * d);
     return out;
   }
   const int64_t s = start.as_int(0), l = limit.as_int(0), d = delta.as_int(0);
@@ -136,7 +136,7 @@ HostTensor eval_range(const Node& n) {
   }
   HostTensor out = n.output(start.dtype, {static_cast<int64_t>(count)});
   // Every value lies between s and l, so the wrapping arithmetic yields the exact value.
-  for (int64_t i = 0; i < out.numel(); ++i) store_int(out, i, wrap_add(s, wrap_mul(i, d)));
+  for (int64_t i = 0; i < out.numel(); ++i) out.set_int(i, wrap_add(s, wrap_mul(i, d)));
   return out;
 }
 
