@@ -20,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::shared_ptr<vk::Context>& context =
       *new std::shared_ptr<vk::Context>(vk::Context::create({}));
   try {
-    onnx_import::ParsedModel model = onnx_import::parse_model(data, size, "fuzz input");
+    // `data` outlives `model`: large weights are read in place, as from a Session's file.
+    onnx_import::ParsedModel model = onnx_import::parse_model(
+        data, size, "fuzz input", "", std::shared_ptr<const void>(data, [](const void*) {}));
     std::map<std::string, Shape> shapes;  // dynamic dims fixed at 1, as a caller would
     for (const ValueInfo& in : model.inputs) {
       Shape s = in.shape;
@@ -28,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       shapes[in.name] = s;
     }
     ComputeGraph graph(context);
-    onnx_import::Importer(model.proto, graph, shapes, {}, true).build();
+    onnx_import::Importer(model, graph, shapes, {}, true).build();
   } catch (const Error& e) {
     if (e.message().empty()) std::abort();
   }

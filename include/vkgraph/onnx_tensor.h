@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -53,14 +54,18 @@ std::string onnx_type_name(int32_t onnx_type);
 // the data size matches the shape. Errors name the tensor (proto.name()):
 // ModelFormat for malformed protos, Unsupported for external data, segments and the types above,
 // and for float64 values beyond float32's range (the proto is a model constant).
-HostTensor tensor_from_proto(const onnx::TensorProto& proto);
+// `raw_data`, when given, is the tensor's raw data kept outside the proto (a model's weights
+// left in its mapped file); the proto's own raw_data field then only says that the data is raw.
+HostTensor tensor_from_proto(const onnx::TensorProto& proto,
+                             std::optional<std::span<const uint8_t>> raw_data = std::nullopt);
 // What tensor_from_proto would give, after every one of its checks (so with its errors), read
 // without touching the data: the DType and shape.
 struct ProtoTensorType {
   DType dtype;
   Shape shape;
 };
-ProtoTensorType check_tensor_proto(const onnx::TensorProto& proto);
+ProtoTensorType check_tensor_proto(const onnx::TensorProto& proto,
+                                   std::optional<std::span<const uint8_t>> raw_data = std::nullopt);
 // Writes dims, data_type and raw_data (little-endian, as onnx.numpy_helper does).
 onnx::TensorProto tensor_to_proto(const HostTensor& tensor, const std::string& name = "");
 

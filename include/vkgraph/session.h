@@ -96,6 +96,10 @@ struct LoadTimes {
 
 class Session {
  public:
+  // The model file (and its external data files) stay memory-mapped while the Session lives:
+  // large weights are read from the mapping whenever a graph is built, the first one and any
+  // rebuild for new input shapes. Replace the file by a new one (rename) rather than
+  // rewriting it in place while a Session has it open.
   explicit Session(const std::string& path, SessionOptions options = {});
   Session(const void* model_bytes, size_t size, SessionOptions options = {});
   ~Session();

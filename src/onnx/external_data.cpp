@@ -1,10 +1,5 @@
 #include "onnx/external_data.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -15,7 +10,9 @@
 #include <memory>
 #include <optional>
 
+#include "onnx/weights_in_place.h"
 #include "vkgraph/error.h"
+#include "vkgraph/file_io.h"
 
 namespace vkgraph::onnx_import {
 
@@ -24,57 +21,21 @@ using TP = onnx::TensorProto;
 
 namespace {
 
-// A read-only memory map of one data file, unmapped when the load is done.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorKind::Io, "cannot open " + path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      ::close(fd);
-      throw Error(ErrorKind::Io, "cannot stat " + path + ": " + std::strerror(errno));
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        throw Error(ErrorKind::Io, "cannot map " + path + ": " + std::strerror(err));
-      }
-      data_ = static_cast<const uint8_t*>(p);
-      ::madvise(p, size_, MADV_SEQUENTIAL);
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 bool is_external(const TP& t) {
   return t.data_location() == TP::EXTERNAL;
 }
 
-// Calls `f` on every TensorProto of the graph that may carry data: initializers and tensor
-// attributes of nodes, in subgraphs too.
-void for_each_tensor(onnx::GraphProto& g, const std::function<void(TP&)>& f) {
-  for (TP& t : *g.mutable_initializer()) f(t);
+// Calls `f` on every TensorProto of the graph that may carry data: initializers (with their
+// index, in the main graph only; -1 elsewhere) and tensor attributes of nodes, in subgraphs too.
+void for_each_tensor(onnx::GraphProto& g, const std::function<void(TP&, int)>& f, bool main_graph) {
+  int index = 0;
+  for (TP& t : *g.mutable_initializer()) f(t, main_graph ? index++ : -1);
   for (onnx::NodeProto& n : *g.mutable_node())
     for (onnx::AttributeProto& a : *n.mutable_attribute()) {
-      if (a.has_t()) f(*a.mutable_t());
-      for (TP& t : *a.mutable_tensors()) f(t);
-      if (a.has_g()) for_each_tensor(*a.mutable_g(), f);
-      for (onnx::GraphProto& sub : *a.mutable_graphs()) for_each_tensor(sub, f);
+      if (a.has_t()) f(*a.mutable_t(), -1);
+      for (TP& t : *a.mutable_tensors()) f(t, -1);
+      if (a.has_g()) for_each_tensor(*a.mutable_g(), f, false);
+      for (onnx::GraphProto& sub : *a.mutable_graphs()) for_each_tensor(sub, f, false);
     }
 }
 
@@ -163,12 +124,11 @@ fs::path confined_path(const fs::path& base, const std::string& location,
 
 }  // namespace
 
-void load_external_data(onnx::ModelProto& model, const std::string& base_dir,
-                        const std::string& what) {
-  if (!model.has_graph()) return;
-  std::map<fs::path, std::unique_ptr<MappedFile>> files;
+void load_external_data(ParsedModel& model, const std::string& base_dir, const std::string& what) {
+  if (!model.proto.has_graph()) return;
+  std::map<fs::path, std::shared_ptr<const MappedFile>> files;
   fs::path base;  // canonical, once a tensor needs it
-  for_each_tensor(*model.mutable_graph(), [&](TP& t) {
+  auto resolve = [&](TP& t, int initializer) {
     if (!is_external(t)) return;
     const std::string label = what + ": tensor '" + t.name() + "'";
     std::string location;
@@ -199,7 +159,7 @@ void load_external_data(onnx::ModelProto& model, const std::string& base_dir,
     }
     const fs::path path = confined_path(base, location, label);
     auto& file = files[path];
-    if (!file) file = std::make_unique<MappedFile>(path.string());
+    if (!file) file = std::make_shared<const MappedFile>(path.string());
     const std::optional<uint64_t> want = expected_bytes(t);
     // Without a length the tensor's own size is what is read (the rest of the file may hold
     // other tensors).
@@ -214,10 +174,17 @@ void load_external_data(onnx::ModelProto& model, const std::string& base_dir,
                   label + ": " + path.string() + " is truncated: it holds " +
                       std::to_string(file->size()) + " bytes, the tensor needs " +
                       std::to_string(n) + " from offset " + std::to_string(offset));
-    t.set_raw_data(file->data() + offset, n);
+    if (initializer >= 0) {
+      model.initializer_data[initializer] = {file->data() + offset, static_cast<size_t>(n)};
+      t.set_raw_data(kPlaceholderRawData, kPlaceholderRawDataSize);
+    } else {
+      t.set_raw_data(file->data() + offset, n);
+    }
     t.clear_external_data();
     t.set_data_location(TP::DEFAULT);
-  });
+  };
+  for_each_tensor(*model.proto.mutable_graph(), resolve, true);
+  for (auto& [path, file] : files) model.keep_alive.push_back(file);
 }
 
 }  // namespace vkgraph::onnx_import

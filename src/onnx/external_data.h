@@ -11,9 +11,14 @@
 // is an Io error; a file too short for offset + length, or a length that is not the tensor's
 // size, a ModelFormat error naming tensor, file and sizes. A `checksum` entry is accepted and
 // not verified.
-#include <onnx/onnx_pb.h>
-
+//
+// The main graph's initializers are not copied: their raw_data becomes the placeholder of
+// weights_in_place.h, and ParsedModel::initializer_data points into the mapped file, which
+// ParsedModel::keep_alive keeps mapped. Tensors elsewhere (attributes, subgraphs) are copied
+// into raw_data.
 #include <string>
+
+#include "onnx/load.h"
 
 namespace vkgraph::onnx_import {
 
@@ -21,7 +26,6 @@ namespace vkgraph::onnx_import {
 // attributes, in subgraphs too) against `base_dir`. With an empty `base_dir` (a model given as
 // bytes) an external tensor is an InvalidArgument error saying how to give the folder. `what`
 // names the model in errors.
-void load_external_data(onnx::ModelProto& model, const std::string& base_dir,
-                        const std::string& what);
+void load_external_data(ParsedModel& model, const std::string& base_dir, const std::string& what);
 
 }  // namespace vkgraph::onnx_import

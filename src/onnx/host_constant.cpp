@@ -30,9 +30,12 @@ void halves_of(const uint8_t* in, size_t n, uint16_t* out) {
   });
 }
 
-// The proto's float32 elements in place, or null where they are not raw FLOAT data.
-const uint8_t* raw_floats(const onnx::TensorProto& proto) {
+// The proto's float32 elements in place (in `raw_data` where kept outside the proto), or null
+// where they are not raw FLOAT data.
+const uint8_t* raw_floats(const onnx::TensorProto& proto,
+                          std::optional<std::span<const uint8_t>> raw_data) {
   if (proto.data_type() != onnx::TensorProto::FLOAT || !proto.has_raw_data()) return nullptr;
+  if (raw_data) return raw_data->data();
   return reinterpret_cast<const uint8_t*>(proto.raw_data().data());
 }
 
@@ -44,16 +47,18 @@ HostTensor half_of(const HostTensor& t) {
   return r;
 }
 
-HostConstant HostConstant::of_initializer(const onnx::TensorProto& proto) {
+HostConstant HostConstant::of_initializer(const onnx::TensorProto& proto,
+                                          std::optional<std::span<const uint8_t>> raw_data) {
   HostConstant c;
-  c.type_ = onnx_io::check_tensor_proto(proto);
+  c.type_ = onnx_io::check_tensor_proto(proto, raw_data);
   c.proto_ = &proto;
+  c.raw_data_ = raw_data;
   return c;
 }
 
 const HostTensor& HostConstant::materialized() const {
   if (!tensor_) {
-    tensor_ = onnx_io::tensor_from_proto(*proto_);
+    tensor_ = onnx_io::tensor_from_proto(*proto_, raw_data_);
     proto_ = nullptr;
   }
   return *tensor_;
@@ -61,13 +66,13 @@ const HostTensor& HostConstant::materialized() const {
 
 HostTensor HostConstant::copy() const {
   if (tensor_ || !proto_) return materialized();
-  return onnx_io::tensor_from_proto(*proto_);
+  return onnx_io::tensor_from_proto(*proto_, raw_data_);
 }
 
 HostTensor HostConstant::half() const {
   if (tensor_ || !proto_) return half_of(materialized());
-  const uint8_t* floats = raw_floats(*proto_);
-  if (!floats) return half_of(onnx_io::tensor_from_proto(*proto_));
+  const uint8_t* floats = raw_floats(*proto_, raw_data_);
+  if (!floats) return half_of(onnx_io::tensor_from_proto(*proto_, raw_data_));
   HostTensor r = HostTensor::uninitialized(DType::Float16, type_.shape);
   halves_of(floats, static_cast<size_t>(r.numel()), r.data<uint16_t>());
   return r;

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <optional>
+#include <span>
 
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/types.h"
@@ -17,8 +18,11 @@ class HostConstant {
   HostConstant() = default;
   HostConstant(HostTensor tensor) : tensor_(std::move(tensor)) {}  // NOLINT: a value, as before
   // Checks `proto` as tensor_from_proto does (every load error surfaces now), reads nothing.
-  // `proto` must outlive this constant (the Session keeps the model's proto).
-  static HostConstant of_initializer(const onnx::TensorProto& proto);
+  // `proto` must outlive this constant (the Session keeps the model's proto), and so must
+  // `raw_data`, the proto's raw data where it is kept outside it (ParsedModel::raw_data_of).
+  static HostConstant of_initializer(
+      const onnx::TensorProto& proto,
+      std::optional<std::span<const uint8_t>> raw_data = std::nullopt);
 
   bool has_value() const { return tensor_.has_value() || proto_ != nullptr; }
   // Without reading the elements.
@@ -41,6 +45,7 @@ class HostConstant {
 
   mutable std::optional<HostTensor> tensor_;
   mutable const onnx::TensorProto* proto_ = nullptr;   // until read into tensor_
+  std::optional<std::span<const uint8_t>> raw_data_;   // proto_'s, where kept outside it
   onnx_io::ProtoTensorType type_{DType::Float32, {}};  // the proto's
 };
 

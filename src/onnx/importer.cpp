@@ -11,11 +11,12 @@
 
 namespace vkgraph::onnx_import {
 
-Importer::Importer(const onnx::ModelProto& model, ComputeGraph& graph,
+Importer::Importer(const ParsedModel& parsed, ComputeGraph& graph,
                    const std::map<std::string, Shape>& input_shapes,
                    const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16,
                    IOMode io)
-    : model_(model), graph_(graph), fuse_(fuse), fp16_(fp16), io_(io) {
+    : parsed_(parsed), model_(parsed.proto), graph_(graph), fuse_(fuse), fp16_(fp16), io_(io) {
+  const onnx::ModelProto& model = model_;
   opset_ = ai_onnx_opset(model);
   // Opsets 7-17 are what the lowerings target; older models load too where an op's meaning
   // did not change (legacy attributes such as broadcast/axis are handled where they exist).
@@ -73,10 +74,11 @@ Value Importer::device_value(ComputeGraph& g, TensorRef t) {
 void Importer::add_inputs(const std::map<std::string, Shape>& input_shapes,
                           const std::map<std::string, HostTensor>& input_values) {
   const onnx::GraphProto& g = model_.graph();
-  for (auto& init : g.initializer()) {
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto& init = g.initializer(i);
     if (init.name().empty()) throw Error(ErrorKind::ModelFormat, "initializer without a name");
     Value v;
-    v.constant = HostConstant::of_initializer(init);
+    v.constant = HostConstant::of_initializer(init, parsed_.raw_data_of(i));
     v.shape = v.constant.shape();
     v.dtype = v.constant.dtype();
     set_quantized_type(v, init.data_type());

@@ -16,6 +16,7 @@
 #include "onnx/fold.h"
 #include "onnx/fuse.h"
 #include "onnx/host_constant.h"
+#include "onnx/load.h"
 #include "vkgraph/error.h"
 #include "vkgraph/graph/compute_graph.h"
 #include "vkgraph/ops.h"
@@ -134,7 +135,8 @@ class Importer {
   // `input_shapes` gives the concrete shape of every graph input; `input_values` the values of
   // those the graph is specialised to: they fold like constants and are still graph inputs
   // for the ops that read them on the device.
-  Importer(const onnx::ModelProto& model, ComputeGraph& graph,
+  // `model` (with the mapped files of its weights) must outlive the graph's build.
+  Importer(const ParsedModel& model, ComputeGraph& graph,
            const std::map<std::string, Shape>& input_shapes,
            const std::map<std::string, HostTensor>& input_values, bool fuse, bool fp16 = false,
            IOMode io = IOMode::Staged);
@@ -240,7 +242,8 @@ class Importer {
   // (fold::AttrTable records the reads); otherwise an error names the first one left.
   void check_attributes_read(const onnx::NodeProto& node, const fold::Attrs& attrs) const;
 
-  const onnx::ModelProto& model_;
+  const ParsedModel& parsed_;
+  const onnx::ModelProto& model_;  // parsed_.proto
   ComputeGraph& graph_;
   bool fuse_;
   bool fp16_;  // SessionOptions::fp16

@@ -5,6 +5,7 @@
 
 #include "onnx/external_data.h"
 #include "onnx/model_check.h"
+#include "onnx/weights_in_place.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 
@@ -36,14 +37,33 @@ int ai_onnx_opset(const onnx::ModelProto& model) {
 }
 
 ParsedModel parse_model(const void* bytes, size_t size, const std::string& what,
-                        const std::string& external_data_dir) {
+                        const std::string& external_data_dir,
+                        std::shared_ptr<const void> bytes_owner) {
   if (size > static_cast<size_t>(INT32_MAX))
     throw Error(ErrorKind::Unsupported, what + ": models over 2 GiB are not supported");
   ParsedModel m;
-  if (!m.proto.ParseFromArray(bytes, static_cast<int>(size)))
+  const auto* data = static_cast<const uint8_t*>(bytes);
+  std::optional<ExcisedModel> excised;
+  if (bytes_owner) excised = excise_initializer_data({data, size}, kInPlaceMinBytes);
+  const bool parsed = excised ? m.proto.ParseFromString(excised->bytes)
+                              : m.proto.ParseFromArray(bytes, static_cast<int>(size));
+  if (!parsed)
     throw Error(ErrorKind::ModelFormat, what + ": not a valid ONNX model (protobuf parse failed)");
   if (!m.proto.has_graph()) throw Error(ErrorKind::ModelFormat, what + ": ONNX model has no graph");
-  load_external_data(m.proto, external_data_dir, what);
+  if (excised) {
+    const int count = m.proto.graph().initializer_size();
+    for (const Excision& e : excised->excisions) {
+      // The parse of the cut bytes has every initializer the cut counted.
+      check(e.initializer < count, ErrorKind::ModelFormat,
+            what + ": initializer " + std::to_string(e.initializer) + " of a cut model is missing");
+      // An external tensor's data comes from its file (load_external_data below).
+      const auto& t = m.proto.graph().initializer(e.initializer);
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) continue;
+      m.initializer_data[e.initializer] = {data + e.offset, e.size};
+    }
+    m.keep_alive.push_back(std::move(bytes_owner));
+  }
+  load_external_data(m, external_data_dir, what);
   check_with_onnx(m.proto, what);
   std::set<std::string> initializers;
   for (auto& init : m.proto.graph().initializer()) initializers.insert(init.name());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include "core/parallel_for.h"
@@ -141,7 +142,7 @@ size_t onnx_elem_size(int32_t onnx_type) {
 }
 
 template <typename T>
-T raw_at(const std::string& raw, int64_t i) {
+T raw_at(std::string_view raw, int64_t i) {
   T value;
   std::memcpy(&value, raw.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
   return value;
@@ -150,8 +151,8 @@ T raw_at(const std::string& raw, int64_t i) {
 // Source element i of an integer-typed proto as int64, read from raw_data or the typed field
 // that ONNX assigns to the type. Narrow types are truncated to their declared width first, so
 // a typed-field value outside the type's range reads the way the type would store it.
-int64_t int_element(const TP& proto, bool raw, int64_t i, const std::string& label) {
-  const std::string& r = proto.raw_data();
+int64_t int_element(const TP& proto, std::string_view r, bool raw, int64_t i,
+                    const std::string& label) {
   const int idx = static_cast<int>(i);
   switch (proto.data_type()) {
     case TP::INT8:
@@ -201,11 +202,10 @@ int64_t typed_count(const TP& proto) {
 // INT4 / UINT4 (ONNX 1.16, opset 21): two values per byte, the first in the low nibble, in
 // raw_data or one packed byte per int32_data entry (as onnx.helper.make_tensor writes them).
 // Read as Int32 values, like the 8-bit types.
-void check_4bit_proto(const TP& proto, const Shape& shape, int64_t count, bool raw,
-                      const std::string& label) {
+void check_4bit_proto(const TP& proto, std::string_view raw_bytes, const Shape& shape,
+                      int64_t count, bool raw, const std::string& label) {
   const int64_t bytes = count / 2 + count % 2;  // (count + 1) / 2 overflows at INT64_MAX
-  const int64_t have =
-      raw ? static_cast<int64_t>(proto.raw_data().size()) : proto.int32_data_size();
+  const int64_t have = raw ? static_cast<int64_t>(raw_bytes.size()) : proto.int32_data_size();
   check(!raw || typed_count(proto) == 0, ErrorKind::ModelFormat,
         label + ": has both raw_data and a typed data field");
   check(have == bytes, ErrorKind::ModelFormat,
@@ -213,11 +213,12 @@ void check_4bit_proto(const TP& proto, const Shape& shape, int64_t count, bool r
             " need " + std::to_string(bytes));
 }
 
-HostTensor from_4bit_proto(const TP& proto, Shape shape, int64_t count, bool raw) {
+HostTensor from_4bit_proto(const TP& proto, std::string_view raw_bytes, Shape shape, int64_t count,
+                           bool raw) {
   const bool is_signed = proto.data_type() == kOnnxInt4;
   HostTensor out(DType::Int32, std::move(shape));
   for (int64_t i = 0; i < count; ++i) {
-    const uint32_t byte = raw ? static_cast<uint8_t>(proto.raw_data()[i / 2])
+    const uint32_t byte = raw ? static_cast<uint8_t>(raw_bytes[i / 2])
                               : static_cast<uint8_t>(proto.int32_data(static_cast<int>(i / 2)));
     const int32_t nibble = static_cast<int32_t>(i % 2 ? byte >> 4 : byte & 15u);
     out.data<int32_t>()[i] = is_signed ? (nibble ^ 8) - 8 : nibble;
@@ -232,10 +233,12 @@ struct CheckedProto {
   Shape shape;
   int64_t count;
   bool raw;
+  std::string_view raw_bytes;  // the raw data, wherever it is kept
 };
 
-// `where` prefixes every message (a file path, or empty).
-CheckedProto check_proto(const TP& proto, const std::string& where) {
+// `where` prefixes every message (a file path, or empty); `raw_data` as tensor_from_proto's.
+CheckedProto check_proto(const TP& proto, const std::string& where,
+                         std::optional<std::span<const uint8_t>> raw_data) {
   std::string label =
       where + "tensor '" + proto.name() + "' (" + onnx_type_name(proto.data_type()) + ")";
   if (proto.data_location() == TP::EXTERNAL || proto.external_data_size() > 0) {
@@ -263,15 +266,18 @@ CheckedProto check_proto(const TP& proto, const std::string& where) {
 
   // Check the amount of data before allocating anything sized from dims.
   const bool raw = proto.has_raw_data();
+  const std::string_view raw_bytes =
+      raw_data ? std::string_view(reinterpret_cast<const char*>(raw_data->data()), raw_data->size())
+               : std::string_view(proto.raw_data());
   if (is_4bit_onnx_type(proto.data_type())) {
-    check_4bit_proto(proto, shape, count, raw, label);
-    return {std::move(label), dtype, std::move(shape), count, raw};
+    check_4bit_proto(proto, raw_bytes, shape, count, raw, label);
+    return {std::move(label), dtype, std::move(shape), count, raw, raw_bytes};
   }
   const size_t src_elem = onnx_elem_size(proto.data_type());
   if (raw) {
     check(typed_count(proto) == 0, ErrorKind::ModelFormat,
           label + ": has both raw_data and a typed data field");
-    const size_t have = proto.raw_data().size();
+    const size_t have = raw_bytes.size();
     check(static_cast<uint64_t>(count) <= have / src_elem && have == count * src_elem,
           ErrorKind::ModelFormat,
           label + ": raw_data holds " + std::to_string(have) + " bytes, dims " + shape_str(shape) +
@@ -282,27 +288,30 @@ CheckedProto check_proto(const TP& proto, const std::string& where) {
           label + ": holds " + std::to_string(typed_count(proto)) + " values, dims " +
               shape_str(shape) + " need " + std::to_string(count));
   }
-  return {std::move(label), dtype, std::move(shape), count, raw};
+  return {std::move(label), dtype, std::move(shape), count, raw, raw_bytes};
 }
 
 // `narrow_error` is the kind a float64 value beyond float32's range throws: Unsupported for a
 // model constant, InvalidArgument for data to run on.
-HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narrow_error) {
-  CheckedProto checked = check_proto(proto, where);
+HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narrow_error,
+                      std::optional<std::span<const uint8_t>> raw_data = std::nullopt) {
+  CheckedProto checked = check_proto(proto, where, raw_data);
+  const std::string_view raw_bytes = checked.raw_bytes;
   const std::string& label = checked.label;
   const DType dtype = checked.dtype;
   Shape& shape = checked.shape;
   const int64_t count = checked.count;
   const bool raw = checked.raw;
   const int32_t type = proto.data_type();
-  if (is_4bit_onnx_type(type)) return from_4bit_proto(proto, std::move(shape), count, raw);
+  if (is_4bit_onnx_type(type))
+    return from_4bit_proto(proto, raw_bytes, std::move(shape), count, raw);
 
   if (raw && type == onnx_type_of(dtype) && type != TP::BOOL) {
     // Same layout on both sides: copy the bytes (memcpy needs non-null pointers, even for 0).
     // Not zero-filled first: the copy writes every byte, and a fill would double the cost of
     // loading the weights.
     HostTensor out = HostTensor::uninitialized(dtype, std::move(shape));
-    parallel_memcpy(out.bytes.data(), proto.raw_data().data(), out.bytes.size());
+    parallel_memcpy(out.bytes.data(), raw_bytes.data(), out.bytes.size());
     return out;
   }
   HostTensor out(dtype, std::move(shape));
@@ -313,7 +322,7 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
         out.data<float>()[i] = proto.float_data(idx);
         break;
       case TP::DOUBLE: {
-        const double v = raw ? raw_at<double>(proto.raw_data(), i) : proto.double_data(idx);
+        const double v = raw ? raw_at<double>(raw_bytes, i) : proto.double_data(idx);
         narrow_float64(std::span(&v, 1), std::span(out.data<float>() + i, 1), label, narrow_error);
         break;
       }
@@ -322,12 +331,11 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
         out.data<uint16_t>()[i] = static_cast<uint16_t>(proto.int32_data(idx));
         break;
       case TP::BFLOAT16:
-        out.data<float>()[i] =
-            bfloat16_to_float(raw ? raw_at<uint16_t>(proto.raw_data(), i)
-                                  : static_cast<uint16_t>(proto.int32_data(idx)));
+        out.data<float>()[i] = bfloat16_to_float(
+            raw ? raw_at<uint16_t>(raw_bytes, i) : static_cast<uint16_t>(proto.int32_data(idx)));
         break;
       default: {
-        const int64_t v = int_element(proto, raw, i, label);
+        const int64_t v = int_element(proto, raw_bytes, raw, i, label);
         if (dtype == DType::Int32) {
           out.data<int32_t>()[i] = static_cast<int32_t>(v);  // exact: source is <= 32 bits
         } else if (dtype == DType::Int64) {
@@ -343,12 +351,13 @@ HostTensor from_proto(const TP& proto, const std::string& where, ErrorKind narro
 
 }  // namespace
 
-HostTensor tensor_from_proto(const TP& proto) {
-  return from_proto(proto, "", ErrorKind::Unsupported);
+HostTensor tensor_from_proto(const TP& proto, std::optional<std::span<const uint8_t>> raw_data) {
+  return from_proto(proto, "", ErrorKind::Unsupported, raw_data);
 }
 
-ProtoTensorType check_tensor_proto(const TP& proto) {
-  CheckedProto checked = check_proto(proto, "");
+ProtoTensorType check_tensor_proto(const TP& proto,
+                                   std::optional<std::span<const uint8_t>> raw_data) {
+  CheckedProto checked = check_proto(proto, "", raw_data);
   return {checked.dtype, std::move(checked.shape)};
 }
 

@@ -63,9 +63,12 @@ struct Session::Impl {
   std::mutex run_mutex;
 
   // `data_dir`: the folder of the model's external data (its own folder for a file).
-  void load(const void* bytes, size_t size, const std::string& what, const std::string& data_dir) {
+  // `bytes_owner`, where given, keeps `bytes` valid: the weights are then read from them in
+  // place (weights_in_place.h).
+  void load(const void* bytes, size_t size, const std::string& what, const std::string& data_dir,
+            std::shared_ptr<const void> bytes_owner = nullptr) {
     auto t0 = std::chrono::steady_clock::now();
-    model = onnx_import::parse_model(bytes, size, what, data_dir);
+    model = onnx_import::parse_model(bytes, size, what, data_dir, std::move(bytes_owner));
     check_input_shapes();
     context = options.context ? options.context : vk::Context::create(options.context_options);
     times.parse_ms = ms_since(t0);
@@ -196,7 +199,7 @@ struct Session::Impl {
                    const onnx_import::Staging& staging) {
     auto t0 = std::chrono::steady_clock::now();
     auto g = std::make_unique<ComputeGraph>(context, options.graph);
-    onnx_import::Importer importer(model.proto, *g, shapes, values, options.fuse, options.fp16, io);
+    onnx_import::Importer importer(model, *g, shapes, values, options.fuse, options.fp16, io);
     importer.set_staging(staging);
     importer.build();
     times.build_ms = ms_since(t0);
@@ -226,10 +229,10 @@ struct Session::Impl {
 Session::Session(const std::string& path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  const MappedFile file(path);
+  auto file = std::make_shared<const MappedFile>(path);
   std::string data_dir = impl_->options.external_data_dir;
   if (data_dir.empty()) data_dir = std::filesystem::path(path).parent_path().string();
-  impl_->load(file.data(), file.size(), path, data_dir.empty() ? "." : data_dir);
+  impl_->load(file->data(), file->size(), path, data_dir.empty() ? "." : data_dir, file);
 }
 
 Session::Session(const void* model_bytes, size_t size, SessionOptions options)

@@ -149,11 +149,15 @@ inline HostTensor random_input(const ValueInfo& in, const Shape& shape, Rng& rng
 // The host-only stage: parse and import into a graph that is never prepared.
 inline void load_on_host(const std::string& bytes, const std::string& label,
                          std::shared_ptr<vk::Context> ctx) {
-  onnx_import::ParsedModel m = onnx_import::parse_model(bytes.data(), bytes.size(), label);
+  // Kept alive as a Session keeps a model's mapped file, so large weights are read in place
+  // (weights_in_place.h) and mutations reach that path too.
+  auto kept = std::make_shared<const std::string>(bytes);
+  onnx_import::ParsedModel m =
+      onnx_import::parse_model(kept->data(), kept->size(), label, "", kept);
   ComputeGraph graph(std::move(ctx));
   // Float16 mode for every other model, by its size: the importer's casts and conversions too.
   const bool fp16 = bytes.size() % 2 == 0;
-  onnx_import::Importer(m.proto, graph, concrete_shapes(m.inputs), {}, true, fp16).build();
+  onnx_import::Importer(m, graph, concrete_shapes(m.inputs), {}, true, fp16).build();
 }
 
 class LoadRobustness : public GpuTest {
