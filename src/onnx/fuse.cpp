@@ -382,6 +382,24 @@ constexpr Pattern kPatterns[] = {
     {"MaxPool", qdq_linear},
     {"GlobalAveragePool", qdq_linear},
     {"Flatten", qdq_linear},
+    // DequantizeLinear -> unary op [-> Relu/Clip] -> QuantizeLinear => QdqTable, a byte lookup
+    {"HardSwish", qdq_linear},
+    {"HardSigmoid", qdq_linear},
+    {"Sigmoid", qdq_linear},
+    {"Tanh", qdq_linear},
+    {"LeakyRelu", qdq_linear},
+    {"Relu", qdq_linear},
+    {"Clip", qdq_linear},
+    {"Elu", qdq_linear},
+    {"Selu", qdq_linear},
+    {"Gelu", qdq_linear},
+    {"Erf", qdq_linear},
+    {"Exp", qdq_linear},
+    {"Softplus", qdq_linear},
+    {"Softsign", qdq_linear},
+    {"ThresholdedRelu", qdq_linear},
+    {"Neg", qdq_linear},
+    {"Abs", qdq_linear},
     // quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(Mul(x_scale,
     // w_scale)) [-> Add(bias)] => DynamicQuantRange + DynamicQuantMatMul per layer
     {"DynamicQuantizeLinear", dynamic_quant_range},
@@ -558,6 +576,9 @@ bool is_fused(const NodeProto& node) {
 
 const std::string& model_op_type(const NodeProto& node) {
   if (!is_fused(node)) return node.op_type();
+  // A fused op that stands for several model ops (QdqTable) names the one it replaced.
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (a.name() == "model_op") return a.s();
   auto it = model_op_types().find(node.op_type());
   return it == model_op_types().end() ? node.op_type() : it->second;
 }

@@ -1,5 +1,6 @@
 #include "onnx/fuse_qdq.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -91,6 +92,7 @@ struct ResidualMatch {
 
 struct Match {
   std::optional<ResidualMatch> residual;
+  std::optional<Activation> table;  // a unary op evaluated per byte value (match_unary)
   const NodeProto* dq_x = nullptr;
   const NodeProto* dq_w = nullptr;
   const NodeProto* dq_b = nullptr;  // a dequantized int32 bias; null for a float one or none
@@ -278,23 +280,48 @@ std::optional<Match> match_pool(const NodeProto& pool, Pass& p) {
   return m;
 }
 
+// DequantizeLinear -> f [-> Relu | Clip] -> QuantizeLinear, all per tensor, f a unary op that
+// unary_on_host evaluates (HardSwish, HardSigmoid, Sigmoid, ...): y is a function of x's byte
+// alone, one table of 256 bytes.
+std::optional<Match> match_unary(const NodeProto& root, Pass& p) {
+  if (!default_domain(root) || root.input_size() < 1 || root.output_size() != 1)
+    return std::nullopt;
+  auto act = activation_of(root, p.attrs(root), p.importer());
+  if (!act || !unary_on_host(act->first, act->second, 0.f)) return std::nullopt;
+  Match m;
+  m.dq_x = dequantize_of(p, root.input(0));
+  if (!m.dq_x || !eight_bit(p, *m.dq_x, 0) || !per_tensor(p, *m.dq_x) || !match_output(root, p, m))
+    return std::nullopt;
+  m.table = Activation{act->first, act->second};
+  return m;
+}
+
 std::optional<Match> match_any(const NodeProto& root, Pass& p) {
-  if (root.op_type() == "MaxPool" || root.op_type() == "GlobalAveragePool" ||
-      root.op_type() == "Flatten")
-    return match_pool(root, p);
-  return root.op_type() == "Add" ? match_add(root, p) : match(root, p);
+  const std::string& op = root.op_type();
+  if (op == "MaxPool" || op == "GlobalAveragePool" || op == "Flatten") return match_pool(root, p);
+  if (op == "Add") return match_add(root, p);
+  if (op == "Conv" || op == "MatMul" || op == "Gemm") return match(root, p);
+  return match_unary(root, p);
 }
 
 NodeProto fused_node(const NodeProto& root, const Match& m) {
   NodeProto n;
   n.set_name(root.name());
-  n.set_op_type("Qdq" + root.op_type());
+  n.set_op_type(m.table ? "QdqTable" : "Qdq" + root.op_type());
   n.set_domain(kDomain);
+  if (m.table) {
+    // The unary op as the epilogue attributes say it (fuse::activation); its own attributes
+    // were read into them.
+    set_attr(n, "model_op", root.op_type());
+    set_attr(n, "activation", static_cast<int64_t>(m.table->op));
+    set_attr(n, "activation_params",
+             std::vector<float>{m.table->params.alpha, m.table->params.beta});
+  }
   // The root's attributes for the fused lowering, less Gemm's alpha, beta and transA: match()
   // took only their defaults, so they have no effect (transB it applies to the weights).
   for (const onnx::AttributeProto& a : root.attribute())
-    if (root.op_type() != "Gemm" ||
-        (a.name() != "alpha" && a.name() != "beta" && a.name() != "transA"))
+    if (!m.table && (root.op_type() != "Gemm" ||
+                     (a.name() != "alpha" && a.name() != "beta" && a.name() != "transA")))
       *n.add_attribute() = a;
   auto input = [](const NodeProto* node, int i) {
     return node && i < node->input_size() ? node->input(i) : std::string();
@@ -352,6 +379,56 @@ std::optional<Fusion> qdq_linear(const NodeProto& root, Pass& p) {
   }
   f.node = fused_node(root, *m);
   return f;
+}
+
+std::optional<float> unary_on_host(ops::UnaryOp op, const ops::UnaryParams& p, float v) {
+  using U = ops::UnaryOp;
+  auto clamp_nan = [](float x, float lo, float hi) {
+    return std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+  };
+  const double d = v;
+  switch (op) {
+    // Piecewise linear: float32 arithmetic, as the float kernels compute it (unary.comp).
+    case U::Relu:
+      return std::isnan(v) ? v : std::max(v, 0.f);
+    case U::LeakyRelu:
+      return v >= 0.f ? v : p.alpha * v;
+    case U::ThresholdedRelu:
+      return v > p.alpha ? v : 0.f;
+    case U::Clip:
+      return clamp_nan(v, p.alpha, p.beta);
+    case U::HardSigmoid:
+      return clamp_nan(p.alpha * v + p.beta, 0.f, 1.f);
+    case U::HardSwish:
+      return v * clamp_nan(v * (1.f / 6.f) + 0.5f, 0.f, 1.f);
+    case U::Neg:
+      return -v;
+    case U::Abs:
+      return std::fabs(v);
+    case U::Softsign:
+      return v / (1.f + std::fabs(v));
+    // Transcendental: in double, rounded once.
+    case U::Sigmoid:
+      return static_cast<float>(1.0 / (1.0 + std::exp(-d)));
+    case U::Silu:
+      return static_cast<float>(d / (1.0 + std::exp(-d)));
+    case U::Tanh:
+      return static_cast<float>(std::tanh(d));
+    case U::Exp:
+      return static_cast<float>(std::exp(d));
+    case U::Erf:
+      return static_cast<float>(std::erf(d));
+    case U::Gelu:
+      return static_cast<float>(0.5 * d * std::erfc(-d / std::sqrt(2.0)));
+    case U::Softplus:
+      return static_cast<float>(d > 30 ? d : std::log1p(std::exp(d)));
+    case U::Elu:
+      return v > 0.f ? v : static_cast<float>(p.alpha * std::expm1(d));
+    case U::Selu:
+      return static_cast<float>(p.beta * (v > 0.f ? d : p.alpha * std::expm1(d)));
+    default:
+      return std::nullopt;
+  }
 }
 
 std::optional<Fusion> qdq_dequantize(const NodeProto& dq, Pass& p) {

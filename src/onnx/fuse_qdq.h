@@ -19,6 +19,11 @@
 // Clip] -> QuantizeLinear, all per tensor: one QdqAdd node (ops::qlinear_add), which computes
 // exactly what the three ops compute apart, without the float tensors between.
 //
+// A unary op between per-tensor quantizations, DequantizeLinear -> f [-> Relu | Clip] ->
+// QuantizeLinear (a QDQ model's HardSwish, HardSigmoid, Sigmoid, ...), becomes one QdqTable
+// node: y depends on x's byte alone, so the lowering evaluates the chain once per byte value
+// (unary_on_host) and the model runs a 256-entry lookup (ops::byte_table) on the bytes.
+//
 // A DequantizeLinear whose every reader becomes such a node is elided (rooted at it, which
 // comes first in node order), so activations stay 8-bit in memory from one integer kernel to
 // the next; one with any other reader is computed as before, and the integer kernels still
@@ -31,8 +36,12 @@
 
 namespace vkgraph::onnx_import::fuse {
 
-// Rooted at Conv, MatMul, Gemm or Add.
+// Rooted at Conv, MatMul, Gemm, Add, the pools, Flatten or a unary op.
 std::optional<Fusion> qdq_linear(const onnx::NodeProto& root, Pass& pass);
+// f(v) for a QdqTable: float32 arithmetic where unary.comp's is exact (the piecewise-linear
+// ops), else double rounded once; nullopt for an op it does not evaluate (the pattern then
+// does not fire).
+std::optional<float> unary_on_host(ops::UnaryOp op, const ops::UnaryParams& params, float v);
 // Rooted at DequantizeLinear: elides it when all its readers match qdq_linear.
 std::optional<Fusion> qdq_dequantize(const onnx::NodeProto& dq, Pass& pass);
 

@@ -450,6 +450,43 @@ std::vector<Value> lower_qdq_pool(Importer& im, const onnx::NodeProto& node, con
   return {quantized_value(im, ops::qlinear_global_avg_pool(im.graph(), xo, y, out))};
 }
 
+// A QDQ unary op (fuse_qdq.h's QdqTable): each of x's 256 byte values dequantized, through the
+// op and the fused Relu / Clip, then quantized as QuantizeLinear rounds (half to even,
+// saturated, NaN to the zero point) into the table that the lookup kernel reads.
+std::vector<Value> lower_qdq_table(Importer& im, const onnx::NodeProto& node,
+                                   const fold::Attrs& a) {
+  using namespace fuse;
+  a.ignore("model_op");  // names the model's op in messages (model_op_type)
+  const std::optional<Activation> act = activation(node, a);
+  if (!act) im.fail(node, "the fused table names no unary op");
+  const DType out = fused_y_type(a);
+  const TensorRef x = quantized(im, node, kQdqX, "x");
+  const bool x_signed = im.graph().info(x).dtype == DType::Int8;
+  const float x_scale = im.host_value(node, kQdqXScale, "x_scale").data<float>()[0];
+  const float y_scale = im.host_value(node, kQdqYScale, "y_scale").data<float>()[0];
+  auto zero_point = [&](int at, const char* what) {
+    return im.has_input(node, at) ? im.host_value(node, at, what).as_int(0) : int64_t{0};
+  };
+  const int64_t x_zero = zero_point(kQdqXZero, "x_zero_point");
+  const float y_zero = static_cast<float>(zero_point(kQdqYZero, "y_zero_point"));
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float lo = a.floats.count("act_lo") ? a.floats.at("act_lo") : -kInf;
+  const float hi = a.floats.count("act_hi") ? a.floats.at("act_hi") : kInf;
+  const float qmin = out == DType::Int8 ? -128.f : 0.f, qmax = out == DType::Int8 ? 127.f : 255.f;
+  std::array<uint8_t, 256> table{};
+  for (int byte = 0; byte < 256; ++byte) {
+    const int code = x_signed ? static_cast<int8_t>(byte) : byte;
+    const float v = static_cast<float>(code - x_zero) * x_scale;
+    const std::optional<float> f = unary_on_host(act->op, act->params, v);
+    if (!f) im.fail(node, "its unary op has no host evaluation");
+    const float scaled = std::isnan(*f) ? *f : std::clamp(*f, lo, hi) / y_scale;
+    const float q =
+        std::clamp(std::isnan(scaled) ? y_zero : std::nearbyint(scaled) + y_zero, qmin, qmax);
+    table[byte] = static_cast<uint8_t>(static_cast<int>(q));
+  }
+  return {quantized_value(im, ops::byte_table(im.graph(), x, table, out))};
+}
+
 // quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once and x quantized
 // once (where that applies; else an empty Int32 placeholder, and the GEMMs quantize x as they
 // load it), then per layer one GEMM.
@@ -502,6 +539,7 @@ void register_quant(LoweringTable& t) {
   t[fuse::fused_key("QdqMaxPool")] = lower_qdq_pool;
   t[fuse::fused_key("QdqGlobalAveragePool")] = lower_qdq_pool;
   t[fuse::fused_key("QdqFlatten")] = lower_qdq_pool;
+  t[fuse::fused_key("QdqTable")] = lower_qdq_table;
   t["QuantizeLinear"] = lower_quantize;
   t["DequantizeLinear"] = lower_dequantize;
   t["DynamicQuantizeLinear"] = lower_dynamic_quantize;

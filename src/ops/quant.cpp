@@ -228,6 +228,26 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
   return y;
 }
 
+TensorRef byte_table(ComputeGraph& g, TensorRef x, const std::array<uint8_t, 256>& table,
+                     DType out) {
+  const std::string op = "byte_table";
+  require_quantized(g, x, op, "x");
+  check(out == DType::Int8 || out == DType::UInt8, ErrorKind::InvalidArgument,
+        op + ": the output must be Int8 or UInt8, got " + dtype_name(out));
+  const Shape shape = g.info(x).shape;
+  HostTensor t(DType::UInt8, {256});
+  std::copy(table.begin(), table.end(), t.bytes.begin());
+  TensorRef y = g.add_tensor(shape, out);
+  const int64_t n = numel(shape);
+  PushConstants pc;
+  pc.add(checked_i32(n, op, "element count"));
+  add_elementwise(
+      g, "quant_table",
+      {{x, Access::Read}, {g.add_constant(std::move(t)), Access::Read}, {y, Access::Write}}, n,
+      pc.take(), op);
+  return y;
+}
+
 TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
                                   const QuantizedOperand& y_params, DType out) {
   const std::string op = "qlinear_global_avg_pool";

@@ -120,6 +120,11 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
                       const QuantizedOperand& y_params, DType out,
                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
 
+// y[i] = table[byte of x[i]], of `out` (Int8 / UInt8): a table of 256 bytes indexed by x's stored
+// byte (an Int8 value v at index v & 0xff), each the byte y stores. x: Int8 or UInt8.
+TensorRef byte_table(ComputeGraph& g, TensorRef x, const std::array<uint8_t, 256>& table,
+                     DType out);
+
 // A QDQ GlobalAveragePool, DequantizeLinear -> GlobalAveragePool -> QuantizeLinear, on 8-bit
 // x [N, C, D1, ...] -> [N, C, 1, ...] of `out` (Int8 / UInt8): the exact integer sum S of
 // (x - x_zero) over each (n, c), then y = saturate(round_half_even(S * m) + y_zero) with

@@ -1,0 +1,191 @@
+// QDQ unary ops as byte lookups (src/onnx/fuse_qdq.h, QdqTable): DequantizeLinear -> f [->
+// Relu | Clip] -> QuantizeLinear, all per tensor, runs as one 256-entry table indexed by x's
+// byte. Every byte value goes through each op, against the unfused float path
+// (SessionOptions::fuse = false) and an fp64 reference; and the pattern must not fire where y
+// is not a function of x's byte alone.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "model_builder.h"
+#include "quant_test_util.h"
+#include "shape_test_util.h"
+
+namespace vkgraph::testing {
+namespace {
+
+constexpr int kInt8 = onnx::TensorProto::INT8;
+constexpr int kUInt8 = onnx::TensorProto::UINT8;
+
+class OnnxQdqTable : public GpuTest {};
+
+void set_float(onnx::NodeProto& node, const std::string& name, float value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+struct UnaryCase {
+  const char* op;
+  std::vector<std::pair<std::string, float>> attrs;
+  std::function<double(double)> f;
+  bool exact;  // piecewise linear: the fused table equals the float kernels exactly
+};
+
+std::vector<UnaryCase> cases() {
+  auto clamp01 = [](double v) { return std::min(std::max(v, 0.0), 1.0); };
+  return {
+      {"HardSwish", {}, [=](double v) { return v * clamp01(v / 6 + 0.5); }, true},
+      {"HardSigmoid",
+       {{"alpha", 1.f / 6}, {"beta", 0.5f}},
+       [=](double v) { return clamp01(double(1.f / 6) * v + 0.5); },
+       true},
+      {"LeakyRelu",
+       {{"alpha", 0.1f}},
+       [](double v) { return v >= 0 ? v : double(0.1f) * v; },
+       true},
+      {"Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); }, false},
+      {"Tanh", {}, [](double v) { return std::tanh(v); }, false},
+  };
+}
+
+// xq [4, 64] -> DequantizeLinear(xs, xz) -> op -> QuantizeLinear(ys, yz) -> yq.
+ModelBuilder unary_net(const UnaryCase& c, int x_type, int x_zero, float x_scale, int y_type,
+                       int y_zero, float y_scale) {
+  ModelBuilder m(14);
+  m.input("xq", x_type, {4, 64});
+  m.output("yq", y_type);
+  m.initializer("xs", Shape{}, std::vector<float>{x_scale});
+  m.int_initializer("xz", x_type, {}, {x_zero});
+  m.initializer("ys", Shape{}, std::vector<float>{y_scale});
+  m.int_initializer("yz", y_type, {}, {y_zero});
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  onnx::NodeProto& n = m.node(c.op, {"xd"}, {"f"});
+  for (const auto& [name, value] : c.attrs) set_float(n, name, value);
+  m.node("QuantizeLinear", {"f", "ys", "yz"}, {"yq"});
+  return m;
+}
+
+// Every byte value once, in a shuffled order, as the widened int32 feed of an 8-bit input.
+HostTensor every_byte(std::mt19937& rng, bool is_signed) {
+  std::vector<int32_t> v(256);
+  std::iota(v.begin(), v.end(), is_signed ? -128 : 0);
+  std::shuffle(v.begin(), v.end(), rng);
+  return HostTensor::from(DType::Int32, {4, 64}, v);
+}
+
+TEST_F(OnnxQdqTable, EveryByteOfEachOpMatchesTheFloatPathAndFp64) {
+  for (const UnaryCase& c : cases())
+    for (bool x_signed : {false, true}) {
+      const int x_type = x_signed ? kInt8 : kUInt8, y_type = x_signed ? kUInt8 : kInt8;
+      const int x_zero = x_signed ? -7 : 131, y_zero = x_signed ? 120 : -5;
+      const float x_scale = 0.043f, y_scale = c.op == std::string("Sigmoid") ? 0.0041f : 0.029f;
+      const DType yd = x_signed ? DType::UInt8 : DType::Int8;
+      SCOPED_TRACE(std::string(c.op) + (x_signed ? " int8 -> uint8" : " uint8 -> int8"));
+      const HostTensor x = every_byte(rng, x_signed);
+      Runs r =
+          run_both(unary_net(c, x_type, x_zero, x_scale, y_type, y_zero, y_scale), {{"xq", x}});
+      // Fused: x narrowed to bytes, the lookup, y widened. Unfused: DQ (of the widened
+      // input), f, Q and the widening.
+      EXPECT_EQ(r.fused_nodes, 3u);
+      EXPECT_EQ(r.plain_nodes, 4u);
+      int ties = 0;
+      for (int i = 0; i < 256; ++i) {
+        const int code = x.data<int32_t>()[i];
+        const double v = double(float(code - x_zero) * x_scale);
+        const double exact = c.f(v) / y_scale;
+        const int want = quantize_ref(exact, y_zero, yd);
+        const int got = r.fused[0].data<int32_t>()[i], plain = r.plain[0].data<int32_t>()[i];
+        if (c.exact) EXPECT_EQ(got, plain) << "x " << code;
+        EXPECT_LE(std::abs(got - plain), 1) << "x " << code;
+        // Away from a rounding tie the result is the fp64 reference's.
+        if (std::abs(std::abs(exact - std::floor(exact)) - 0.5) > 1e-3)
+          EXPECT_EQ(got, want) << "x " << code << " exact " << exact;
+        else
+          ++ties;
+      }
+      EXPECT_LT(ties, 8);
+    }
+}
+
+// A fused Clip after the op narrows the range, as in the float path; a Relu as the op itself.
+TEST_F(OnnxQdqTable, TrailingClipAndReluOp) {
+  ModelBuilder m(14);
+  m.input("xq", kUInt8, {4, 64});
+  m.output("yq", kUInt8);
+  m.output("rq", kInt8);
+  m.initializer("xs", Shape{}, std::vector<float>{0.05f});
+  m.int_initializer("xz", kUInt8, {}, {100});
+  m.initializer("ys", Shape{}, std::vector<float>{0.01f});
+  m.int_initializer("yz", kUInt8, {}, {10});
+  m.initializer("lo", Shape{}, std::vector<float>{-0.05f});
+  m.initializer("hi", Shape{}, std::vector<float>{1.5f});
+  m.int_initializer("rz", kInt8, {}, {-100});
+  m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  m.node("HardSwish", {"xd"}, {"h"});
+  m.node("Clip", {"h", "lo", "hi"}, {"c"});
+  m.node("QuantizeLinear", {"c", "ys", "yz"}, {"yq"});
+  m.node("DequantizeLinear", {"yq", "ys", "yz"}, {"yd"});
+  m.node("Relu", {"yd"}, {"r"});
+  m.node("QuantizeLinear", {"r", "xs", "rz"}, {"rq"});
+  const HostTensor x = every_byte(rng, false);
+  Runs r = run_both(m, {{"xq", x}});
+  // Fused: narrowing, two lookups, two widenings; unfused: DQ, HardSwish, Clip, Q, DQ, Relu, Q
+  // and the widenings.
+  EXPECT_EQ(r.fused_nodes, 5u);
+  EXPECT_EQ(r.plain_nodes, 9u);
+  // The table is the same in float16 mode: nothing between the bytes computes in float16.
+  if (context()->features().storage_buffer_16bit) {
+    Runs h = run_both(m, {{"xq", x}}, true);
+    EXPECT_EQ(h.fused[0].bytes, r.fused[0].bytes);
+    EXPECT_EQ(h.fused[1].bytes, r.fused[1].bytes);
+  }
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_EQ(r.fused[0].data<int32_t>()[i], r.plain[0].data<int32_t>()[i]) << i;
+    EXPECT_EQ(r.fused[1].data<int32_t>()[i], r.plain[1].data<int32_t>()[i]) << i;
+    const double v = double(float(x.data<int32_t>()[i] - 100) * 0.05f);
+    const double h = std::min(std::max(v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0), -0.05), 1.5);
+    const int y = r.fused[0].data<int32_t>()[i];
+    EXPECT_LE(std::abs(y - quantize_ref(h / 0.01, 10, DType::UInt8)), 1) << i;
+    const double relu = std::max(0.0, double(float(y - 10) * 0.01f));
+    EXPECT_LE(
+        std::abs(r.fused[1].data<int32_t>()[i] - quantize_ref(relu / 0.05, -100, DType::Int8)), 1)
+        << i;
+  }
+}
+
+// Where y is not a function of x's byte alone, or the bytes are not read per tensor, the nodes
+// stay as they are: a per-axis DequantizeLinear, and an op whose float output is read twice.
+TEST_F(OnnxQdqTable, DoesNotFireWhereTheTableWouldBeWrong) {
+  ModelBuilder m(14);
+  m.input("xq", kUInt8, {4, 64});
+  m.output("aq", kUInt8);
+  m.output("bq", kUInt8);
+  m.output("s", onnx::TensorProto::FLOAT);
+  m.initializer("xs", Shape{4}, std::vector<float>{0.05f, 0.02f, 0.1f, 0.07f});
+  m.int_initializer("xz", kUInt8, {4}, {100, 90, 80, 70});
+  m.initializer("ts", Shape{}, std::vector<float>{0.03f});
+  m.int_initializer("tz", kUInt8, {}, {128});
+  m.initializer("ys", Shape{}, std::vector<float>{0.004f});
+  m.int_initializer("yz", kUInt8, {}, {0});
+  onnx::NodeProto& dq = m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  set_int(dq, "axis", 0);
+  m.node("Sigmoid", {"xd"}, {"a"});  // per-axis x: not a table
+  m.node("QuantizeLinear", {"a", "ys", "yz"}, {"aq"});
+  m.node("DequantizeLinear", {"xq", "ts", "tz"}, {"td"});
+  m.node("Sigmoid", {"td"}, {"s"});  // read by the QuantizeLinear and as a model output
+  m.node("QuantizeLinear", {"s", "ys", "yz"}, {"bq"});
+  const HostTensor x = every_byte(rng, false);
+  Runs r = run_both(m, {{"xq", x}});
+  EXPECT_EQ(r.fused_nodes, r.plain_nodes);
+  for (size_t o = 0; o < 3; ++o)
+    for (int64_t i = 0; i < r.fused[o].numel(); ++i)
+      ASSERT_EQ(r.fused[o].as_double(i), r.plain[o].as_double(i)) << o << " " << i;
+}
+
+}  // namespace
+}  // namespace vkgraph::testing
