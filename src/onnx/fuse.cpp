@@ -405,6 +405,8 @@ constexpr Pattern kPatterns[] = {
     {"DynamicQuantizeLinear", dynamic_quant_range},
     {"MatMulInteger", dynamic_quant_matmul},
     {"Mul", dynamic_quant_scale},
+    // DequantizeLinear(a) * DequantizeLinear(b) [-> Relu/Clip] -> QuantizeLinear => QdqMul
+    {"Mul", qdq_linear},
     // Mul(x, cos) + Concat(-x[.., d/2:], x[.., :d/2]) * sin => FusedRope (rooted at x's first
     // reader of the three)
     {"Mul", rope},
@@ -460,6 +462,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"QdqMatMul", "MatMul"},
       {"QdqGemm", "Gemm"},
       {"QdqAdd", "Add"},
+      {"QdqMul", "Mul"},
       {"FusedRmsNorm", "RMSNormalization"},
       {"WeightOnlyMatMul", "MatMul"},
       {"QdqMaxPool", "MaxPool"},

@@ -231,11 +231,12 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
   return m;
 }
 
-// Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu | Clip] -> QuantizeLinear, all per
-// tensor: a residual connection of a QDQ model. (dq_x, dq_w hold a's and b's dequantize.)
+// Add | Mul(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu | Clip] -> QuantizeLinear, all
+// per tensor: a residual connection, or a squeeze-excitation gate, of a QDQ model. (dq_x, dq_w
+// hold a's and b's dequantize.)
 std::optional<Match> match_add(const NodeProto& add, Pass& p) {
-  if (!default_domain(add) || add.op_type() != "Add" || add.input_size() != 2 ||
-      add.output_size() != 1)
+  if (!default_domain(add) || (add.op_type() != "Add" && add.op_type() != "Mul") ||
+      add.input_size() != 2 || add.output_size() != 1)
     return std::nullopt;
   Match m;
   m.dq_x = dequantize_of(p, add.input(0));
@@ -299,7 +300,7 @@ std::optional<Match> match_unary(const NodeProto& root, Pass& p) {
 std::optional<Match> match_any(const NodeProto& root, Pass& p) {
   const std::string& op = root.op_type();
   if (op == "MaxPool" || op == "GlobalAveragePool" || op == "Flatten") return match_pool(root, p);
-  if (op == "Add") return match_add(root, p);
+  if (op == "Add" || op == "Mul") return match_add(root, p);
   if (op == "Conv" || op == "MatMul" || op == "Gemm") return match(root, p);
   return match_unary(root, p);
 }
@@ -362,7 +363,9 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
 std::optional<Fusion> qdq_linear(const NodeProto& root, Pass& p) {
   std::optional<Match> m = match_any(root, p);
   if (!m) {
-    // Its DequantizeLinear inputs were elided only because this node matched then.
+    // Its DequantizeLinear inputs were elided only because this node matched then. (A Mul may
+    // read values a quantize_dynamic fusion elided: fuse_dynamic_quant.h answers for those.)
+    if (root.op_type() == "Mul") return std::nullopt;
     for (const std::string& in : root.input())
       if (p.is_elided_dequantized(in))
         throw Error(ErrorKind::InvalidState,

@@ -17,7 +17,9 @@
 //
 // The same for a residual connection, Add(DequantizeLinear(a), DequantizeLinear(b)) [-> Relu |
 // Clip] -> QuantizeLinear, all per tensor: one QdqAdd node (ops::qlinear_add), which computes
-// exactly what the three ops compute apart, without the float tensors between.
+// exactly what the three ops compute apart, without the float tensors between. Likewise a Mul
+// (a squeeze-excitation gate times its features): one QdqMul node (ops::qlinear_mul,
+// onnxruntime's QLinearMul arithmetic), the gate repeated over the features' trailing dims.
 //
 // A unary op between per-tensor quantizations, DequantizeLinear -> f [-> Relu | Clip] ->
 // QuantizeLinear (a QDQ model's HardSwish, HardSigmoid, Sigmoid, ...), becomes one QdqTable

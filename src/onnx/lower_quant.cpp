@@ -317,24 +317,33 @@ std::optional<std::array<int32_t, 2>> fused_range(Importer& im, const onnx::Node
   return std::array<int32_t, 2>{q(a.floats.at(lo)), q(a.floats.at(hi))};
 }
 
-// A QDQ residual Add (fuse_qdq.h) as one integer kernel; operands of different shapes
-// (broadcasting, which residual connections do not do) take the three ops apart instead.
+// A QDQ residual Add or gate Mul (fuse_qdq.h) as one integer kernel. Operands of one shape,
+// or for Mul one repeated over the other's trailing dims (either way round: the product is
+// symmetric); other broadcasts take the three ops apart instead.
 std::vector<Value> lower_qdq_add(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
   using namespace fuse;
   ComputeGraph& g = im.graph();
+  const bool mul = node.op_type() == "QdqMul";
   const DType out = fused_y_type(a);
   const auto range = fused_range(im, node, a);
-  const ops::QuantizedOperand x{quantized(im, node, kQdqX, "a"), im.tensor(node, kQdqXScale),
-                                optional_tensor(im, node, kQdqXZero)};
-  const ops::QuantizedOperand w{quantized(im, node, kQdqW, "b"), im.tensor(node, kQdqWScale),
-                                optional_tensor(im, node, kQdqWZero)};
+  ops::QuantizedOperand x{quantized(im, node, kQdqX, "a"), im.tensor(node, kQdqXScale),
+                          optional_tensor(im, node, kQdqXZero)};
+  ops::QuantizedOperand w{quantized(im, node, kQdqW, "b"), im.tensor(node, kQdqWScale),
+                          optional_tensor(im, node, kQdqWZero)};
   const ops::QuantizedOperand y{TensorRef{}, im.tensor(node, kQdqYScale),
                                 optional_tensor(im, node, kQdqYZero)};
-  if (g.info(x.values).shape == g.info(w.values).shape)
-    return {quantized_value(im, ops::qlinear_add(g, x, w, y, out, range))};
-  TensorRef sum =
-      ops::binary(g, ops::BinaryOp::Add, ops::dequantize_linear(g, x.values, x.scale, x.zero_point),
-                  ops::dequantize_linear(g, w.values, w.scale, w.zero_point));
+  const Shape xs = g.info(x.values).shape, ws = g.info(w.values).shape;
+  if (xs == ws) {
+    return {quantized_value(im, mul ? ops::qlinear_mul(g, x, w, y, out, range)
+                                    : ops::qlinear_add(g, x, w, y, out, range))};
+  }
+  if (mul && (ops::qlinear_mul_broadcasts(xs, ws) || ops::qlinear_mul_broadcasts(ws, xs))) {
+    if (!ops::qlinear_mul_broadcasts(xs, ws)) std::swap(x, w);
+    return {quantized_value(im, ops::qlinear_mul(g, x, w, y, out, range))};
+  }
+  TensorRef sum = ops::binary(g, mul ? ops::BinaryOp::Mul : ops::BinaryOp::Add,
+                              ops::dequantize_linear(g, x.values, x.scale, x.zero_point),
+                              ops::dequantize_linear(g, w.values, w.scale, w.zero_point));
   if (a.floats.count("act_lo"))
     sum = ops::unary(g, ops::UnaryOp::Clip, sum, {a.floats.at("act_lo"), a.floats.at("act_hi")});
   return {quantized_value(im, ops::quantize_linear(g, sum, y.scale, y.zero_point, out))};
@@ -536,6 +545,7 @@ void register_quant(LoweringTable& t) {
   t[fuse::fused_key("DynamicQuantMatMul")] = lower_dynamic_quant_matmul;
   for (const char* op : {"QdqConv", "QdqMatMul", "QdqGemm"}) t[fuse::fused_key(op)] = lower_qdq;
   t[fuse::fused_key("QdqAdd")] = lower_qdq_add;
+  t[fuse::fused_key("QdqMul")] = lower_qdq_add;
   t[fuse::fused_key("QdqMaxPool")] = lower_qdq_pool;
   t[fuse::fused_key("QdqGlobalAveragePool")] = lower_qdq_pool;
   t[fuse::fused_key("QdqFlatten")] = lower_qdq_pool;

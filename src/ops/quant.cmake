@@ -26,6 +26,7 @@ vkgraph_shader(quant_matmul_requant ${OPS}/quant_gemm.comp REQUANT=1)
 vkgraph_shader(quant_conv_i32 ${OPS}/quant_gemm.comp CONV=1)
 vkgraph_shader(quant_conv_requant ${OPS}/quant_gemm.comp CONV=1 REQUANT=1)
 vkgraph_shader(quant_add ${OPS}/quant_add.comp)
+vkgraph_shader(quant_mul ${OPS}/quant_add.comp MUL=1)
 vkgraph_shader(quant_table ${OPS}/quant_table.comp)
 # QDQ pooling on bytes (pool.cpp's MaxPool of Int8 / UInt8, quant.cpp's qlinear_global_avg_pool).
 vkgraph_shader(quant_max_pool ${OPS}/pool.comp POOL_MAX=1 QUANT8=1 DTYPE_F32=1)

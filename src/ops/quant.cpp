@@ -203,16 +203,22 @@ TensorRef convert_quantized(ComputeGraph& g, TensorRef x, DType to) {
   return y;
 }
 
-TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
-                      const QuantizedOperand& y_params, DType out,
-                      std::optional<std::array<int32_t, 2>> range) {
-  const std::string op = "qlinear_add";
+namespace {
+
+// qlinear_add and qlinear_mul: one kernel (quant_add.comp) of a and b, b repeated over a's
+// trailing elements where b_inner > 1.
+TensorRef qlinear_binary(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                         const QuantizedOperand& y_params, DType out,
+                         std::optional<std::array<int32_t, 2>> range, bool mul) {
+  const std::string op = mul ? "qlinear_mul" : "qlinear_add";
   require_quantized(g, a.values, op, "a");
   require_quantized(g, b.values, op, "b");
-  const Shape shape = g.info(a.values).shape;
-  check(g.info(b.values).shape == shape, ErrorKind::InvalidArgument,
-        op + ": a " + shape_str(shape) + " and b " + shape_str(g.info(b.values).shape) +
-            " must have one shape");
+  const Shape shape = g.info(a.values).shape, b_shape = g.info(b.values).shape;
+  check(b_shape == shape || (mul && qlinear_mul_broadcasts(shape, b_shape)),
+        ErrorKind::InvalidArgument,
+        op + ": a " + shape_str(shape) + " and b " + shape_str(b_shape) +
+            (mul ? " must have one shape, or b a's with trailing dims 1" : " must have one shape"));
+  const int64_t b_inner = numel(b_shape) == 0 ? 1 : numel(shape) / numel(b_shape);
   const QuantRange r = output_range(out, range, op);
   std::vector<Binding> bindings = {{a.values, Access::Read}, {b.values, Access::Read}};
   for (const QuantizedOperand* q : {&a, &b, &y_params}) bind_per_tensor(g, *q, op, bindings);
@@ -224,8 +230,32 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
   pc.add(int32_t{g.info(a.values).dtype == DType::Int8});
   pc.add(int32_t{g.info(b.values).dtype == DType::Int8});
   pc.add(r.min).add(r.max);
-  add_elementwise(g, "quant_add", std::move(bindings), n, pc.take(), op);
+  pc.add(checked_i32(std::max<int64_t>(b_inner, 1), op, "b's repeat"));
+  add_elementwise(g, mul ? "quant_mul" : "quant_add", std::move(bindings), n, pc.take(), op);
   return y;
+}
+
+}  // namespace
+
+bool qlinear_mul_broadcasts(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  size_t d = 0;
+  while (d < a.size() && a[d] == b[d]) ++d;  // the leading dims b has whole
+  for (; d < a.size(); ++d)
+    if (b[d] != 1) return false;
+  return true;
+}
+
+TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                      const QuantizedOperand& y_params, DType out,
+                      std::optional<std::array<int32_t, 2>> range) {
+  return qlinear_binary(g, a, b, y_params, out, range, false);
+}
+
+TensorRef qlinear_mul(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                      const QuantizedOperand& y_params, DType out,
+                      std::optional<std::array<int32_t, 2>> range) {
+  return qlinear_binary(g, a, b, y_params, out, range, true);
 }
 
 TensorRef byte_table(ComputeGraph& g, TensorRef x, const std::array<uint8_t, 256>& table,

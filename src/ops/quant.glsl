@@ -73,6 +73,19 @@ int qlinear_add_value(int a, int b, float sa, int za, float sb, int zb, float sy
   return quantize_value(fma_exact(float(a), ra, fma_exact(float(b), rb, folded)), 0, qmin, qmax);
 }
 
+// A QDQ Mul, DequantizeLinear(a) * DequantizeLinear(b) -> QuantizeLinear(y), as onnxruntime's
+// QLinearMul computes it: the exact integer product (a - za)(b - zb) (within 2^24, so exact in
+// float32 too), times the ratio sa sb / sy, plus zy, each step rounded to float32 (no fma), then
+// rounded half to even into [qmin, qmax].
+int qlinear_mul_value(int a, int b, float sa, int za, float sb, int zb, float sy, int zy,
+                      int qmin, int qmax) {
+  precise float sab = sa * sb;
+  const float ratio = div_exact(sab, sy);
+  precise float scaled = float((a - za) * (b - zb)) * ratio;
+  precise float v = scaled + float(zy);
+  return quantize_value(v, 0, qmin, qmax);
+}
+
 // DynamicQuantizeLinear's parameters from x's range [min, max] (which includes 0): scale =
 // (max - min) / 255, zero = saturate(round_half_even(-min / scale)) in [0, 255]; an all-zero x
 // gives scale 0 and zero 0 (ONNX leaves 0 / 0 undefined). quant_dynamic.comp's parameter pass

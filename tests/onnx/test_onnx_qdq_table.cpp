@@ -2,7 +2,8 @@
 // Relu | Clip] -> QuantizeLinear, all per tensor, runs as one 256-entry table indexed by x's
 // byte. Every byte value goes through each op, against the unfused float path
 // (SessionOptions::fuse = false) and an fp64 reference; and the pattern must not fire where y
-// is not a function of x's byte alone.
+// is not a function of x's byte alone. Also the QDQ Mul of a squeeze-excitation gate (QdqMul),
+// which MobileNetV3 has beside its hard-swish and hard-sigmoid tables.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -185,6 +186,86 @@ TEST_F(OnnxQdqTable, DoesNotFireWhereTheTableWouldBeWrong) {
   for (size_t o = 0; o < 3; ++o)
     for (int64_t i = 0; i < r.fused[o].numel(); ++i)
       ASSERT_EQ(r.fused[o].as_double(i), r.plain[o].as_double(i)) << o << " " << i;
+}
+
+// onnxruntime's QLinearMul on one pair of values: the integer product times the float32 ratio,
+// plus the zero point, each step rounded to float32, then rounded half to even and saturated.
+int qlinear_mul_ref(int a, int za, float sa, int b, int zb, float sb, float sy, int zy, DType d) {
+  const float ratio = (sa * sb) / sy;
+  const float v = static_cast<float>((a - za) * (b - zb)) * ratio + static_cast<float>(zy);
+  return quantize_ref(v, 0, d);
+}
+
+// A squeeze-excitation block of a QDQ model: x -> GlobalAveragePool -> HardSigmoid (the gate,
+// [1, C, 1, 1]) -> Mul(x, gate), every tensor between QuantizeLinear / DequantizeLinear. The
+// gate's Mul is one kernel with the gate repeated over H x W, in either operand order, bit for
+// bit onnxruntime's QLinearMul; a Mul of operands of one shape too.
+TEST_F(OnnxQdqTable, SqueezeExcitationGateIsOneKernel) {
+  for (bool gate_first : {false, true}) {
+    SCOPED_TRACE(gate_first ? "Mul(gate, x)" : "Mul(x, gate)");
+    ModelBuilder m(14);
+    m.input("xq", kUInt8, {1, 8, 5, 5});
+    m.output("yq", kUInt8);
+    m.output("sq", kInt8);
+    m.initializer("xs", Shape{}, std::vector<float>{0.031f});
+    m.int_initializer("xz", kUInt8, {}, {117});
+    m.initializer("ps", Shape{}, std::vector<float>{0.012f});
+    m.int_initializer("pz", kUInt8, {}, {125});
+    m.initializer("gs", Shape{}, std::vector<float>{1.f / 255});
+    m.int_initializer("gz", kUInt8, {}, {0});
+    m.initializer("ys", Shape{}, std::vector<float>{0.027f});
+    m.int_initializer("yz", kUInt8, {}, {121});
+    m.initializer("ss", Shape{}, std::vector<float>{0.05f});
+    m.int_initializer("sz", kInt8, {}, {-3});
+    m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+    m.node("GlobalAveragePool", {"xd"}, {"p"});
+    m.node("QuantizeLinear", {"p", "ps", "pz"}, {"pq"});
+    m.node("DequantizeLinear", {"pq", "ps", "pz"}, {"pd"});
+    onnx::NodeProto& hs = m.node("HardSigmoid", {"pd"}, {"g"});
+    set_float(hs, "alpha", 1.f / 6);
+    m.node("QuantizeLinear", {"g", "gs", "gz"}, {"gq"});
+    m.node("DequantizeLinear", {"gq", "gs", "gz"}, {"gd"});
+    if (gate_first)
+      m.node("Mul", {"gd", "xd"}, {"y"});
+    else
+      m.node("Mul", {"xd", "gd"}, {"y"});
+    m.node("QuantizeLinear", {"y", "ys", "yz"}, {"yq"});
+    m.node("Mul", {"xd", "xd"}, {"s"});  // one shape: x squared
+    m.node("QuantizeLinear", {"s", "ss", "sz"}, {"sq"});
+    const std::vector<int> x = random_ints(rng, 200, 0, 255);
+    const HostTensor xt =
+        HostTensor::from(DType::Int32, {1, 8, 5, 5}, std::vector<int32_t>(x.begin(), x.end()));
+    Runs r = run_both(m, {{"xq", xt}});
+    // Fused: the pool, the gate's table, the two Muls (qlinear_mul), two widenings, and the
+    // (widened) model input narrowed once per reading kernel (four: the pool, the gate's Mul,
+    // both operands of x squared). Unfused: DQ, pool, Q, DQ, HardSigmoid, Q, DQ, two Muls, two
+    // Qs and the two widenings.
+    EXPECT_EQ(r.fused_nodes, 10u);
+    EXPECT_EQ(r.plain_nodes, 13u);
+    ASSERT_EQ(r.fused.size(), 2u);
+    // The gate as the fused graph computes it: the pool and table are checked elsewhere, so
+    // take the gate from the unfused path's own ops (one step apart at most) and the Mul from
+    // the fused output: each element must be QLinearMul of x and one gate value of its channel.
+    for (int c = 0; c < 8; ++c) {
+      int matched = 0;
+      for (int g = 0; g < 256 && matched == 0; ++g) {
+        bool all = true;
+        for (int i = 0; i < 25 && all; ++i) {
+          const int want = qlinear_mul_ref(x[c * 25 + i], 117, 0.031f, g, 0, 1.f / 255, 0.027f, 121,
+                                           DType::UInt8);
+          all = r.fused[0].data<int32_t>()[c * 25 + i] == want;
+        }
+        matched += all;
+      }
+      EXPECT_EQ(matched, 1) << "channel " << c << ": no gate value gives the fused output";
+    }
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_LE(std::abs(r.fused[0].data<int32_t>()[i] - r.plain[0].data<int32_t>()[i]), 1) << i;
+      EXPECT_EQ(r.fused[1].data<int32_t>()[i],
+                qlinear_mul_ref(x[i], 117, 0.031f, x[i], 117, 0.031f, 0.05f, -3, DType::Int8))
+          << i;
+    }
+  }
 }
 
 }  // namespace

@@ -120,6 +120,17 @@ TensorRef qlinear_add(ComputeGraph& g, const QuantizedOperand& a, const Quantize
                       const QuantizedOperand& y_params, DType out,
                       std::optional<std::array<int32_t, 2>> range = std::nullopt);
 
+// A QDQ Mul as one kernel: y = saturate(round_half_even(float32((a - a_zero) * (b - b_zero)) *
+// (a_scale * b_scale / y_scale) + y_zero)), each step rounded in float32 as onnxruntime's
+// QLinearMul computes it (src/ops/quant.glsl). a and b: Int8 or UInt8; b of a's shape, or of
+// a's shape with trailing dims 1 (repeated over them: a squeeze-excitation gate); every scale
+// and zero point per tensor; `range` as qlinear_add's.
+TensorRef qlinear_mul(ComputeGraph& g, const QuantizedOperand& a, const QuantizedOperand& b,
+                      const QuantizedOperand& y_params, DType out,
+                      std::optional<std::array<int32_t, 2>> range = std::nullopt);
+// Whether qlinear_mul takes b of shape `b` with a of shape `a` (same rank).
+bool qlinear_mul_broadcasts(const Shape& a, const Shape& b);
+
 // y[i] = table[byte of x[i]], of `out` (Int8 / UInt8): a table of 256 bytes indexed by x's stored
 // byte (an Int8 value v at index v & 0xff), each the byte y stores. x: Int8 or UInt8.
 TensorRef byte_table(ComputeGraph& g, TensorRef x, const std::array<uint8_t, 256>& table,
