@@ -24,6 +24,15 @@ const NodeProto* dequantize_of(Pass& p, const std::string& value) {
   return p.attrs(*n).get_int("block_size", 0) == 0 ? n : nullptr;
 }
 
+// `value`, or the input of the Identity that produces it: PyTorch's exporter writes an Identity
+// where it merged initializers of equal values (the zero biases of a model's squeeze-excitation
+// convolutions, say), so a dequantized bias may come through one.
+const std::string& through_identity(Pass& p, const std::string& value) {
+  const NodeProto* n = p.importer().producer(value);
+  return n && n->op_type() == "Identity" && default_domain(*n) && n->input_size() == 1 ? n->input(0)
+                                                                                       : value;
+}
+
 const HostTensor* float_constant(const Importer& im, const NodeProto& n, size_t i) {
   const HostTensor* t = im.constant(n, i);
   return t && t->dtype == DType::Float32 ? t : nullptr;
@@ -219,7 +228,7 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
   }
   if (!zero_point_ok(im, *m.dq_w, ws->numel())) return std::nullopt;
   if (im.has_input(root, 2)) {
-    m.dq_b = dequantize_of(p, root.input(2));
+    m.dq_b = dequantize_of(p, through_identity(p, root.input(2)));
     if (m.dq_b ? !int32_bias(p, *m.dq_b, channels) : false) return std::nullopt;
     if (!m.dq_b) {
       const HostTensor* b = float_constant(im, root, 2);

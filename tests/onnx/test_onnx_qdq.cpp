@@ -43,7 +43,10 @@ class OnnxQdq : public GpuTest {};
 
 // Q(x) -> DQ -> Conv(DQ(w1 int8, per channel), DQ(b1 int32)) -> Relu -> Q(uint8) -> DQ ->
 // Conv(DQ(w2 int8, per tensor, zero point 3), stride 2) -> Clip(-0.5, 0.5) -> Q(int8) -> DQ.
-ModelBuilder qdq_conv_net(std::mt19937& rng, float x_scale, std::vector<float>& w1_scale) {
+// bias_identity: the dequantized bias reaches the Conv through an Identity, as where PyTorch's
+// exporter merged equal initializers.
+ModelBuilder qdq_conv_net(std::mt19937& rng, float x_scale, std::vector<float>& w1_scale,
+                          bool bias_identity = false) {
   ModelBuilder m(13);
   m.input("x", kFloat, {1, 3, 9, 9});
   m.output("q2", kInt8);
@@ -70,7 +73,9 @@ ModelBuilder qdq_conv_net(std::mt19937& rng, float x_scale, std::vector<float>& 
   m.node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xd"});
   set_int(m.node("DequantizeLinear", {"w1", "w1_scale", "w1_zero"}, {"w1d"}), "axis", 0);
   set_int(m.node("DequantizeLinear", {"b1", "b1_scale"}, {"b1d"}), "axis", 0);
-  set_ints(m.node("Conv", {"xd", "w1d", "b1d"}, {"c1"}), "pads", {1, 1, 1, 1});
+  if (bias_identity) m.node("Identity", {"b1d"}, {"b1i"});
+  set_ints(m.node("Conv", {"xd", "w1d", bias_identity ? "b1i" : "b1d"}, {"c1"}), "pads",
+           {1, 1, 1, 1});
   m.node("Relu", {"c1"}, {"r1"});
   m.node("QuantizeLinear", {"r1", "s1", "z1"}, {"q1"});
   m.node("DequantizeLinear", {"q1", "s1", "z1"}, {"d1"});
@@ -171,6 +176,20 @@ struct MatMulNet {
     return m;
   }
 };
+
+// A bias through an Identity still makes the Conv one integer kernel, with the same result.
+TEST_F(OnnxQdq, BiasThroughAnIdentityStillFuses) {
+  std::vector<float> w1_scale = random_floats(4, 0.002f, 0.01f);
+  std::mt19937 same = rng;
+  ModelBuilder plain = qdq_conv_net(rng, 0.02f, w1_scale);
+  ModelBuilder with_identity = qdq_conv_net(same, 0.02f, w1_scale, true);
+  const HostTensor x = random_tensor(rng, DType::Float32, {1, 3, 9, 9});
+  Runs a = run_both(plain, {{"x", x}}), b = run_both(with_identity, {{"x", x}});
+  // At most the bias's DequantizeLinear and the Identity beside the five kernels.
+  EXPECT_LE(b.fused_nodes, a.fused_nodes + 2);
+  EXPECT_GE(b.plain_nodes, b.fused_nodes + 4);
+  for (size_t o = 0; o < 2; ++o) EXPECT_EQ(b.fused[o].bytes, a.fused[o].bytes) << o;
+}
 
 TEST_F(OnnxQdq, MatMulAndGemmRoundAndSaturateAsOnnx) {
   MatMulNet net;
