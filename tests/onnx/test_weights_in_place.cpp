@@ -9,6 +9,7 @@
 #include <random>
 
 #include "gpu_test.h"
+#include "model_builder.h"
 #include "onnx/host_constant.h"
 #include "onnx/load.h"
 #include "onnx/weights_in_place.h"
@@ -30,50 +31,34 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// Y = (X @ W) + B with W [64, 32] (8 KiB: read in place) and B [32] (128 bytes: kept in the
-// proto), plus a Constant node whose tensor is as large as W (attributes are never cut).
+// A float32 initializer of `dims` with random values in raw_data (where the cut applies; the
+// typed float_data field of ModelBuilder's initializer is never cut).
+onnx::TensorProto raw_tensor(const std::string& name, const Shape& dims, uint32_t seed) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  const std::vector<float> v = random_floats(static_cast<size_t>(numel(dims)), seed);
+  t.set_raw_data(v.data(), v.size() * sizeof(float));
+  return t;
+}
+
+// Y = (X @ (W + C)) + B with W [64, 32] (8 KiB: read in place), B [32] (128 bytes: kept in the
+// proto) and C a Constant node's tensor as large as W (attributes are never cut).
 onnx::ModelProto model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  m.set_producer_name("weights_in_place test");
-  onnx::GraphProto& g = *m.mutable_graph();
-  g.set_name("in_place");
-  auto value = [](onnx::ValueInfoProto& v, const std::string& name, Shape dims) {
-    v.set_name(name);
-    auto* tt = v.mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  value(*g.add_input(), "X", {3, 64});
-  value(*g.add_output(), "Y", {3, 32});
-  auto tensor = [](onnx::TensorProto& t, const std::string& name, Shape dims, uint32_t seed) {
-    t.set_name(name);
-    t.set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t.add_dims(d);
-    const std::vector<float> v = random_floats(static_cast<size_t>(numel(dims)), seed);
-    t.set_raw_data(v.data(), v.size() * sizeof(float));
-  };
-  tensor(*g.add_initializer(), "W", {64, 32}, 1);
-  tensor(*g.add_initializer(), "B", {32}, 2);
-  onnx::NodeProto& c = *g.add_node();
-  c.set_op_type("Constant");
-  c.add_output("C");
-  onnx::AttributeProto& a = *c.add_attribute();
+  ModelBuilder m(13);
+  m.input("X", onnx::TensorProto::FLOAT, {3, 64});
+  m.output("Y", onnx::TensorProto::FLOAT);
+  m.initializer(raw_tensor("W", {64, 32}, 1));
+  m.initializer(raw_tensor("B", {32}, 2));
+  onnx::AttributeProto& a = *m.node("Constant", {}, {"C"}).add_attribute();
   a.set_name("value");
   a.set_type(onnx::AttributeProto::TENSOR);
-  tensor(*a.mutable_t(), "C", {64, 32}, 3);
-  auto node = [&](const char* op, std::vector<std::string> in, const std::string& out) {
-    onnx::NodeProto& n = *g.add_node();
-    n.set_op_type(op);
-    n.set_name(out);
-    for (auto& i : in) n.add_input(i);
-    n.add_output(out);
-  };
-  node("Add", {"W", "C"}, "WC");
-  node("MatMul", {"X", "WC"}, "XW");
-  node("Add", {"XW", "B"}, "Y");
-  return m;
+  *a.mutable_t() = raw_tensor("C", {64, 32}, 3);
+  m.node("Add", {"W", "C"}, {"WC"});
+  m.node("MatMul", {"X", "WC"}, {"XW"});
+  m.node("Add", {"XW", "B"}, {"Y"});
+  return m.proto();
 }
 
 // A protobuf length-delimited field: tag, length, payload.
