@@ -124,6 +124,8 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
 // that still gives >= 512 workgroups, about 4 per SM on a 132-SM GPU) and T <= 256
 // invocations, T a multiple of 32 covering a row's quads (4 words) in as few even passes as
 // possible, so every invocation has work in each pass. Natural layout: no prepacked copy.
+// nbits.wide_prefetch = 1 loads each pass while the previous one computes (two passes in
+// registers; pays only with several passes, i.e. with nbits.wide_threads below a row's quads).
 void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
                    TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
                    bool has_bias, const std::string& suffix) {
@@ -149,7 +151,7 @@ void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, 
   d.groups = {static_cast<uint32_t>(groups), 1, 1};
   d.local = {static_cast<uint32_t>(threads), 1, 1};
   d.spec = {rows, static_cast<uint32_t>(l.bits), static_cast<uint32_t>(l.block),
-            uint32_t{l.row_words % 4 == 0}};
+            uint32_t{l.row_words % 4 == 0}, nbits_knob(g, "nbits.wide_prefetch", 0) != 0 ? 1u : 0u};
   d.push = gemv_push(l, l.row_words, has_bias);
   d.label = op;
   g.add_dispatch(std::move(d));

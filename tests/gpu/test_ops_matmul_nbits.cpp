@@ -376,7 +376,9 @@ TEST_F(MatMulNBitsTest, GemvSplitK) {
 // odd block count: the word-by-word loads); zero points absent, packed and float; bias or not;
 // 1, 3, 8 and 16 rows per workgroup; workgroups of 32 invocations (several passes over a row,
 // the last partial) and the default; fp32, fp16 and fp16 with float16 arithmetic for 4-bit
-// codes (nbits.half_math); M = 1 here and M = 3 on the tiled kernel.
+// codes (nbits.half_math); passes loaded one ahead (nbits.wide_prefetch; K = 515 and 4099 at 32
+// invocations take 2 and 5 passes, so both ends of the two-pass loop run); M = 1 here and
+// M = 3 on the tiled kernel.
 TEST_F(MatMulNBitsTest, GemvWideAcrossShapes) {
   if (!context()->features().subgroup_arithmetic) GTEST_SKIP() << "no subgroup arithmetic";
   struct Case {
@@ -386,7 +388,7 @@ TEST_F(MatMulNBitsTest, GemvWideAcrossShapes) {
   };
   const bool fp16 = context()->features().storage_buffer_16bit;
   for (const Case& c :
-       {Case{1100, 67, 4, 32, Zeros::Default, 8, 256}, Case{777, 33, 4, 16, Zeros::Packed, 3, 32},
+       {Case{1104, 67, 4, 32, Zeros::Default, 8, 256}, Case{777, 33, 4, 16, Zeros::Packed, 3, 32},
         Case{1030, 19, 4, 128, Zeros::Float, 16, 256}, Case{515, 45, 8, 32, Zeros::Packed, 1, 32},
         Case{1024, 40, 8, 16, Zeros::Default, 8, 64}, Case{2100, 9, 2, 16, Zeros::Float, 3, 64},
         Case{4099, 21, 4, 32, Zeros::Packed, 8, 32}, Case{70, 5, 8, 128, Zeros::Float, 16, 256},
@@ -394,25 +396,29 @@ TEST_F(MatMulNBitsTest, GemvWideAcrossShapes) {
     NBitsWeight wt(rng, c.k, c.n, c.bits, c.block, c.zeros, false, c.n % 2 == 1);
     for (Weights weights : {Weights::Input, Weights::Constant})
       for (int64_t m : {1, 3})
-        for (int math : {0, 1, 2}) {  // fp32, fp16 with float32 math, fp16 with half math
-          const bool half = math > 0;
-          if (half && !fp16) continue;
-          if (math == 2 && (c.bits != 4 || m != 1)) continue;    // 4-bit GEMV only
-          if (m == 3 && weights == Weights::Constant) continue;  // the tiled kernel: covered
-          GraphOptions go;
-          auto tuning = std::make_shared<ops::Tuning>();
-          tuning->knobs["nbits.gemv"] = 2;
-          tuning->knobs["nbits.wide_rows"] = c.rows;
-          tuning->knobs["nbits.wide_threads"] = c.threads;
-          tuning->knobs["nbits.half_math"] = math == 2;
-          go.tuning = tuning;
-          SCOPED_TRACE("bits " + std::to_string(c.bits) + " block " + std::to_string(c.block) +
-                       " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " rows " +
-                       std::to_string(c.rows) + " threads " + std::to_string(c.threads) + " m " +
-                       std::to_string(m) + " math " + std::to_string(math) +
-                       (weights == Weights::Constant ? " constant" : " input"));
-          check(m, wt, half, c.zeros, go, weights);
-        }
+        for (int math : {0, 1, 2})  // fp32, fp16 with float32 math, fp16 with half math
+          for (bool prefetch : {false, true}) {
+            const bool half = math > 0;
+            if (half && !fp16) continue;
+            if (math == 2 && (c.bits != 4 || m != 1)) continue;                  // 4-bit GEMV only
+            if (m == 3 && (weights == Weights::Constant || prefetch)) continue;  // tiled: covered
+            if (prefetch && weights == Weights::Constant) continue;              // the same kernel
+            GraphOptions go;
+            auto tuning = std::make_shared<ops::Tuning>();
+            tuning->knobs["nbits.gemv"] = 2;
+            tuning->knobs["nbits.wide_rows"] = c.rows;
+            tuning->knobs["nbits.wide_threads"] = c.threads;
+            tuning->knobs["nbits.half_math"] = math == 2;
+            tuning->knobs["nbits.wide_prefetch"] = prefetch;
+            go.tuning = tuning;
+            SCOPED_TRACE("bits " + std::to_string(c.bits) + " block " + std::to_string(c.block) +
+                         " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " rows " +
+                         std::to_string(c.rows) + " threads " + std::to_string(c.threads) + " m " +
+                         std::to_string(m) + " math " + std::to_string(math) +
+                         (prefetch ? " prefetch" : "") +
+                         (weights == Weights::Constant ? " constant" : " input"));
+            check(m, wt, half, c.zeros, go, weights);
+          }
   }
 }
 
