@@ -289,8 +289,17 @@ std::vector<Value> lower_weight_only_matmul(Importer& im, const onnx::NodeProto&
   return {Importer::device_value(g, y)};
 }
 
+// QuantizeLinear of one float32 value as ONNX defines it: v / scale in float32, rounded half to
+// even, plus the zero point (NaN: the zero point), saturated to [qmin, qmax].
+int64_t quantize_on_host(float v, float scale, int64_t zero, int64_t qmin, int64_t qmax) {
+  const float scaled = v / scale;
+  const double q =
+      std::isnan(scaled) ? double(zero) : std::nearbyint(double(scaled)) + double(zero);
+  return static_cast<int64_t>(std::clamp(q, double(qmin), double(qmax)));
+}
+
 // y's type and a fused Relu / Clip of a QDQ node (fuse_qdq.h) as y's integer range:
-// Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), Q rounding v / y_scale half to even.
+// Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)), Q being QuantizeLinear (quantize_on_host).
 DType fused_y_type(const fold::Attrs& a) {
   return a.get_int("y_dtype", 0) == onnx::TensorProto::INT8 ? DType::Int8 : DType::UInt8;
 }
@@ -308,11 +317,10 @@ std::optional<std::array<int32_t, 2>> fused_range(Importer& im, const onnx::Node
   const float y_scale = im.host_value(node, scale_at, "y_scale").data<float>()[0];
   const int64_t y_zero =
       im.has_input(node, zero_at) ? im.host_value(node, zero_at, "y_zero_point").as_int(0) : 0;
-  auto q = [&](float v) -> int32_t {
-    if (std::isinf(v))
-      return v < 0 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
-    const double r = std::nearbyint(v / y_scale) + double(y_zero);
-    return static_cast<int32_t>(std::clamp(r, -1e9, 1e9));
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  auto q = [&](float v) {
+    return static_cast<int32_t>(quantize_on_host(v, y_scale, y_zero, kMin, kMax));
   };
   return std::array<int32_t, 2>{q(a.floats.at(lo)), q(a.floats.at(hi))};
 }
@@ -477,21 +485,19 @@ std::vector<Value> lower_qdq_table(Importer& im, const onnx::NodeProto& node,
     return im.has_input(node, at) ? im.host_value(node, at, what).as_int(0) : int64_t{0};
   };
   const int64_t x_zero = zero_point(kQdqXZero, "x_zero_point");
-  const float y_zero = static_cast<float>(zero_point(kQdqYZero, "y_zero_point"));
+  const int64_t y_zero = zero_point(kQdqYZero, "y_zero_point");
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const float lo = a.floats.count("act_lo") ? a.floats.at("act_lo") : -kInf;
   const float hi = a.floats.count("act_hi") ? a.floats.at("act_hi") : kInf;
-  const float qmin = out == DType::Int8 ? -128.f : 0.f, qmax = out == DType::Int8 ? 127.f : 255.f;
+  const int64_t qmin = out == DType::Int8 ? -128 : 0, qmax = out == DType::Int8 ? 127 : 255;
   std::array<uint8_t, 256> table{};
   for (int byte = 0; byte < 256; ++byte) {
     const int code = x_signed ? static_cast<int8_t>(byte) : byte;
     const float v = static_cast<float>(code - x_zero) * x_scale;
     const std::optional<float> f = unary_on_host(act->op, act->params, v);
     if (!f) im.fail(node, "its unary op has no host evaluation");
-    const float scaled = std::isnan(*f) ? *f : std::clamp(*f, lo, hi) / y_scale;
-    const float q =
-        std::clamp(std::isnan(scaled) ? y_zero : std::nearbyint(scaled) + y_zero, qmin, qmax);
-    table[byte] = static_cast<uint8_t>(static_cast<int>(q));
+    const float clipped = std::isnan(*f) ? *f : std::clamp(*f, lo, hi);
+    table[byte] = static_cast<uint8_t>(quantize_on_host(clipped, y_scale, y_zero, qmin, qmax));
   }
   return {quantized_value(im, ops::byte_table(im.graph(), x, table, out))};
 }
