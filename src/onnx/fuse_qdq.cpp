@@ -99,9 +99,22 @@ struct ResidualMatch {
   bool conv_second = false;  // the Conv's output is the Add's second input
 };
 
+// A QDQ unary op reading a node's QuantizeLinear (match_table_after): its DequantizeLinear, the
+// op, its Relu / Clip and QuantizeLinear, as match_unary finds them.
+struct TableAfter {
+  const NodeProto* dq = nullptr;
+  const NodeProto* op = nullptr;
+  const NodeProto* act = nullptr;
+  const NodeProto* q_y = nullptr;
+  Activation table;
+  float lo, hi;
+  DType out;
+};
+
 struct Match {
   std::optional<ResidualMatch> residual;
-  std::optional<Activation> table;  // a unary op evaluated per byte value (match_unary)
+  std::optional<TableAfter> table_after;  // not with `residual`
+  std::optional<Activation> table;        // a unary op evaluated per byte value (match_unary)
   const NodeProto* dq_x = nullptr;
   const NodeProto* dq_w = nullptr;
   const NodeProto* dq_b = nullptr;  // a dequantized int32 bias; null for a float one or none
@@ -181,6 +194,21 @@ std::optional<ResidualMatch> match_residual(const NodeProto& q, Pass& p) {
   return r;
 }
 
+std::optional<Match> match_unary(const NodeProto& root, Pass& p);
+
+// The QDQ unary op whose DequantizeLinear is the sole reader of QuantizeLinear `q`, itself the
+// op's sole reader (as for a residual Add).
+std::optional<TableAfter> match_table_after(const NodeProto& q, Pass& p) {
+  const NodeProto* dq = p.sole_consumer(q.output(0));
+  if (!dq || dequantize_of(p, dq->output(0)) != dq || dq->input(0) != q.output(0))
+    return std::nullopt;
+  const NodeProto* op = p.sole_consumer(dq->output(0));
+  if (!op) return std::nullopt;
+  const std::optional<Match> u = match_unary(*op, p);
+  if (!u || u->dq_x != dq) return std::nullopt;
+  return TableAfter{dq, op, u->act, u->q_y, *u->table, u->lo, u->hi, u->out};
+}
+
 // The whole pattern at `root`, or nullopt. Depends only on the model's structure and its
 // constants, so the DequantizeLinear nodes before `root` get the answer `root` will get.
 std::optional<Match> match(const NodeProto& root, Pass& p) {
@@ -237,6 +265,7 @@ std::optional<Match> match(const NodeProto& root, Pass& p) {
   }
   if (!match_output(root, p, m)) return std::nullopt;
   if (conv) m.residual = match_residual(*m.q_y, p);
+  if (!m.residual) m.table_after = match_table_after(*m.q_y, p);
   return m;
 }
 
@@ -363,6 +392,23 @@ NodeProto fused_node(const NodeProto& root, const Match& m) {
     n.add_output(r->q_y->output(0));
     return n;
   }
+  if (const auto& t = m.table_after) {
+    while (n.input_size() < kQdqTableXScale) n.add_input("");
+    for (const std::string& name :
+         {input(t->dq, 1), input(t->dq, 2), input(t->q_y, 1), input(t->q_y, 2)})
+      n.add_input(name);
+    set_attr(n, "table_op", t->op->op_type());
+    set_attr(n, "table_activation", static_cast<int64_t>(t->table.op));
+    set_attr(n, "table_activation_params",
+             std::vector<float>{t->table.params.alpha, t->table.params.beta});
+    if (t->act) {
+      set_attr(n, "table_act_lo", t->lo);
+      set_attr(n, "table_act_hi", t->hi);
+    }
+    set_attr(n, "table_dtype", onnx_type(t->out));
+    n.add_output(t->q_y->output(0));
+    return n;
+  }
   n.add_output(m.q_y->output(0));
   return n;
 }
@@ -387,6 +433,10 @@ std::optional<Fusion> qdq_linear(const NodeProto& root, Pass& p) {
   f.absorbed.push_back(m->q_y);
   if (const auto& r = m->residual) {
     for (const NodeProto* n : {r->dq_c, r->add, r->act, r->q_y})
+      if (n) f.absorbed.push_back(n);
+  }
+  if (const auto& t = m->table_after) {
+    for (const NodeProto* n : {t->dq, t->op, t->act, t->q_y})
       if (n) f.absorbed.push_back(n);
   }
   f.node = fused_node(root, *m);

@@ -24,7 +24,10 @@
 // A unary op between per-tensor quantizations, DequantizeLinear -> f [-> Relu | Clip] ->
 // QuantizeLinear (a QDQ model's HardSwish, HardSigmoid, Sigmoid, ...), becomes one QdqTable
 // node: y depends on x's byte alone, so the lowering evaluates the chain once per byte value
-// (unary_on_host) and the model runs a 256-entry lookup (ops::byte_table) on the bytes.
+// (unary_on_host) and the model runs a 256-entry lookup (ops::byte_table) on the bytes. Where
+// that chain is the sole reader of a QdqConv / QdqMatMul / QdqGemm's output (and no residual Add
+// joined it), it joins that node instead: the kernel's epilogue looks its bytes up
+// (ops::ByteTable), one dispatch fewer and no byte tensor between.
 //
 // A DequantizeLinear whose every reader becomes such a node is elided (rooted at it, which
 // comes first in node order), so activations stay 8-bit in memory from one integer kernel to
@@ -76,6 +79,15 @@ enum QdqInput : int {
   kQdqConvOutZero,
   kQdqSumScale,
   kQdqSumZero,
+  // A QdqConv / QdqMatMul / QdqGemm with a fused QDQ unary op (the node's QuantizeLinear -> DQ ->
+  // f [-> Relu | Clip] -> QuantizeLinear, whose output the node then has): the DQ's scale and
+  // zero point, then the last QuantizeLinear's. Attributes "table_op" (the model's op type),
+  // "table_activation", "table_activation_params", "table_act_lo", "table_act_hi" and
+  // "table_dtype", as a QdqTable's "model_op", "activation", ... The residual inputs are empty.
+  kQdqTableXScale,
+  kQdqTableXZero,
+  kQdqTableYScale,
+  kQdqTableYZero,
   kQdqInputs
 };
 

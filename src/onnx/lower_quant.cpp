@@ -325,6 +325,50 @@ std::optional<std::array<int32_t, 2>> fused_range(Importer& im, const onnx::Node
   return std::array<int32_t, 2>{q(a.floats.at(lo)), q(a.floats.at(hi))};
 }
 
+// A QDQ unary op's byte table (fuse_qdq.h): each of x's 256 byte values dequantized, through the
+// op and the fused Relu / Clip, then quantized as QuantizeLinear does (quantize_on_host). The op
+// is a QdqTable's (`after` false: attributes "activation", "act_lo", ..., parameters at kQdqX..
+// and kQdqY..) or one fused after a QdqConv / QdqMatMul / QdqGemm's requantization (`after`:
+// the "table_" attributes and kQdqTable.. parameters), whose x is that node's y (`x_signed`).
+ops::ByteTable qdq_byte_table(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                              bool after, bool x_signed) {
+  using namespace fuse;
+  const std::string pre = after ? "table_" : "";
+  const auto op = a.ints.find(pre + "activation");
+  if (op == a.ints.end()) im.fail(node, "the fused table names no unary op");
+  ops::UnaryParams params;
+  if (const auto p = a.float_lists.find(pre + "activation_params");
+      p != a.float_lists.end() && p->second.size() == 2)
+    params = {p->second[0], p->second[1]};
+  auto zero_point = [&](int at, const char* what) {
+    return im.has_input(node, at) ? im.host_value(node, at, what).as_int(0) : int64_t{0};
+  };
+  const int x_at = after ? kQdqTableXScale : kQdqXScale,
+            y_at = after ? kQdqTableYScale : kQdqYScale;
+  const float x_scale = im.host_value(node, x_at, "x_scale").data<float>()[0];
+  const int64_t x_zero = zero_point(x_at + 1, "x_zero_point");
+  const float y_scale = im.host_value(node, y_at, "y_scale").data<float>()[0];
+  const int64_t y_zero = zero_point(y_at + 1, "y_zero_point");
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const auto lo = a.floats.find(pre + "act_lo"), hi = a.floats.find(pre + "act_hi");
+  const float lo_v = lo != a.floats.end() ? lo->second : -kInf;
+  const float hi_v = hi != a.floats.end() ? hi->second : kInf;
+  ops::ByteTable t;
+  t.out = a.get_int(pre + (after ? "dtype" : "y_dtype"), 0) == onnx::TensorProto::INT8
+              ? DType::Int8
+              : DType::UInt8;
+  const int64_t qmin = t.out == DType::Int8 ? -128 : 0, qmax = t.out == DType::Int8 ? 127 : 255;
+  for (int byte = 0; byte < 256; ++byte) {
+    const int code = x_signed ? static_cast<int8_t>(byte) : byte;
+    const float v = static_cast<float>(code - x_zero) * x_scale;
+    const std::optional<float> f = unary_on_host(static_cast<ops::UnaryOp>(op->second), params, v);
+    if (!f) im.fail(node, "its unary op has no host evaluation");
+    const float clipped = std::isnan(*f) ? *f : std::clamp(*f, lo_v, hi_v);
+    t.bytes[byte] = static_cast<uint8_t>(quantize_on_host(clipped, y_scale, y_zero, qmin, qmax));
+  }
+  return t;
+}
+
 // A QDQ residual Add or gate Mul (fuse_qdq.h) as one integer kernel. Operands of one shape,
 // or for Mul one repeated over the other's trailing dims (either way round: the product is
 // symmetric); other broadcasts take the three ops apart instead.
@@ -411,6 +455,11 @@ std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fo
   }
 
   const std::optional<std::array<int32_t, 2>> range = fused_range(im, node, a);
+  std::optional<ops::ByteTable> table;  // a QDQ unary op after the requantization
+  if (im.has_input(node, kQdqTableYScale)) {
+    a.ignore("table_op");  // names the model's op, for people reading the fused graph
+    table = qdq_byte_table(im, node, a, true, out == DType::Int8);
+  }
   const ops::QuantizedOperand x{quantized(im, node, kQdqX, "x"), im.tensor(node, kQdqXScale),
                                 optional_tensor(im, node, kQdqXZero)};
   const ops::QuantizedOperand wo{wq, im.tensor(node, kQdqWScale),
@@ -432,9 +481,9 @@ std::vector<Value> lower_qdq(Importer& im, const onnx::NodeProto& node, const fo
           fused_range(im, node, a, "sum_act"),
           a.get_int("sum_conv_second", 0) != 0};
     }
-    r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range, residual);
+    r = ops::qlinear_conv(g, x, wo, y, bias, p, out, range, residual, table);
   } else {
-    r = ops::qlinear_matmul(g, x, wo, y, out, {bias, range});
+    r = ops::qlinear_matmul(g, x, wo, y, out, {bias, range, table});
   }
   return {quantized_value(im, r)};
 }
@@ -467,39 +516,15 @@ std::vector<Value> lower_qdq_pool(Importer& im, const onnx::NodeProto& node, con
   return {quantized_value(im, ops::qlinear_global_avg_pool(im.graph(), xo, y, out))};
 }
 
-// A QDQ unary op (fuse_qdq.h's QdqTable): each of x's 256 byte values dequantized, through the
-// op and the fused Relu / Clip, then quantized as QuantizeLinear rounds (half to even,
-// saturated, NaN to the zero point) into the table that the lookup kernel reads.
+// A QDQ unary op (fuse_qdq.h's QdqTable): the lookup kernel reading its byte table.
 std::vector<Value> lower_qdq_table(Importer& im, const onnx::NodeProto& node,
                                    const fold::Attrs& a) {
   using namespace fuse;
   a.ignore("model_op");  // names the model's op in messages (model_op_type)
-  const std::optional<Activation> act = activation(node, a);
-  if (!act) im.fail(node, "the fused table names no unary op");
-  const DType out = fused_y_type(a);
   const TensorRef x = quantized(im, node, kQdqX, "x");
-  const bool x_signed = im.graph().info(x).dtype == DType::Int8;
-  const float x_scale = im.host_value(node, kQdqXScale, "x_scale").data<float>()[0];
-  const float y_scale = im.host_value(node, kQdqYScale, "y_scale").data<float>()[0];
-  auto zero_point = [&](int at, const char* what) {
-    return im.has_input(node, at) ? im.host_value(node, at, what).as_int(0) : int64_t{0};
-  };
-  const int64_t x_zero = zero_point(kQdqXZero, "x_zero_point");
-  const int64_t y_zero = zero_point(kQdqYZero, "y_zero_point");
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  const float lo = a.floats.count("act_lo") ? a.floats.at("act_lo") : -kInf;
-  const float hi = a.floats.count("act_hi") ? a.floats.at("act_hi") : kInf;
-  const int64_t qmin = out == DType::Int8 ? -128 : 0, qmax = out == DType::Int8 ? 127 : 255;
-  std::array<uint8_t, 256> table{};
-  for (int byte = 0; byte < 256; ++byte) {
-    const int code = x_signed ? static_cast<int8_t>(byte) : byte;
-    const float v = static_cast<float>(code - x_zero) * x_scale;
-    const std::optional<float> f = unary_on_host(act->op, act->params, v);
-    if (!f) im.fail(node, "its unary op has no host evaluation");
-    const float clipped = std::isnan(*f) ? *f : std::clamp(*f, lo, hi);
-    table[byte] = static_cast<uint8_t>(quantize_on_host(clipped, y_scale, y_zero, qmin, qmax));
-  }
-  return {quantized_value(im, ops::byte_table(im.graph(), x, table, out))};
+  const ops::ByteTable t =
+      qdq_byte_table(im, node, a, false, im.graph().info(x).dtype == DType::Int8);
+  return {quantized_value(im, ops::byte_table(im.graph(), x, t.bytes, t.out))};
 }
 
 // quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once and x quantized

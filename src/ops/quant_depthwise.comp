@@ -1,7 +1,8 @@
 #version 450
 // Depthwise integer convolution (groups = input channels), one invocation per output element:
 // sum over the window of (x - zx) * (w - zw[c]), padding adding 0; REQUANT requantizes it as
-// quant_packed.comp does, else stores the int32 sum. A GEMM per group would compute a single
+// quant_packed.comp does (and looks the byte up in a fused byte table, HAS_TABLE), else stores
+// the int32 sum. A GEMM per group would compute a single
 // output channel per tile.
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
@@ -22,6 +23,10 @@ layout(std430, binding = 6) readonly buffer SW { float sw[]; };
 layout(std430, binding = 7) readonly buffer SY { float sy[]; };
 layout(std430, binding = 8) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 9) readonly buffer Bias { int bias[]; };
+// quant_packed.comp's epilogue constant (binding 10, the residual operand, is a placeholder:
+// no residual Add fuses here); only its byte table is read.
+layout(std430, binding = 11) readonly buffer RP { ivec4 rp[3]; uint table_words[64]; };
+layout(constant_id = 3) const bool HAS_TABLE = false;
 #endif
 
 layout(push_constant) uniform Params {
@@ -57,7 +62,8 @@ void main() {
 #if REQUANT
   if (p.has_bias != 0) sum += bias[c];
   float m = div_exact(sx[0] * sw[c % p.sw_count], sy[0]);
-  y[at] = narrow_byte(requantize(sum, m, zy[0], p.qmin, p.qmax));
+  const int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
+  y[at] = narrow_byte(HAS_TABLE ? TABLE_BYTE(table_words, uint(q) & 0xffu) : uint(q));
 #else
   y[at] = sum;
 #endif

@@ -137,15 +137,23 @@ TensorRef integer_matmul(ComputeGraph& g, TensorRef a, TensorRef b, std::optiona
   }
   d.requant = requant;
   d.shader = requant ? "quant_matmul_requant" : "quant_matmul_i32";
-  d.y = g.add_tensor(out, requant ? requant->out : DType::Int32);
+  d.y = g.add_tensor(out, requant ? requant->stored() : DType::Int32);
   const bool one_matrix = d.batches == 1 && d.tail == std::vector<int32_t>{0, 0};
+  std::optional<ByteTable> table_after;  // one the portable kernel does not apply
   if (!one_matrix ||
       !add_packed_matmul(g, {a, b, d.y, d.a_zero, b_zp, d.a_zero_count, d.rows, k, n}, requant,
                          op)) {
+    if (requant && requant->table) {
+      table_after = requant->table;
+      requant->table.reset();
+      d.requant = requant;
+      d.y = g.add_tensor(out, requant->out);
+    }
     d.b_zero = zero_point_i32(g, b_zp, op);
     d.b_zero_count = param_count(g, d.b_zero, n, all_cols, op, "b's zero point");
     add_gemm(g, d, op);
   }
+  if (table_after) d.y = byte_table(g, d.y, table_after->bytes, table_after->out);
   Shape result = out;
   if (b_vector) result.pop_back();
   if (a_vector) result.erase(result.end() - (b_vector ? 1 : 2));
@@ -165,6 +173,14 @@ Requant make_requant(ComputeGraph& g, const QuantizedOperand& a, const Quantized
   r.y_scale = scale_f32(g, y.scale, op);
   r.y_zero = zero_point_i32(g, y.zero_point, op);
   return r;
+}
+
+// A fused byte table's output type checked (Int8 or UInt8).
+std::optional<ByteTable> checked_table(const std::optional<ByteTable>& t, const std::string& op) {
+  check(!t || t->out == DType::Int8 || t->out == DType::UInt8, ErrorKind::InvalidArgument,
+        op + ": a byte table's output must be Int8 or UInt8, got " +
+            (t ? dtype_name(t->out) : std::string()));
+  return t;
 }
 
 // A residual Add run after the convolution whose quantized output is y, its operands in the
@@ -267,13 +283,20 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
     requant->residual.reset();
     d.requant = requant;
   }
-  d.y = g.add_tensor(out, requant ? (requant->residual ? requant->residual->add.out : requant->out)
-                                  : DType::Int32);
+  d.y = g.add_tensor(out, requant ? requant->stored() : DType::Int32);
   packed.y = d.y;
+  // A byte table the portable kernel below does not apply runs after it.
+  std::optional<ByteTable> table_after;
   if (!add_packed_conv(g, packed, requant, op)) {
     if (requant && requant->residual) {  // the tap table did not fit: no packed kernel
       residual_after = requant->residual->add;
       requant->residual.reset();
+    }
+    if (requant && requant->table) {
+      table_after = requant->table;
+      requant->table.reset();
+    }
+    if (residual_after || table_after) {
       d.requant = requant;
       d.y = g.add_tensor(out, requant->out);
     }
@@ -288,6 +311,7 @@ TensorRef integer_conv(ComputeGraph& g, TensorRef x, TensorRef w, std::optional<
     if (one_d) other.values = g.add_view(other.values, out);
     y = residual_add_after(g, y, r, other);
   }
+  if (table_after) y = byte_table(g, y, table_after->bytes, table_after->out);
   if (one_d) return g.add_view(y, {batch, out_ch, wo});
   return y;
 }
@@ -319,19 +343,19 @@ std::optional<ResidualRequant> residual_requant(ComputeGraph& g, const ResidualA
   if (!sc || !zc || !sr || !zr || !so || !zo) return std::nullopt;
   const QuantRange range = output_range(r.out, r.range, op);
   auto bits = [](double v) { return std::bit_cast<int32_t>(static_cast<float>(v)); };
-  std::vector<int32_t> params = {bits(*sc),
-                                 static_cast<int32_t>(*zc),
-                                 bits(*sr),
-                                 static_cast<int32_t>(*zr),
-                                 bits(*so),
-                                 static_cast<int32_t>(*zo),
-                                 range.min,
-                                 range.max,
-                                 int32_t{g.info(r.residual.values).dtype == DType::Int8},
-                                 int32_t{r.conv_second},
-                                 0,
-                                 0};
-  return ResidualRequant{r, g.add_constant(HostTensor::from(DType::Int32, {12}, params))};
+  const std::array<int32_t, 12> params = {bits(*sc),
+                                          static_cast<int32_t>(*zc),
+                                          bits(*sr),
+                                          static_cast<int32_t>(*zr),
+                                          bits(*so),
+                                          static_cast<int32_t>(*zo),
+                                          range.min,
+                                          range.max,
+                                          int32_t{g.info(r.residual.values).dtype == DType::Int8},
+                                          int32_t{r.conv_second},
+                                          0,
+                                          0};
+  return ResidualRequant{r, params};
 }
 
 }  // namespace
@@ -348,6 +372,7 @@ TensorRef qlinear_matmul(ComputeGraph& g, const QuantizedOperand& a, const Quant
   const std::string op = "qlinear_matmul";
   Requant r = make_requant(g, a, b, y_params, out, epilogue.range, op);
   r.bias = epilogue.bias;
+  r.table = checked_table(epilogue.table, op);
   return integer_matmul(g, a.values, b.values, a.zero_point, b.zero_point, r, op);
 }
 
@@ -362,10 +387,14 @@ TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const Quantiz
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
                        const IntConvParams& params, DType out,
                        std::optional<std::array<int32_t, 2>> range,
-                       const std::optional<ResidualAdd>& residual) {
+                       const std::optional<ResidualAdd>& residual,
+                       const std::optional<ByteTable>& table) {
   const std::string op = "qlinear_conv";
   Requant r = make_requant(g, x, w, y_params, out, range, op);
   r.bias = bias;
+  r.table = checked_table(table, op);
+  check(!(residual && table), ErrorKind::InvalidArgument,
+        op + ": a residual Add and a byte table do not go together in one epilogue");
   if (residual) {
     // In the packed kernel's epilogue where it runs and the parameters are constants; else
     // the same values from a qlinear_add after the convolution.

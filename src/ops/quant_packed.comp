@@ -12,7 +12,8 @@
 // pair (DOT: VK_KHR_shader_integer_dot_product's OpSDot / OpUDot / OpSUDot; else unpacked
 // into 4 multiply-adds). Zero points are corrected in the epilogue (quant_packed.glsl).
 // Output: REQUANT bytes saturate(round_half_even((acc + bias) * sd * sw / sy) + zy), then with
-// HAS_RESIDUAL a QDQ residual Add applied to them (quant_packed.glsl); else the int32 sums;
+// HAS_RESIDUAL a QDQ residual Add applied to them, with HAS_TABLE a QDQ unary op's byte table
+// (quant_packed.glsl); else the int32 sums;
 // SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
 // DYNAMIC (a matmul; quantize_dynamic's linear layer, ops::dynamic_quant_matmul): a is float32,
 // quantized to uint8 as it loads with DynamicQuantizeLinear's parameters, which each workgroup
@@ -82,6 +83,7 @@ layout(constant_id = 3) const bool W_SIGNED = true;
 layout(constant_id = 4) const bool D_SIGNED = false;
 layout(constant_id = 5) const bool HAS_DSUM = false;  // some weight zero point is not 0
 layout(constant_id = 6) const bool HAS_RESIDUAL = false;
+layout(constant_id = 7) const bool HAS_TABLE = false;
 
 layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
 #if CONV
@@ -115,10 +117,11 @@ layout(std430, binding = 6) readonly buffer SW { float sw[]; };
 layout(std430, binding = 7) readonly buffer SY { float sy[]; };
 layout(std430, binding = 8) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 9) readonly buffer Bias { int bias[]; };
-// A fused residual Add (HAS_RESIDUAL; else one-element placeholders): the other operand, laid
-// out as y, and its parameters (quant_packed.glsl's add_residual).
+// A fused residual Add (HAS_RESIDUAL; else a placeholder operand and zeros): the other operand,
+// laid out as y, and its parameters (quant_packed.glsl's add_residual), then a fused byte table
+// (HAS_TABLE).
 layout(std430, binding = 10) readonly buffer R { uint8_t residual[]; };
-layout(std430, binding = 11) readonly buffer RP { ivec4 rp[3]; };
+layout(std430, binding = 11) readonly buffer RP { ivec4 rp[3]; uint table_words[64]; };
 #define TAPS_BINDING 12
 #else
 #define TAPS_BINDING 5
@@ -514,7 +517,7 @@ void main() {
                                 : div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
       int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
       if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].xy);
-      y[at] = narrow_byte(q);
+      y[at] = narrow_byte(HAS_TABLE ? TABLE_BYTE(table_words, uint(q) & 0xffu) : uint(q));
 #else
       y[at] = sum;
 #endif

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "matmul_config.h"
 #include "op_util.h"
@@ -173,19 +174,31 @@ void bind_requant(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
                      {bias, Access::Read}});
 }
 
-// The GEMM's and the reduce's residual Add bindings: its operand and parameters, or
-// placeholders without one (spec constant HAS_RESIDUAL says which).
-void bind_residual(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
-  if (r.residual) {
-    b.insert(b.end(),
-             {{r.residual->add.residual.values, Access::Read}, {r.residual->params, Access::Read}});
-  } else {
-    b.insert(b.end(),
-             {{g.add_constant(HostTensor::from(DType::UInt8, {4}, std::vector<uint8_t>(4, 0))),
-               Access::Read},
-              {g.add_constant(HostTensor::from(DType::Int32, {12}, std::vector<int32_t>(12, 0))),
-               Access::Read}});
-  }
+// The epilogue's bindings after bind_requant's (quant_packed.glsl): the residual Add's
+// operand (a placeholder without one), then one Int32 constant of the residual's 12 parameters
+// and the byte table's 256 bytes as 64 words, zeros for what is absent (spec constants
+// HAS_RESIDUAL and HAS_TABLE say what is there).
+void bind_epilogue(ComputeGraph& g, std::vector<Binding>& b, const Requant& r) {
+  std::vector<int32_t> words(12 + 64, 0);
+  if (r.residual) std::copy(r.residual->params.begin(), r.residual->params.end(), words.begin());
+  if (r.table) std::memcpy(words.data() + 12, r.table->bytes.data(), 256);
+  const TensorRef operand =
+      r.residual ? r.residual->add.residual.values
+                 : g.add_constant(HostTensor::from(DType::UInt8, {4}, std::vector<uint8_t>(4, 0)));
+  b.insert(b.end(),
+           {{operand, Access::Read},
+            {g.add_constant(HostTensor::from(DType::Int32, {12 + 64}, words)), Access::Read}});
+}
+
+// The epilogue's spec constants: {HAS_RESIDUAL, HAS_TABLE}.
+std::vector<uint32_t> epilogue_spec(const std::optional<Requant>& r) {
+  return {uint32_t{r && r->residual.has_value()}, uint32_t{r && r->table.has_value()}};
+}
+
+// What the epilogue adds, for labels.
+std::string epilogue_label(const std::optional<Requant>& r) {
+  return std::string(r && r->residual ? " + residual add" : "") +
+         (r && r->table ? " + byte table" : "");
 }
 
 // What the GEMM pass and the split-K reduce share.
@@ -233,7 +246,7 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
                 {m.weights.chan, Access::Read}};
   if (requant && !split) {
     bind_requant(g, d.bindings, *requant);
-    bind_residual(g, d.bindings, *requant);
+    bind_epilogue(g, d.bindings, *requant);
   }
   if (m.taps) d.bindings.push_back({*m.taps, Access::Read});
   const uint64_t gx = (m.vectors + pl.tile - 1) / pl.tile,
@@ -243,14 +256,13 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
             " channels need too many workgroups");
   d.groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(gz)};
   d.local = {m.coopmat ? kCoopmatThreads : tile_threads(pl.tile), 1, 1};
-  const bool residual = requant && requant->residual.has_value();
-  d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero},
-            uint32_t{residual && !split}};
+  d.spec = {uint32_t{m.w_signed}, uint32_t{m.d_signed}, uint32_t{m.weights.any_zero}};
+  for (uint32_t s : epilogue_spec(split ? std::nullopt : requant)) d.spec.push_back(s);
   d.push = pc.take();
   // The variant in the label, so profiles (and tests) show which kernel ran.
   d.label = op + " (packed " + std::to_string(pl.tile) + (dot ? " dot" : "") +
             coopmat_label(m.coopmat) + (split ? " split " + std::to_string(pl.splits) : "") +
-            (residual && !split ? " + residual add" : "") + ")";
+            epilogue_label(split ? std::nullopt : requant) + ")";
   g.add_dispatch(std::move(d));
   if (!split) return std::nullopt;
   return out;
@@ -264,7 +276,6 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
   if (!partials) return;
   const TensorRef out = *partials;
   const int64_t total = numel(g.info(m.y).shape);
-  const bool residual = requant && requant->residual.has_value();
 
   PushConstants rp;
   rp.add(checked_i32(total, op, "output size"))
@@ -283,13 +294,13 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
                 {m.weights.chan, Access::Read}};
   if (requant) {
     bind_requant(g, r.bindings, *requant);
-    bind_residual(g, r.bindings, *requant);
+    bind_epilogue(g, r.bindings, *requant);
+    r.spec = epilogue_spec(requant);
   }
   r.groups = groups_for(static_cast<uint64_t>(total));
   r.local = {kLocal, 1, 1};
-  if (requant) r.spec = {uint32_t{residual}};
   r.push = rp.take();
-  r.label = op + (residual ? " (split-K reduce + residual add)" : " (split-K reduce)");
+  r.label = op + " (split-K reduce" + epilogue_label(requant) + ")";
   g.add_dispatch(std::move(r));
 }
 
@@ -318,11 +329,15 @@ void add_depthwise(ComputeGraph& g, const PackedConv& c, const std::optional<Req
                 {c.y, Access::Write},
                 {c.x_zero, Access::Read},
                 {w_zero, Access::Read}};
-  if (requant) bind_requant(g, d.bindings, *requant);
+  if (requant) {
+    bind_requant(g, d.bindings, *requant);
+    bind_epilogue(g, d.bindings, *requant);
+    d.spec = {uint32_t{requant->table.has_value()}};
+  }
   d.groups = groups_for(static_cast<uint64_t>(total));
   d.local = {kLocal, 1, 1};
   d.push = pc.take();
-  d.label = op + " (depthwise)";
+  d.label = op + " (depthwise" + epilogue_label(requant) + ")";
   g.add_dispatch(std::move(d));
 }
 

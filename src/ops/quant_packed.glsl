@@ -56,3 +56,8 @@ int add_residual(int q, uint r_byte, ivec4 rp0, ivec4 rp1, ivec2 rp2) {
              ? qlinear_add_value(r, q, sr, rp0.w, sc, rp0.y, so, rp1.y, rp1.z, rp1.w)
              : qlinear_add_value(q, r, sc, rp0.y, sr, rp0.w, so, rp1.y, rp1.z, rp1.w);
 }
+
+// A QDQ unary op fused after the requantization (ops::ByteTable, HAS_TABLE): the stored byte b
+// looked up in the table's 256 bytes, held four to a word after the residual's parameters in
+// the epilogue constant (quant_packed.cpp's bind_epilogue), as ops::byte_table looks it up.
+#define TABLE_BYTE(words, b) ((words[(b) >> 2] >> (8u * ((b) & 3u))) & 0xffu)

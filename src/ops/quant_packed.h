@@ -4,6 +4,7 @@
 // packed on the host, four 8-bit values to a word along K, with per-channel sums for the
 // zero-point correction; the kernel sums with packed dot-product instructions where the device
 // has them. Weights computed on the device keep quant_gemm.comp.
+#include <array>
 #include <optional>
 #include <string>
 
@@ -13,10 +14,10 @@
 namespace vkgraph::ops {
 
 // A residual Add fused into the epilogue (ops::ResidualAdd): its operand, laid out as y, and
-// its parameters as quant_packed.glsl's add_residual reads them (Int32 [12]).
+// its parameters as quant_packed.glsl's add_residual reads them.
 struct ResidualRequant {
   ResidualAdd add;  // as given: what runs after the convolution where the kernel cannot fuse it
-  TensorRef params;
+  std::array<int32_t, 12> params;
 };
 
 // What the requantizing epilogue needs; absent for the Int32-output ops. `a` is the data
@@ -28,6 +29,9 @@ struct Requant {
   QuantRange range{0, 255};
   DType out = DType::UInt8;
   std::optional<ResidualRequant> residual;  // convolutions only; y then has add.out
+  std::optional<ByteTable> table;           // not with a residual; y then has table->out
+  // The type of what the kernel stores.
+  DType stored() const { return residual ? residual->add.out : table ? table->out : out; }
 };
 
 // A 2-D integer convolution (1-D lifted), validated by the caller; y is its output tensor.

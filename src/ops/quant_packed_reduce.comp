@@ -2,7 +2,7 @@
 // Split-K reduce of the packed integer GEMM (quant_packed.comp): one invocation per output
 // element sums the slices' int32 partials (each already less zw * sum d of its slice), then
 // finishes the zero-point correction and, REQUANT, requantizes to bytes (and applies a fused
-// residual Add, HAS_RESIDUAL), or, DYNAMIC, applies quantize_dynamic's float epilogue with the
+// residual Add, HAS_RESIDUAL, and a byte table, HAS_TABLE), or, DYNAMIC, applies quantize_dynamic's float epilogue with the
 // data's zero point and scale from the range partials (as quant_packed.comp DYNAMIC does).
 // Outputs are laid out
 // as the GEMM's: `plane` > 0 a convolution's [images][channels][plane], else a matmul's
@@ -39,10 +39,11 @@ layout(std430, binding = 5) readonly buffer SW { float sw[]; };
 layout(std430, binding = 6) readonly buffer SY { float sy[]; };
 layout(std430, binding = 7) readonly buffer ZY { int zy[]; };
 layout(std430, binding = 8) readonly buffer Bias { int bias[]; };
-// As quant_packed.comp's: a fused residual Add's operand and parameters.
+// As quant_packed.comp's: a fused residual Add's operand and parameters, and a byte table.
 layout(std430, binding = 9) readonly buffer R { uint8_t residual[]; };
-layout(std430, binding = 10) readonly buffer RP { ivec4 rp[3]; };
+layout(std430, binding = 10) readonly buffer RP { ivec4 rp[3]; uint table_words[64]; };
 layout(constant_id = 3) const bool HAS_RESIDUAL = false;
+layout(constant_id = 4) const bool HAS_TABLE = false;
 #endif
 #endif
 
@@ -88,7 +89,7 @@ void main() {
   float m = div_exact(sd[n % p.sd_count] * sw[c % p.sw_count], sy[0]);
   int q = requantize(sum, m, zy[0], p.qmin, p.qmax);
   if (HAS_RESIDUAL) q = add_residual(q, uint(residual[at]), rp[0], rp[1], rp[2].xy);
-  y[at] = narrow_byte(q);
+  y[at] = narrow_byte(HAS_TABLE ? TABLE_BYTE(table_words, uint(q) & 0xffu) : uint(q));
 #else
   y[at] = sum;
 #endif

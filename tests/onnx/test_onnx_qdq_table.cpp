@@ -2,8 +2,9 @@
 // Relu | Clip] -> QuantizeLinear, all per tensor, runs as one 256-entry table indexed by x's
 // byte. Every byte value goes through each op, against the unfused float path
 // (SessionOptions::fuse = false) and an fp64 reference; and the pattern must not fire where y
-// is not a function of x's byte alone. Also the QDQ Mul of a squeeze-excitation gate (QdqMul),
-// which MobileNetV3 has beside its hard-swish and hard-sigmoid tables.
+// is not a function of x's byte alone. A table right after an integer Conv / MatMul joins that
+// kernel's epilogue. Also the QDQ Mul of a squeeze-excitation gate (QdqMul), which MobileNetV3
+// has beside its hard-swish and hard-sigmoid tables.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -14,12 +15,14 @@
 #include "model_builder.h"
 #include "quant_test_util.h"
 #include "shape_test_util.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
 
 constexpr int kInt8 = onnx::TensorProto::INT8;
 constexpr int kUInt8 = onnx::TensorProto::UINT8;
+constexpr int kInt32 = onnx::TensorProto::INT32;
 
 class OnnxQdqTable : public GpuTest {};
 
@@ -186,6 +189,124 @@ TEST_F(OnnxQdqTable, DoesNotFireWhereTheTableWouldBeWrong) {
   for (size_t o = 0; o < 3; ++o)
     for (int64_t i = 0; i < r.fused[o].numel(); ++i)
       ASSERT_EQ(r.fused[o].as_double(i), r.plain[o].as_double(i)) << o << " " << i;
+}
+
+// DQ -> Conv | MatMul -> Q -> DQ -> f -> Q, as MobileNetV3 has it: the table joins the integer
+// kernel's epilogue (a 3x3 convolution, a depthwise one, a pointwise one and a MatMul, with
+// uint8 and int8 on either side). Against the portable kernels followed by separate byte_table
+// dispatches (qgemm.packed = 0; the same requantization and the same table, so equal exactly),
+// unsplit and after a split-K reduce, and within a few steps of the unfused float path.
+TEST_F(OnnxQdqTable, TableAfterAnIntegerKernelJoinsItsEpilogue) {
+  ModelBuilder m(14);
+  m.input("xq", kUInt8, {1, 8, 7, 7});
+  m.input("aq", kUInt8, {6, 16});
+  m.output("yq", kInt8);
+  m.output("bq", kInt8);
+  auto scale = [&](const std::string& name, float s, int type, int zero) {
+    m.initializer(name + "_s", Shape{}, std::vector<float>{s});
+    m.int_initializer(name + "_z", type, {}, {zero});
+  };
+  scale("x", 0.02f, kUInt8, 128);
+  scale("ca", 0.03f, kUInt8, 128);  // conv A's output, then its HardSwish's
+  scale("ha", 0.02f, kUInt8, 20);
+  scale("cb", 0.04f, kInt8, 0);  // the depthwise conv's, then its HardSigmoid's
+  scale("hb", 1.f / 255, kUInt8, 0);
+  scale("cc", 0.04f, kUInt8, 128);  // the pointwise conv's, then its Sigmoid's
+  scale("y", 1.f / 256, kInt8, -128);
+  scale("a", 0.05f, kUInt8, 120);  // the MatMul's a, its output, and its Tanh's
+  scale("m", 0.05f, kUInt8, 128);
+  scale("b", 1.f / 127, kInt8, 0);
+  m.int_initializer("wa", kInt8, {16, 8, 3, 3}, random_ints(rng, 16 * 72, -100, 100));
+  m.initializer("wa_s", Shape{16}, random_floats(16, 0.002f, 0.004f));
+  m.int_initializer("wa_z", kInt8, {16}, std::vector<int>(16, 0));
+  m.int_initializer("ba", kInt32, {16}, random_ints(rng, 16, -2000, 2000));
+  m.initializer("ba_s", Shape{}, std::vector<float>{0.02f * 0.003f});
+  m.int_initializer("wb", kInt8, {16, 1, 3, 3}, random_ints(rng, 16 * 9, -100, 100));
+  scale("wb", 0.01f, kInt8, 0);
+  m.int_initializer("wc", kInt8, {8, 16, 1, 1}, random_ints(rng, 8 * 16, -100, 100));
+  scale("wc", 0.005f, kInt8, 0);
+  m.int_initializer("wm", kInt8, {16, 12}, random_ints(rng, 16 * 12, -100, 100));
+  scale("wm", 0.01f, kInt8, 0);
+  // in -> DQ -> op(DQ, DQ(weights)...) -> Q(c) -> DQ -> f -> Q(h), named `out`.
+  auto block = [&](const std::string& in, const std::string& in_q, const std::string& op,
+                   const std::vector<std::string>& weights, const std::string& c,
+                   const std::string& f, const std::string& h, const std::string& out) {
+    m.node("DequantizeLinear", {in, in_q + "_s", in_q + "_z"}, {in + "_d"});
+    for (const std::string& w : weights) {
+      onnx::NodeProto& dq = w[0] == 'b'  // the bias has no zero point
+                                ? m.node("DequantizeLinear", {w, w + "_s"}, {w + "_d"})
+                                : m.node("DequantizeLinear", {w, w + "_s", w + "_z"}, {w + "_d"});
+      if (w == "wa") set_int(dq, "axis", 0);
+    }
+    onnx::NodeProto& n =
+        weights.size() == 2
+            ? m.node(op, {in + "_d", weights[0] + "_d", weights[1] + "_d"}, {c + "_f"})
+            : m.node(op, {in + "_d", weights[0] + "_d"}, {c + "_f"});
+    if (op == "Conv" && weights[0] != "wc") set_ints(n, "pads", {1, 1, 1, 1});
+    if (weights[0] == "wb") set_int(n, "group", 16);
+    m.node("QuantizeLinear", {c + "_f", c + "_s", c + "_z"}, {c + "_q"});
+    m.node("DequantizeLinear", {c + "_q", c + "_s", c + "_z"}, {c + "_d"});
+    onnx::NodeProto& u = m.node(f, {c + "_d"}, {h + "_f"});
+    if (f == "HardSigmoid") set_float(u, "alpha", 0.2f);
+    m.node("QuantizeLinear", {h + "_f", h + "_s", h + "_z"}, {out});
+  };
+  block("xq", "x", "Conv", {"wa", "ba"}, "ca", "HardSwish", "ha", "haq");
+  block("haq", "ha", "Conv", {"wb"}, "cb", "HardSigmoid", "hb", "hbq");
+  block("hbq", "hb", "Conv", {"wc"}, "cc", "Sigmoid", "y", "yq");
+  block("aq", "a", "MatMul", {"wm"}, "m", "Tanh", "b", "bq");
+  auto bytes = [&](const Shape& s) {
+    const std::vector<int> v = random_ints(rng, static_cast<size_t>(numel(s)), 0, 255);
+    return HostTensor::from(DType::Int32, s, std::vector<int32_t>(v.begin(), v.end()));
+  };
+  const std::map<std::string, HostTensor> feeds = {{"xq", bytes({1, 8, 7, 7})},
+                                                   {"aq", bytes({6, 16})}};
+
+  // Counts the dispatches that look bytes up: in a kernel's epilogue, or as byte_table.
+  auto run = [&](uint32_t packed, uint32_t splits, int* fused, int* separate) {
+    SessionOptions o;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["qgemm.packed"] = packed;
+    tuning->knobs["qgemm.splits"] = splits;
+    o.graph.tuning = tuning;
+    o.graph.profile = true;
+    Session s = m.session(o);
+    std::vector<HostTensor> r = s.run(feeds);
+    *fused = *separate = 0;
+    for (const NodeTime& t : s.graph()->node_times()) {
+      *fused += t.label.find("+ byte table") != std::string::npos;
+      *separate += t.label.find("byte_table") != std::string::npos;
+    }
+    return r;
+  };
+  int fused = 0, separate = 0;
+  const std::vector<HostTensor> portable = run(0, 0, &fused, &separate);
+  EXPECT_EQ(fused, 0);
+  EXPECT_EQ(separate, 4);
+  for (uint32_t splits : {1u, 3u}) {
+    SCOPED_TRACE("splits " + std::to_string(splits));
+    const std::vector<HostTensor> got = run(1, splits, &fused, &separate);
+    EXPECT_EQ(fused, 4) << "every table should run in its kernel's epilogue";
+    EXPECT_EQ(separate, 0);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      ASSERT_EQ(got[i].numel(), portable[i].numel());
+      for (int64_t j = 0; j < got[i].numel(); ++j)
+        ASSERT_EQ(got[i].data<int32_t>()[j], portable[i].data<int32_t>()[j]) << i << " " << j;
+    }
+  }
+  // The unfused float path: a step of a kernel's output moves its table's output by at most the
+  // op's slope times the scale ratio (below 2 steps here), and steps add up along the chain.
+  Runs both = run_both(m, feeds);
+  ASSERT_EQ(both.fused.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < both.fused[i].numel(); ++j)
+      EXPECT_LE(std::abs(both.fused[i].data<int32_t>()[j] - both.plain[i].data<int32_t>()[j]), 4)
+          << i << " " << j;
+  // The outputs spread over their ranges (not one saturated value).
+  for (const HostTensor& t : portable) {
+    const auto [lo, hi] = std::minmax_element(t.data<int32_t>(), t.data<int32_t>() + t.numel());
+    EXPECT_GT(*hi - *lo, 20);
+  }
 }
 
 // onnxruntime's QLinearMul on one pair of values: the integer product times the float32 ratio,

@@ -98,9 +98,19 @@ struct QuantizedOperand {
 // (one value per output channel, in units of a_scale * b_scale) added to the sums, and a
 // narrower output range than the type's. A Relu or Clip before QuantizeLinear is such a range:
 // quantization is monotone, so Q(clip(v, lo, hi)) = clamp(Q(v), Q(lo), Q(hi)) exactly.
+// A QDQ unary op after a requantizing kernel (DequantizeLinear -> HardSwish -> QuantizeLinear
+// after a convolution's QuantizeLinear): byte_table's lookup of the requantized bytes, applied in
+// the kernel's epilogue where it can be, else by a byte_table after it (the same values). The
+// result is of type `out`.
+struct ByteTable {
+  std::array<uint8_t, 256> bytes{};
+  DType out = DType::UInt8;
+};
+
 struct RequantEpilogue {
   std::optional<TensorRef> bias;
   std::optional<std::array<int32_t, 2>> range;  // [lo, hi] within out's range
+  std::optional<ByteTable> table;
 };
 
 // ONNX QLinearMatMul: matmul_integer, then requantized once in the epilogue:
@@ -173,12 +183,14 @@ struct ResidualAdd {
 // requantized as qlinear_matmul; w's scale and zero point may be per output channel. With
 // `residual`, returns that Add's result instead: computed in the convolution's epilogue where
 // the packed kernel runs and every residual parameter is a constant, else as a qlinear_add
-// after it (the same values either way).
+// after it (the same values either way). With `table` (not with `residual`), returns the
+// table's lookup of the requantized bytes (ByteTable).
 TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const QuantizedOperand& w,
                        const QuantizedOperand& y_params, std::optional<TensorRef> bias,
                        const IntConvParams& params, DType out,
                        std::optional<std::array<int32_t, 2>> range = std::nullopt,
-                       const std::optional<ResidualAdd>& residual = std::nullopt);
+                       const std::optional<ResidualAdd>& residual = std::nullopt,
+                       const std::optional<ByteTable>& table = std::nullopt);
 
 // com.microsoft MatMulNBits: y = a @ dequant(b)^T (+ bias). a: [..., K] Float32 or Float16;
 // b: UInt8 [N, n_blocks, blob] (or any shape of that size), codes of `bits` bits packed low
