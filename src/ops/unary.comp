@@ -185,9 +185,13 @@ float apply(float v) {
 #elif OP_CLIP
   return clamp_nan(v, p.alpha, p.beta);
 #elif OP_HARD_SIGMOID
-  return clamp_nan(p.alpha * v + p.beta, 0.0, 1.0);
+  // "precise": a multiply and an add, each rounded, on every device (no fma contraction), as
+  // a QDQ model's byte table computes it on the host (fuse_qdq.cpp's unary_on_host).
+  precise float t = p.alpha * v + p.beta;
+  return clamp_nan(t, 0.0, 1.0);
 #elif OP_HARD_SWISH
-  return v * clamp_nan(v * (1.0 / 6.0) + 0.5, 0.0, 1.0);
+  precise float t = v * (1.0 / 6.0) + 0.5;  // as HardSigmoid's
+  return v * clamp_nan(t, 0.0, 1.0);
 #elif OP_TAN
   return sin_shifted(v, 0) / sin_shifted(v, 1);
 #elif OP_ASIN

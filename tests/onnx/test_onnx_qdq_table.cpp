@@ -11,8 +11,10 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <set>
 
 #include "model_builder.h"
+#include "onnx/fuse_qdq.h"
 #include "quant_test_util.h"
 #include "shape_test_util.h"
 #include "vkgraph/ops/tuning.h"
@@ -189,6 +191,65 @@ TEST_F(OnnxQdqTable, DoesNotFireWhereTheTableWouldBeWrong) {
   for (size_t o = 0; o < 3; ++o)
     for (int64_t i = 0; i < r.fused[o].numel(); ++i)
       ASSERT_EQ(r.fused[o].as_double(i), r.plain[o].as_double(i)) << o << " " << i;
+}
+
+// unary_on_host (fuse_qdq.cpp) is a host twin of unary.comp for the ops a QdqTable evaluates,
+// kept in step by hand. Every op it knows, on values across what dequantized bytes take (0, the
+// kinks, +-16 in steps of 1/256, the parameters' thresholds), against ops::unary on the device:
+// the piecewise-linear ones bit for bit (a table must equal the float path), Softsign within its
+// division's rounding, the others within the float kernels' tolerance (test_ops_unary.cpp's).
+TEST_F(OnnxQdqTable, HostTwinMatchesTheUnaryKernelOfEveryTableOp) {
+  using ops::UnaryOp;
+  std::vector<float> xs;
+  for (int i = -4096; i <= 4096; ++i) xs.push_back(static_cast<float>(i) / 256.f);
+  for (float v : random_floats(1000, -20.f, 20.f)) xs.push_back(v);
+  const HostTensor x = HostTensor::from(DType::Float32, {static_cast<int64_t>(xs.size())}, xs);
+  auto params_of = [](UnaryOp op) -> ops::UnaryParams {
+    switch (op) {
+      case UnaryOp::LeakyRelu:
+        return {0.1f, 0.f};
+      case UnaryOp::ThresholdedRelu:
+      case UnaryOp::Elu:
+        return {1.f, 0.f};
+      case UnaryOp::Clip:
+        return {-1.5f, 2.25f};
+      case UnaryOp::HardSigmoid:
+        return {0.2f, 0.5f};
+      case UnaryOp::Selu:
+        return {1.67326319f, 1.05070102f};
+      default:
+        return {};
+    }
+  };
+  const std::set<UnaryOp> exact = {UnaryOp::Relu, UnaryOp::LeakyRelu,   UnaryOp::ThresholdedRelu,
+                                   UnaryOp::Clip, UnaryOp::HardSigmoid, UnaryOp::HardSwish,
+                                   UnaryOp::Neg,  UnaryOp::Abs};
+  int ops_checked = 0;
+  for (int i = 0; i <= static_cast<int>(UnaryOp::Not); ++i) {
+    const auto op = static_cast<UnaryOp>(i);
+    const ops::UnaryParams params = params_of(op);
+    if (!onnx_import::fuse::unary_on_host(op, params, 0.f)) continue;
+    SCOPED_TRACE(shaders::unary::name(op));
+    ++ops_checked;
+    ComputeGraph g(context());
+    g.add_output(ops::unary(g, op, g.add_input(x.shape, DType::Float32, "x"), params), "y");
+    g.copy_to_input(0, x.bytes.data(), x.nbytes());
+    g.execute();
+    const HostTensor y = g.read_output(0);
+    int failures = 0;
+    for (int64_t j = 0; j < x.numel() && failures < 5; ++j) {
+      const float v = x.data<float>()[j], got = y.data<float>()[j];
+      const float want = *onnx_import::fuse::unary_on_host(op, params, v);
+      const double tol = exact.count(op)           ? 0.0
+                         : op == UnaryOp::Softsign ? 3e-7 * std::abs(want)
+                                                   : 1e-6 + 1e-5 * std::abs(want);
+      if (!(std::abs(double(got) - double(want)) <= tol)) {
+        ADD_FAILURE() << "f(" << v << "): device " << got << ", host " << want;
+        ++failures;
+      }
+    }
+  }
+  EXPECT_EQ(ops_checked, 18);  // the QdqTable ops and Silu
 }
 
 // DQ -> Conv | MatMul -> Q -> DQ -> f -> Q, as MobileNetV3 has it: the table joins the integer
