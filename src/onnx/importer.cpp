@@ -571,6 +571,11 @@ TensorRef Importer::tensor(const onnx::NodeProto& node, size_t i) {
   return tensor(values_.at(node.input(i)), node.input(i));
 }
 
+void Importer::keep_other(const onnx::NodeProto& node, size_t i, TensorRef t) {
+  Value& v = values_.at(node.input(i));
+  if (v.tensor.valid() && !v.other.valid()) v.other = t;
+}
+
 const HostTensor* Importer::constant(const onnx::NodeProto& node, size_t i) const {
   if (!has_input(node, i)) return nullptr;
   // Fusion looks at nodes not visited yet, whose inputs may not exist yet: not a constant.

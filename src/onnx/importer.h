@@ -163,6 +163,9 @@ class Importer {
   // to the others, cast on the device where it lives in the other precision.
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
+  // Keeps `t`, input `i` held in another representation (an 8-bit tensor of a widened Int32
+  // value, say), as its `other` for the next reader, where `other` is free.
+  void keep_other(const onnx::NodeProto& node, size_t i, TensorRef t);
   // A constant the lowering made (folded weights, a scalar operand), in the precision that
   // tensor() gives the node's float32 inputs; in float16, finite values saturate at 65504.
   TensorRef constant_tensor(HostTensor value, const std::string& name = "");

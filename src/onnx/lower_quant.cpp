@@ -48,7 +48,10 @@ TensorRef quantized(Importer& im, const onnx::NodeProto& node, size_t i, const s
       q.bytes[j] = static_cast<uint8_t>(v.constant->as_int(j));
     return g.add_constant(std::move(q), node.input(i));
   }
-  return ops::convert_quantized(g, im.tensor(node, i), type);
+  // A widened 8-bit value (a model input, say): narrowed once, for every reader.
+  const TensorRef narrowed = ops::convert_quantized(g, im.tensor(node, i), type);
+  im.keep_other(node, i, narrowed);
+  return narrowed;
 }
 
 // Input `i` for the dequantizing side: 8-bit where it is held so, else the widened Int32.
