@@ -271,7 +271,9 @@ TEST_F(GraphReplay, ProfileSwitchesRecordAgainAndKeepResults) {
   dag.run_and_check(g, rng);
   EXPECT_EQ(g.stats().recordings, 2u);
   EXPECT_TRUE(g.node_times().empty());
-  if (timestamps) EXPECT_GT(g.last_gpu_ms(), 0.0);
+  if (timestamps) {
+    EXPECT_GT(g.last_gpu_ms(), 0.0);
+  }
   g.set_profile(false);  // unchanged: nothing records again
   dag.run_and_check(g, rng);
   EXPECT_EQ(g.stats().recordings, 2u);

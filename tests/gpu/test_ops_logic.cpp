@@ -273,8 +273,9 @@ TEST_F(OpsLogic, CastFloat16) {
   expect_same(outs[1], want_f);
   // Infinity to int is undefined in C++ and implementation-defined on GPUs: compare the rest.
   for (int64_t i = 0; i < n; ++i)
-    if (std::isfinite(want_f.data<float>()[i]))
+    if (std::isfinite(want_f.data<float>()[i])) {
       EXPECT_EQ(outs[2].data<int32_t>()[i], want_i.data<int32_t>()[i]) << "at " << i;
+    }
 }
 
 TEST_F(OpsLogic, CastErrors) {

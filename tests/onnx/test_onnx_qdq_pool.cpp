@@ -93,7 +93,9 @@ TEST_F(OnnxQdqPool, MaxPoolAndGlobalAveragePoolRunOnBytes) {
     const int want = quantize_ref(exact, -3, DType::Int8);
     const int got = r.fused[1].data<int32_t>()[c], plain = r.plain[1].data<int32_t>()[c];
     const double tie = std::abs(exact - std::floor(exact) - 0.5);
-    if (tie > 1e-4) EXPECT_EQ(got, want) << "channel " << c << " exact " << exact;
+    if (tie > 1e-4) {
+      EXPECT_EQ(got, want) << "channel " << c << " exact " << exact;
+    }
     EXPECT_LE(std::abs(got - want), 1);
     EXPECT_LE(std::abs(got - plain), 1);
   }
@@ -148,7 +150,9 @@ TEST_F(OnnxQdqPool, PatternsFireOnlyWhereExact) {
     const double exact = double(sum) * 0.1 / 25.0 / 0.02;
     const int want = quantize_ref(exact, 100, DType::UInt8);
     const int fused = got[0].data<int32_t>()[row];
-    if (std::abs(exact - std::floor(exact) - 0.5) > 1e-4) EXPECT_EQ(fused, want) << row;
+    if (std::abs(exact - std::floor(exact) - 0.5) > 1e-4) {
+      EXPECT_EQ(fused, want) << row;
+    }
     EXPECT_LE(std::abs(fused - r.plain[0].data<int32_t>()[row]), 1) << row;
     saturated += fused == 255;
   }
