@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu_test.h"
+#include "vkgraph/ops/tuning.h"
 #include "vkgraph/session.h"
 
 namespace vkgraph::testing {
@@ -140,6 +141,31 @@ inline Runs run_both(const ModelBuilder& m, const std::map<std::string, HostTens
   Runs r{fused.run(feeds), plain.run(feeds), 0, 0};
   r.fused_nodes = fused.graph()->stats().nodes;
   r.plain_nodes = plain.graph()->stats().nodes;
+  return r;
+}
+
+// A quantized model run with the packed integer GEMM on or off (knob qgemm.packed) and a split-K
+// count (qgemm.splits), profiled: the outputs, and per entry of `labels` how many dispatches'
+// labels contain it (an epilogue's "+ byte table" against the separate "byte_table", say).
+struct LabelledRun {
+  std::vector<HostTensor> outputs;
+  std::vector<int> counts;
+};
+
+inline LabelledRun run_packed(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
+                              uint32_t packed, uint32_t splits,
+                              const std::vector<std::string>& labels) {
+  SessionOptions o;
+  auto tuning = std::make_shared<ops::Tuning>();
+  tuning->knobs["qgemm.packed"] = packed;
+  tuning->knobs["qgemm.splits"] = splits;
+  o.graph.tuning = tuning;
+  o.graph.profile = true;
+  Session s = m.session(o);
+  LabelledRun r{s.run(feeds), std::vector<int>(labels.size(), 0)};
+  for (const NodeTime& t : s.graph()->node_times())
+    for (size_t i = 0; i < labels.size(); ++i)
+      r.counts[i] += t.label.find(labels[i]) != std::string::npos;
   return r;
 }
 

@@ -11,7 +11,6 @@
 #include "model_builder.h"
 #include "quant_test_util.h"
 #include "shape_test_util.h"
-#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -328,31 +327,16 @@ TEST_F(OnnxQdq, ResidualAddRunsInTheConvEpilogue) {
   // The epilogue (unsplit and after a split-K reduce) against the portable kernel followed by
   // the separate integer Add (qgemm.packed = 0): the same float operations, so equal exactly.
   // Counts the dispatches that run an Add: in a Conv's epilogue, or as the separate kernel.
-  auto run = [&](uint32_t packed, uint32_t splits, int* fused_adds, int* separate_adds) {
-    SessionOptions o;
-    auto tuning = std::make_shared<ops::Tuning>();
-    tuning->knobs["qgemm.packed"] = packed;
-    tuning->knobs["qgemm.splits"] = splits;
-    o.graph.tuning = tuning;
-    o.graph.profile = true;
-    Session s = m.session(o);
-    std::vector<HostTensor> r = s.run(feeds);
-    *fused_adds = *separate_adds = 0;
-    for (const NodeTime& t : s.graph()->node_times()) {
-      *fused_adds += t.label.find("+ residual add") != std::string::npos;
-      *separate_adds += t.label.find("qlinear_add") != std::string::npos;
-    }
-    return r;
-  };
-  int fused_adds = 0, separate_adds = 0;
-  const std::vector<HostTensor> portable = run(0, 0, &fused_adds, &separate_adds);
-  EXPECT_EQ(fused_adds, 0);
-  EXPECT_EQ(separate_adds, 2);
+  const std::vector<std::string> adds = {"+ residual add", "qlinear_add"};
+  const LabelledRun portable_run = run_packed(m, feeds, 0, 0, adds);
+  const std::vector<HostTensor>& portable = portable_run.outputs;
+  EXPECT_EQ(portable_run.counts, (std::vector<int>{0, 2}));
   for (uint32_t splits : {1u, 3u}) {
     SCOPED_TRACE("splits " + std::to_string(splits));
-    const std::vector<HostTensor> fused = run(1, splits, &fused_adds, &separate_adds);
-    EXPECT_EQ(fused_adds, 2) << "both Adds should run in a Conv's epilogue";
-    EXPECT_EQ(separate_adds, 0);
+    const LabelledRun fused_run = run_packed(m, feeds, 1, splits, adds);
+    const std::vector<HostTensor>& fused = fused_run.outputs;
+    EXPECT_EQ(fused_run.counts, (std::vector<int>{2, 0}))
+        << "both Adds should run in a Conv's epilogue";
     for (size_t i = 0; i < 2; ++i) {
       ASSERT_EQ(fused[i].numel(), portable[i].numel());
       for (int64_t j = 0; j < fused[i].numel(); ++j)

@@ -17,7 +17,6 @@
 #include "onnx/fuse_qdq.h"
 #include "quant_test_util.h"
 #include "shape_test_util.h"
-#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -325,31 +324,16 @@ TEST_F(OnnxQdqTable, TableAfterAnIntegerKernelJoinsItsEpilogue) {
                                                    {"aq", bytes({6, 16})}};
 
   // Counts the dispatches that look bytes up: in a kernel's epilogue, or as byte_table.
-  auto run = [&](uint32_t packed, uint32_t splits, int* fused, int* separate) {
-    SessionOptions o;
-    auto tuning = std::make_shared<ops::Tuning>();
-    tuning->knobs["qgemm.packed"] = packed;
-    tuning->knobs["qgemm.splits"] = splits;
-    o.graph.tuning = tuning;
-    o.graph.profile = true;
-    Session s = m.session(o);
-    std::vector<HostTensor> r = s.run(feeds);
-    *fused = *separate = 0;
-    for (const NodeTime& t : s.graph()->node_times()) {
-      *fused += t.label.find("+ byte table") != std::string::npos;
-      *separate += t.label.find("byte_table") != std::string::npos;
-    }
-    return r;
-  };
-  int fused = 0, separate = 0;
-  const std::vector<HostTensor> portable = run(0, 0, &fused, &separate);
-  EXPECT_EQ(fused, 0);
-  EXPECT_EQ(separate, 4);
+  const std::vector<std::string> lookups = {"+ byte table", "byte_table"};
+  const LabelledRun portable_run = run_packed(m, feeds, 0, 0, lookups);
+  const std::vector<HostTensor>& portable = portable_run.outputs;
+  EXPECT_EQ(portable_run.counts, (std::vector<int>{0, 4}));
   for (uint32_t splits : {1u, 3u}) {
     SCOPED_TRACE("splits " + std::to_string(splits));
-    const std::vector<HostTensor> got = run(1, splits, &fused, &separate);
-    EXPECT_EQ(fused, 4) << "every table should run in its kernel's epilogue";
-    EXPECT_EQ(separate, 0);
+    const LabelledRun fused_run = run_packed(m, feeds, 1, splits, lookups);
+    const std::vector<HostTensor>& got = fused_run.outputs;
+    EXPECT_EQ(fused_run.counts, (std::vector<int>{4, 0}))
+        << "every table should run in its kernel's epilogue";
     ASSERT_EQ(got.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       ASSERT_EQ(got[i].numel(), portable[i].numel());

@@ -207,7 +207,9 @@ TEST_F(QuantTest, BlockedLowBitWeightMatMulRunsAsWeightOnlyKernel) {
           EXPECT_LT(r.fused_nodes, r.plain_nodes);
         else
           EXPECT_LE(r.fused_nodes, r.plain_nodes);
-        if (!c.weight_is_output) EXPECT_EQ(r.fused_nodes, rows >= 16 ? 2u : 1u);
+        if (!c.weight_is_output) {
+          EXPECT_EQ(r.fused_nodes, rows >= 16 ? 2u : 1u);
+        }
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < n; ++j) {
             double want = 0, mag = 0;
