@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "onnx/load.h"
 #include "onnx/model_check.h"
@@ -569,6 +570,13 @@ TensorRef Importer::constant_tensor(HostTensor value, const std::string& name) {
 TensorRef Importer::tensor(const onnx::NodeProto& node, size_t i) {
   input(node, i);
   return tensor(values_.at(node.input(i)), node.input(i));
+}
+
+TensorRef Importer::float32_tensor(const onnx::NodeProto& node, size_t i) {
+  const bool half = std::exchange(node_half_, false);
+  const TensorRef t = tensor(node, i);
+  node_half_ = half;
+  return t;
 }
 
 void Importer::keep_other(const onnx::NodeProto& node, size_t i, TensorRef t) {

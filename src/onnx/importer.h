@@ -163,6 +163,9 @@ class Importer {
   // to the others, cast on the device where it lives in the other precision.
   TensorRef tensor(const onnx::NodeProto& node, size_t i);
   TensorRef tensor(Value& value, const std::string& name);
+  // The input as tensor() gives it to ops that compute in float32: a float32 value in float32
+  // even for a node that computes in float16 (a quantization scale, which float16 would round).
+  TensorRef float32_tensor(const onnx::NodeProto& node, size_t i);
   // Keeps `t`, input `i` held in another representation (an 8-bit tensor of a widened Int32
   // value, say), as its `other` for the next reader, where `other` is free.
   void keep_other(const onnx::NodeProto& node, size_t i, TensorRef t);

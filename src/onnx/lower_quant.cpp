@@ -18,6 +18,7 @@
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/ops/quant.h"
+#include "vkgraph/shaders/qgemm.h"
 
 namespace vkgraph::onnx_import {
 namespace {
@@ -532,7 +533,8 @@ std::vector<Value> lower_qdq_table(Importer& im, const onnx::NodeProto& node,
 
 // quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once and x quantized
 // once (where that applies; else an empty Int32 placeholder, and the GEMMs quantize x as they
-// load it), then per layer one GEMM.
+// load it), then per layer one GEMM. In float16 mode x, the bias, the residual and y are
+// float16; the range partials and the weight's scale stay float32 (float32_tensor).
 std::vector<Value> lower_dynamic_quant_range(Importer& im, const onnx::NodeProto& node,
                                              const fold::Attrs&) {
   im.require_inputs(node, 1, 1);
@@ -567,16 +569,18 @@ std::vector<Value> lower_dynamic_quant_matmul(Importer& im, const onnx::NodeProt
     e.activation_params = act->params;
   }
   TensorRef y = ops::dynamic_quant_matmul(
-      im.graph(), im.tensor(node, kDqX), im.tensor(node, kDqRange), quantized(im, node, kDqW, "w"),
-      optional_tensor(im, node, kDqWZero), im.tensor(node, kDqWScale), e);
+      im.graph(), im.tensor(node, kDqX), im.float32_tensor(node, kDqRange),
+      quantized(im, node, kDqW, "w"), optional_tensor(im, node, kDqWZero),
+      im.float32_tensor(node, kDqWScale), e);
   return {Importer::device_value(im.graph(), y)};
 }
 
 }  // namespace
 
 void register_quant(LoweringTable& t) {
-  t[fuse::fused_key("DynamicQuantRange")] = lower_dynamic_quant_range;
-  t[fuse::fused_key("DynamicQuantMatMul")] = lower_dynamic_quant_matmul;
+  // quant.cmake declares float16 variants of the range, pack and dynamic GEMM kernels.
+  t[fuse::fused_key("DynamicQuantRange")] = {lower_dynamic_quant_range, /*computes_in_half=*/true};
+  t[fuse::fused_key("DynamicQuantMatMul")] = {lower_dynamic_quant_matmul, shaders::qgemm::float16};
   for (const char* op : {"QdqConv", "QdqMatMul", "QdqGemm"}) t[fuse::fused_key(op)] = lower_qdq;
   t[fuse::fused_key("QdqAdd")] = lower_qdq_add;
   t[fuse::fused_key("QdqMul")] = lower_qdq_add;

@@ -18,9 +18,12 @@ vkgraph_shader(quant_dequantize_u8 ${OPS}/quant.comp DEQUANTIZE=1)
 vkgraph_shader(quant_dequantize_i32 ${OPS}/quant.comp DEQUANTIZE=1 X_I32=1)
 vkgraph_shader(quant_widen ${OPS}/quant.comp WIDEN=1)
 vkgraph_shader(quant_narrow ${OPS}/quant.comp NARROW=1)
-vkgraph_shader(quant_minmax ${OPS}/quant_dynamic.comp MINMAX=1)
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DT)
+  vkgraph_shader(quant_minmax_${dtype} ${OPS}/quant_dynamic.comp MINMAX=1 DTYPE_${DT}=1)
+  vkgraph_shader(quant_dynamic_pack_${dtype} ${OPS}/quant_dynamic.comp PACK=1 DTYPE_${DT}=1)
+endforeach()
 vkgraph_shader(quant_dynamic_params ${OPS}/quant_dynamic.comp PARAMS=1)
-vkgraph_shader(quant_dynamic_pack ${OPS}/quant_dynamic.comp PACK=1)
 vkgraph_shader(quant_matmul_i32 ${OPS}/quant_gemm.comp)
 vkgraph_shader(quant_matmul_requant ${OPS}/quant_gemm.comp REQUANT=1)
 vkgraph_shader(quant_conv_i32 ${OPS}/quant_gemm.comp CONV=1)
@@ -44,7 +47,8 @@ vkgraph_shader_family(qgemm
   AXIS requant BOOL
   AXIS split_k BOOL
   AXIS dot BOOL
-  AXIS coopmat UINT)
+  AXIS coopmat UINT
+  AXIS dtype DTYPE)
 foreach(kind conv conv_pointwise matmul)
   if(kind STREQUAL conv)
     set(K CONV=1)
@@ -56,35 +60,41 @@ foreach(kind conv conv_pointwise matmul)
   foreach(dot 0 1)
     foreach(tile 64 32)
       vkgraph_variant(qgemm qgemm_${kind}${tile}_i32_dot${dot} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 0 0 ${dot} 0 DEFINES BM=${tile} BN=${tile} DOT=${dot} ${K})
+                      KEY ${kind} ${tile} 0 0 ${dot} 0 f32 DEFINES BM=${tile} BN=${tile} DOT=${dot} ${K})
       vkgraph_variant(qgemm qgemm_${kind}${tile}_requant_dot${dot} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 1 0 ${dot} 0
+                      KEY ${kind} ${tile} 1 0 ${dot} 0 f32
                       DEFINES BM=${tile} BN=${tile} DOT=${dot} REQUANT=1 ${K})
     endforeach()
     vkgraph_variant(qgemm qgemm_${kind}32_splitk_dot${dot} ${OPS}/quant_packed.comp
-                    KEY ${kind} 32 0 1 ${dot} 0 DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
+                    KEY ${kind} 32 0 1 ${dot} 0 f32 DEFINES BM=32 BN=32 DOT=${dot} SPLIT_K=1 ${K})
   endforeach()
 endforeach()
-# matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float32 out);
-# matmul_dynamic_bytes: the same with a quantized once beforehand (quant_dynamic_pack).
-foreach(dot 0 1)
-  foreach(tile 64 32)
-    vkgraph_variant(qgemm qgemm_matmul_dynamic${tile}_dot${dot} ${OPS}/quant_packed.comp
-                    KEY matmul_dynamic ${tile} 0 0 ${dot} 0
-                    DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1)
-    vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_dot${dot} ${OPS}/quant_packed.comp
-                    KEY matmul_dynamic_bytes ${tile} 0 0 ${dot} 0
-                    DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1 DYNAMIC_BYTES=1)
+# matmul_dynamic: quantize_dynamic's linear layer (float a quantized as it loads, float out);
+# matmul_dynamic_bytes: the same with a quantized once beforehand (quant_dynamic_pack). dtype:
+# the float activation's, which the output, bias and residual share (f16: float16 mode).
+# The integer kernels above keep the key f32.
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DT)
+  foreach(dot 0 1)
+    foreach(tile 64 32)
+      vkgraph_variant(qgemm qgemm_matmul_dynamic${tile}_dot${dot}_${dtype}
+                      ${OPS}/quant_packed.comp KEY matmul_dynamic ${tile} 0 0 ${dot} 0 ${dtype}
+                      DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1 DTYPE_${DT}=1)
+      vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_dot${dot}_${dtype}
+                      ${OPS}/quant_packed.comp KEY matmul_dynamic_bytes ${tile} 0 0 ${dot} 0 ${dtype}
+                      DEFINES BM=${tile} BN=${tile} DOT=${dot} DYNAMIC=1 DYNAMIC_BYTES=1
+                              DTYPE_${DT}=1)
+    endforeach()
   endforeach()
+  # The dynamic layer's split-K: matmul32_splitk partials, reduced with the float epilogue.
+  vkgraph_variant(qgemm qgemm_splitk_reduce_dynamic_${dtype} ${OPS}/quant_packed_reduce.comp
+                  KEY matmul_dynamic_bytes 0 0 1 0 0 ${dtype} DEFINES DYNAMIC=1 DTYPE_${DT}=1)
 endforeach()
-# The dynamic layer's split-K: matmul32_splitk partials, reduced with the float epilogue.
-vkgraph_variant(qgemm qgemm_splitk_reduce_dynamic ${OPS}/quant_packed_reduce.comp
-                KEY matmul_dynamic_bytes 0 0 1 0 0 DEFINES DYNAMIC=1)
 foreach(requant 0 1)
   vkgraph_variant(qgemm qgemm_splitk_reduce_${requant} ${OPS}/quant_packed_reduce.comp
-                  KEY splitk_reduce 0 ${requant} 0 0 0 DEFINES REQUANT=${requant})
+                  KEY splitk_reduce 0 ${requant} 0 0 0 f32 DEFINES REQUANT=${requant})
   vkgraph_variant(qgemm qgemm_depthwise_${requant} ${OPS}/quant_depthwise.comp
-                  KEY depthwise 0 ${requant} 0 0 0 DEFINES REQUANT=${requant})
+                  KEY depthwise 0 ${requant} 0 0 0 f32 DEFINES REQUANT=${requant})
 endforeach()
 # The same kernels on int8 tensor cores (knob qgemm.coopmat): per fragment width, the tiles and
 # the small tile's split-K partials as above; quantize_dynamic's layers only on quantized bytes.
@@ -106,18 +116,21 @@ foreach(frag 16 8 1)
     endif()
     foreach(tile 64 32)
       vkgraph_variant(qgemm qgemm_${kind}${tile}_i32_coopmat${frag} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 0 0 0 ${frag}
+                      KEY ${kind} ${tile} 0 0 0 ${frag} f32
                       DEFINES BM=${tile} BN=${tile} ${F} ${K})
       vkgraph_variant(qgemm qgemm_${kind}${tile}_requant_coopmat${frag} ${OPS}/quant_packed.comp
-                      KEY ${kind} ${tile} 1 0 0 ${frag}
+                      KEY ${kind} ${tile} 1 0 0 ${frag} f32
                       DEFINES BM=${tile} BN=${tile} ${F} REQUANT=1 ${K})
     endforeach()
     vkgraph_variant(qgemm qgemm_${kind}32_splitk_coopmat${frag} ${OPS}/quant_packed.comp
-                    KEY ${kind} 32 0 1 0 ${frag} DEFINES BM=32 BN=32 ${F} SPLIT_K=1 ${K})
+                    KEY ${kind} 32 0 1 0 ${frag} f32 DEFINES BM=32 BN=32 ${F} SPLIT_K=1 ${K})
   endforeach()
-  foreach(tile 64 32)
-    vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_coopmat${frag} ${OPS}/quant_packed.comp
-                    KEY matmul_dynamic_bytes ${tile} 0 0 0 ${frag}
-                    DEFINES BM=${tile} BN=${tile} ${F} DYNAMIC=1 DYNAMIC_BYTES=1)
+  foreach(dtype f32 f16)
+    string(TOUPPER ${dtype} DT)
+    foreach(tile 64 32)
+      vkgraph_variant(qgemm qgemm_matmul_dynamic_bytes${tile}_coopmat${frag}_${dtype}
+                      ${OPS}/quant_packed.comp KEY matmul_dynamic_bytes ${tile} 0 0 0 ${frag} ${dtype}
+                      DEFINES BM=${tile} BN=${tile} ${F} DYNAMIC=1 DYNAMIC_BYTES=1 DTYPE_${DT}=1)
+    endforeach()
   endforeach()
 endforeach()

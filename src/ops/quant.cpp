@@ -321,7 +321,7 @@ TensorRef qlinear_global_avg_pool(ComputeGraph& g, const QuantizedOperand& x,
 TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   const std::string op = "dynamic_quantize_linear";
   const TensorInfo xi = g.info(x);
-  require_dtype(g, x, DType::Float32, op);
+  const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   const int64_t n = numel(xi.shape);
   constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
   // Enough workgroups to spread a large tensor, few enough for one workgroup to finish.
@@ -329,7 +329,7 @@ TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
       static_cast<uint32_t>(std::clamp<int64_t>((n + kLocal * 16 - 1) / (kLocal * 16), 1, 1024));
   TensorRef partial = g.add_tensor({groups, 2}, DType::Float32);
   DispatchDesc minmax;
-  minmax.shader = "quant_minmax";
+  minmax.shader = "quant_minmax_" + suffix;
   minmax.bindings = {{x, Access::Read}, {partial, Access::Write}};
   minmax.groups = {groups, 1, 1};
   minmax.local = {kLocal, 1, 1};
@@ -349,7 +349,7 @@ void require_range(ComputeGraph& g, TensorRef range, const std::string& op) {
 
 std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, TensorRef range) {
   const std::string op = "dynamic_quantize_linear";
-  require_dtype(g, x, DType::Float32, op);
+  const std::string suffix = shader_suffix(float_dtype(g, g.info(x).dtype, op));
   require_range(g, range, op);
   const int64_t n = numel(g.info(x).shape);
   // Without the packed GEMM (qgemm.packed = 0) no layer would read it.
@@ -362,7 +362,7 @@ std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, T
       static_cast<uint32_t>(std::clamp<int64_t>((words + kLocal * 4 - 1) / (kLocal * 4), 1, 65535));
   TensorRef y = g.add_tensor({words}, DType::Int32);
   DispatchDesc d;
-  d.shader = "quant_dynamic_pack";
+  d.shader = "quant_dynamic_pack_" + suffix;
   d.bindings = {{range, Access::Read}, {x, Access::Read}, {y, Access::Write}};
   d.groups = {groups, 1, 1};
   d.local = {kLocal, 1, 1};

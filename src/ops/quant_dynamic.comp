@@ -9,17 +9,18 @@
 //           share of x (numel % 4 == 0) as quant.comp does, four values to a word, low byte
 //           first: the packed GEMM's data words (quant_packed.comp DYNAMIC_BYTES), so each
 //           value is quantized once rather than once per column tile of every GEMM reading it.
+// x is float32 or (DTYPE_F16, float16 mode) float16; partials and parameters stay float32.
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
 #include "quant.glsl"
 
 #define LOCAL 256
 #if MINMAX
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) writeonly buffer Partial { vec2 range_partial[]; };
 #elif PACK
 layout(std430, binding = 0) readonly buffer Partial { vec2 range_partial[]; };
-layout(std430, binding = 1) readonly buffer X { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer X { ELEM4 x4[]; };
 layout(std430, binding = 2) writeonly buffer Packed { uint packed_out[]; };
 #else
 layout(std430, binding = 0) readonly buffer Partial { vec2 range_partial[]; };
@@ -44,7 +45,7 @@ void main() {
 #if MINMAX
   vec2 r = vec2(0.0);  // the range always includes 0
   for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.n); i += gl_NumWorkGroups.x * LOCAL) {
-    float v = x[i];
+    float v = float(x[i]);
     r = vec2(min(r.x, v), max(r.y, v));
   }
   r = tree_reduce_range(t, r);
@@ -55,7 +56,7 @@ void main() {
   dynamic_params(reduce_range_partials(t, p.n), scale, zero);
 #if PACK
   for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.words); i += gl_NumWorkGroups.x * LOCAL) {
-    vec4 v = x4[i];
+    vec4 v = vec4(x4[i]);
     uint word = 0u;
     for (int c = 0; c < 4; ++c)
       word |= uint(quantize_value(div_exact(v[c], scale), zero, 0, 255)) << (8 * c);

@@ -411,7 +411,7 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
                                std::optional<TensorRef> w_zero, TensorRef w_scale,
                                const DynamicQuantEpilogue& e) {
   const std::string op = "dynamic_quant_matmul";
-  require_dtype(g, x, DType::Float32, op);
+  const DType dtype = float_dtype(g, g.info(x).dtype, op);
   require_quantized(g, w, op, "w");
   const Shape xs = g.info(x).shape, ws = g.info(w).shape;
   check(!xs.empty() && ws.size() == 2 && xs.back() == ws[0], ErrorKind::InvalidArgument,
@@ -423,9 +423,10 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
   const int32_t scale_count = param_count(g, scale, n, n, op, "w's scale");
   if (w_zero) param_count(g, *w_zero, n, n, op, "w's zero point");
   if (e.bias)
-    check(g.info(*e.bias).dtype == DType::Float32 && numel(g.info(*e.bias).shape) == n,
+    check(g.info(*e.bias).dtype == dtype && numel(g.info(*e.bias).shape) == n,
           ErrorKind::InvalidArgument,
-          op + ": bias must be Float32 with one value per column (" + std::to_string(n) + ")");
+          op + ": bias must be " + dtype_name(dtype) + " (x's dtype) with one value per column (" +
+              std::to_string(n) + ")");
   if (e.x_packed)
     check(g.info(*e.x_packed).dtype == DType::Int32 &&
               numel(g.info(*e.x_packed).shape) * 4 == numel(xs),
@@ -435,10 +436,10 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
   Shape out = xs;
   out.back() = n;
   if (e.residual)
-    check(g.info(*e.residual).dtype == DType::Float32 && g.info(*e.residual).shape == out,
+    check(g.info(*e.residual).dtype == dtype && g.info(*e.residual).shape == out,
           ErrorKind::InvalidArgument,
-          op + ": the residual must be Float32 " + shape_str(out) + ", got " +
-              shape_str(g.info(*e.residual).shape));
+          op + ": the residual must be " + dtype_name(dtype) + " " + shape_str(out) + ", got " +
+              dtype_name(g.info(*e.residual).dtype) + " " + shape_str(g.info(*e.residual).shape));
   int32_t act = 0;
   if (e.activation) {
     const auto code = epilogue_activation(*e.activation);
@@ -447,7 +448,7 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
               " cannot be fused (see ops::matmul_can_fuse)");
     act = static_cast<int32_t>(*code);
   }
-  TensorRef y = g.add_tensor(out, DType::Float32);
+  TensorRef y = g.add_tensor(out, dtype);
   PackedDynamicMatmul m;
   m.x = x;
   m.range = range;
@@ -467,7 +468,16 @@ TensorRef dynamic_quant_matmul(ComputeGraph& g, TensorRef x, TensorRef range, Te
   m.n = n;
   if (add_packed_dynamic_matmul(g, m, op)) return y;
   // The ops apart: the same values (the activation: the unary kernel's, within a few ulp of the
-  // epilogue's), more dispatches and the 8-bit activation in memory.
+  // epilogue's), more dispatches and the 8-bit activation in memory. They compute in float32:
+  // float16 operands are widened (exactly) and the result rounded once, as the GEMM stores it.
+  if (dtype == DType::Float16) {
+    DynamicQuantEpilogue e32 = e;
+    if (e.bias) e32.bias = cast(g, *e.bias, DType::Float32);
+    if (e.residual) e32.residual = cast(g, *e.residual, DType::Float32);
+    return cast(g,
+                dynamic_quant_matmul(g, cast(g, x, DType::Float32), range, w, w_zero, w_scale, e32),
+                DType::Float16);
+  }
   DynamicQuantized q = dynamic_quantize_linear(g, x, range);
   TensorRef acc = matmul_integer(g, q.y, w, q.zero_point, w_zero);
   TensorRef r = binary(g, BinaryOp::Mul, cast(g, acc, DType::Float32),

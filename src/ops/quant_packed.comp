@@ -15,8 +15,9 @@
 // HAS_RESIDUAL a QDQ residual Add applied to them, with HAS_TABLE a QDQ unary op's byte table
 // (quant_packed.glsl); else the int32 sums;
 // SPLIT_K int32 partials of one K slice (quant_packed_reduce.comp finishes them).
-// DYNAMIC (a matmul; quantize_dynamic's linear layer, ops::dynamic_quant_matmul): a is float32,
-// quantized to uint8 as it loads with DynamicQuantizeLinear's parameters, which each workgroup
+// DYNAMIC (a matmul; quantize_dynamic's linear layer, ops::dynamic_quant_matmul): a is float
+// (ELEM: float32, or float16 with DTYPE_F16, as are y, the bias and the residual), quantized to
+// uint8 as it loads with DynamicQuantizeLinear's parameters, which each workgroup
 // computes from the per-workgroup (min, max) partials of quant_dynamic.comp's MINMAX pass;
 // y = float(acc) * (x_scale * sw[c]) [+ bias[c]] in float32, the unfused Cast, Mul and Add.
 // DYNAMIC_BYTES: a was quantized beforehand (quant_dynamic.comp PACK, the same values) and is
@@ -89,14 +90,14 @@ layout(std430, binding = 0) readonly buffer Wt { uint w[]; };
 #if CONV
 layout(std430, binding = 1) readonly buffer X { uint8_t x[]; };
 #elif DYNAMIC && !DYNAMIC_BYTES
-layout(std430, binding = 1) readonly buffer A { vec4 xf[]; };
+layout(std430, binding = 1) readonly buffer A { ELEM4 xf[]; };
 #else
 layout(std430, binding = 1) readonly buffer A { uint a[]; };
 #endif
 #if REQUANT && !SPLIT_K
 layout(std430, binding = 2) writeonly buffer Y { uint8_t y[]; };
 #elif DYNAMIC
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) writeonly buffer Y { ELEM y[]; };
 #else
 layout(std430, binding = 2) writeonly buffer Y { int y[]; };
 #endif
@@ -108,8 +109,8 @@ layout(std430, binding = 3) readonly buffer ZD { int zd[]; };
 layout(std430, binding = 4) readonly buffer Chan { ivec2 chan[]; };
 #if DYNAMIC
 layout(std430, binding = 5) readonly buffer SW { float sw[]; };
-layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 7) readonly buffer Residual { float residual[]; };  // laid out as y
+layout(std430, binding = 6) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 7) readonly buffer Residual { ELEM residual[]; };  // laid out as y
 #define TAPS_BINDING 8
 #elif REQUANT && !SPLIT_K
 layout(std430, binding = 5) readonly buffer SD { float sd[]; };
@@ -316,7 +317,7 @@ void fetch(int kw0, int kw_end) {
     int r = e / KW, kw = kw0 + e % KW;
     int n = n0 + r;
 #if DYNAMIC && !DYNAMIC_BYTES
-    next_d[i] = n < p.N && kw < kw_end ? quantize4(xf[n * KWORDS + kw]) : 0u;
+    next_d[i] = n < p.N && kw < kw_end ? quantize4(vec4(xf[n * KWORDS + kw])) : 0u;
 #else
     next_d[i] = n < p.N && kw < kw_end ? a[n * KWORDS + kw] : 0u;
 #endif
@@ -508,9 +509,9 @@ void main() {
 #else
       int sum = finish_sum(partial, z, ch, p.K4);
 #if DYNAMIC
-      y[at] = dynamic_epilogue(
-          dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? bias[c] : -0.0),
-          p.has_residual != 0 ? residual[at] : -0.0, p.activation, p.alpha, p.beta);
+      y[at] = ELEM(dynamic_epilogue(
+          dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? float(bias[c]) : -0.0),
+          p.has_residual != 0 ? float(residual[at]) : -0.0, p.activation, p.alpha, p.beta));
 #elif REQUANT
       if (p.has_bias != 0) sum += bias[c];
       float m = p.sd_count == 1 ? multiplier[i]

@@ -237,8 +237,9 @@ std::optional<TensorRef> add_gemm_pass(ComputeGraph& g, const Gemm& m,
   for (int32_t v : m.geometry) pc.add(v);
 
   DispatchDesc d;
-  d.shader =
-      declared(shaders::qgemm::find(m.kind, pl.tile, requant && !split, split, dot, m.coopmat), op);
+  d.shader = declared(shaders::qgemm::find(m.kind, pl.tile, requant && !split, split, dot,
+                                           m.coopmat, DType::Float32),
+                      op);
   d.bindings = {{m.weights.words, Access::Read},
                 {m.data, Access::Read},
                 {out, Access::Write},
@@ -286,8 +287,9 @@ void add_dispatches(ComputeGraph& g, const Gemm& m, const std::optional<Requant>
   rp.add(requant ? requant->range.min : 0).add(requant ? requant->range.max : 0);
   rp.add(int32_t{requant && requant->bias.has_value()});
   DispatchDesc r;
-  r.shader = declared(
-      shaders::qgemm::find(Kind::SplitkReduce, 0, requant.has_value(), false, false, 0), op);
+  r.shader = declared(shaders::qgemm::find(Kind::SplitkReduce, 0, requant.has_value(), false, false,
+                                           0, DType::Float32),
+                      op);
   r.bindings = {{out, Access::Read},
                 {m.y, Access::Write},
                 {m.data_zero, Access::Read},
@@ -322,8 +324,9 @@ void add_depthwise(ComputeGraph& g, const PackedConv& c, const std::optional<Req
                     c.pads[1], c.dilations[0], c.dilations[1]})
     pc.add(checked_i32(v, op, "convolution parameter"));
   DispatchDesc d;
-  d.shader =
-      declared(shaders::qgemm::find(Kind::Depthwise, 0, requant.has_value(), false, false, 0), op);
+  d.shader = declared(shaders::qgemm::find(Kind::Depthwise, 0, requant.has_value(), false, false, 0,
+                                           DType::Float32),
+                      op);
   d.bindings = {{c.x, Access::Read},
                 {c.w, Access::Read},
                 {c.y, Access::Write},
@@ -464,11 +467,11 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   const PackedWeights w = pack_weights(
       g, mm.n, mm.k, b_signed, *zeros,
       [&](int64_t col, int64_t kk) { return b->bytes[kk * mm.n + col]; }, coopmat != 0);
-  TensorRef bias =
-      mm.bias ? *mm.bias : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
-  const TensorRef residual =
-      mm.residual ? *mm.residual
-                  : g.add_constant(HostTensor::from(DType::Float32, {1}, std::vector{0.f}));
+  // The float activation's dtype, which y, the bias and the residual share.
+  const DType dtype = g.info(mm.y).dtype;
+  const auto placeholder = [&] { return g.add_constant(HostTensor(dtype, {1})); };  // zeros
+  const TensorRef bias = mm.bias ? *mm.bias : placeholder();
+  const TensorRef residual = mm.residual ? *mm.residual : placeholder();
   // The epilogue's push constants after the GEMM's or the reduce's own (quant_packed.comp's and
   // quant_packed_reduce.comp's DYNAMIC fields).
   auto add_epilogue = [&](PushConstants& pc) {
@@ -507,8 +510,8 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
     rp.add(int32_t{mm.bias.has_value()});
     add_epilogue(rp);
     DispatchDesc r;
-    r.shader =
-        declared(shaders::qgemm::find(Kind::MatmulDynamicBytes, 0, false, true, false, 0), op);
+    r.shader = declared(
+        shaders::qgemm::find(Kind::MatmulDynamicBytes, 0, false, true, false, 0, dtype), op);
     r.bindings = {{partials, Access::Read}, {mm.y, Access::Write},      {mm.range, Access::Read},
                   {w.chan, Access::Read},   {mm.b_scale, Access::Read}, {bias, Access::Read},
                   {residual, Access::Read}};
@@ -528,7 +531,7 @@ bool add_packed_dynamic_matmul(ComputeGraph& g, const PackedDynamicMatmul& mm,
   add_epilogue(pc);
   DispatchDesc d;
   const Kind kind = mm.x_packed ? Kind::MatmulDynamicBytes : Kind::MatmulDynamic;
-  d.shader = declared(shaders::qgemm::find(kind, pl.tile, false, false, dot, coopmat), op);
+  d.shader = declared(shaders::qgemm::find(kind, pl.tile, false, false, dot, coopmat, dtype), op);
   d.bindings = {{w.words, Access::Read}, {mm.x_packed.value_or(mm.x), Access::Read},
                 {mm.y, Access::Write},   {mm.range, Access::Read},
                 {w.chan, Access::Read},  {mm.b_scale, Access::Read},

@@ -16,12 +16,12 @@
 
 layout(std430, binding = 0) readonly buffer Partials { int partials[]; };
 #if DYNAMIC
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };  // ELEM: the float activation's
 layout(std430, binding = 2) readonly buffer Range { vec2 range_partial[]; };  // zd_count of them
 layout(std430, binding = 3) readonly buffer Chan { ivec2 chan[]; };
 layout(std430, binding = 4) readonly buffer SW { float sw[]; };
-layout(std430, binding = 5) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 6) readonly buffer Residual { float residual[]; };  // laid out as y
+layout(std430, binding = 5) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 6) readonly buffer Residual { ELEM residual[]; };  // laid out as y
 #define RANGE_LOCAL 128  // the dispatch's workgroup size (op_util.h kLocal)
 shared vec2 range_tree[RANGE_LOCAL];
 #include "quant_range.glsl"
@@ -79,9 +79,9 @@ void main() {
   ivec2 ch = chan[c];
 #if DYNAMIC
   int sum = finish_sum(partial, x_zero, ch, p.K4);
-  y[at] = dynamic_epilogue(
-      dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? bias[c] : -0.0),
-      p.has_residual != 0 ? residual[at] : -0.0, p.activation, p.alpha, p.beta);
+  y[at] = ELEM(dynamic_epilogue(
+      dynamic_dequant(sum, x_scale, sw[c % p.sw_count], p.has_bias != 0 ? float(bias[c]) : -0.0),
+      p.has_residual != 0 ? float(residual[at]) : -0.0, p.activation, p.alpha, p.beta));
 #else
   int sum = finish_sum(partial, zd[n % p.zd_count], ch, p.K4);
 #if REQUANT

@@ -119,9 +119,11 @@ class OnnxQuantDynamic : public GpuTest {
   // The outputs, with the dispatch labels in `labels`.
   std::vector<HostTensor> run(const ModelBuilder& m, const std::map<std::string, HostTensor>& feeds,
                               std::map<std::string, uint32_t> knobs,
-                              std::vector<std::string>* labels, bool fuse = true) {
+                              std::vector<std::string>* labels, bool fuse = true,
+                              bool fp16 = false) {
     SessionOptions o;
     o.fuse = fuse;
+    o.fp16 = fp16;
     auto tuning = std::make_shared<ops::Tuning>();
     for (const auto& [k, v] : knobs) tuning->knobs[k] = v;
     o.graph.tuning = tuning;
@@ -288,6 +290,70 @@ TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
   const std::vector<HostTensor> apart = run(m, feeds, {{"qgemm.packed", 0}}, &labels);
   expect_bits(apart[0], want_a, "fallback a");
   expect_gelu(apart[1], "fallback b");
+}
+
+// Float16 mode: the range pass, the quantize pass and the GEMMs read the float16 activation and
+// write float16, so nothing is cast between the layers and the float16 ops around them (here a
+// Mul ahead and the residual Add fused into layer a); the weight's scale and the range stay
+// float32, and the epilogue computes in float32 and rounds once as it stores. So with x, the
+// bias and the residual rounded to float16 as the model's float16 ops hold them, the result is
+// the float32 reference rounded to float16, bit for bit, on every kernel variant, split-K and
+// the emulated int8 tensor-core kernel (layer b's symmetric weights) included, and on the ops
+// apart (qgemm.packed = 0), which compute in float32.
+TEST_F(OnnxQuantDynamic, Float16ModeKeepsTheLayersInFloat16) {
+  const int64_t rows = 6, k = 256;
+  Weight a = weight(k, 12, true, true, true), b = weight(k, 40, false, false, true);
+  ModelBuilder m(13);
+  m.input("x", kFloat, {rows, k});
+  m.input("r", kFloat, {rows, 12});
+  m.output("ya", kFloat);
+  m.output("yb", kFloat);
+  m.initializer("two", Shape{}, std::vector<float>{2.f});
+  m.node("Mul", {"x", "two"}, {"x2"});
+  m.node("DynamicQuantizeLinear", {"x2"}, {"xq", "xs", "xz"});
+  layer(m, "a_", a, false, false, "a_y");
+  m.node("Add", {"r", "a_y"}, {"ya"});
+  layer(m, "b_", b, false, true, "yb");
+
+  HostTensor x = random_tensor(rng, DType::Float32, {rows, k});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
+  const HostTensor r = random_tensor(rng, DType::Float32, {rows, 12});
+  auto half = [](float v) { return half_to_float(float_to_half(v)); };
+  std::vector<float> x2(x.numel());
+  for (int64_t i = 0; i < x.numel(); ++i) x2[i] = half(2.f * x.data<float>()[i]);
+  for (float& v : a.bias) v = half(v);
+  for (float& v : b.bias) v = half(v);
+  std::vector<float> want_a = reference(x2, a), want_b = reference(x2, b);
+  for (size_t i = 0; i < want_a.size(); ++i) want_a[i] = half(half(r.data<float>()[i]) + want_a[i]);
+  for (float& v : want_b) v = half(v);
+
+  const std::map<std::string, HostTensor> feeds{{"x", x}, {"r", r}};
+  std::vector<std::string> labels;
+  auto casts = [&] {
+    return static_cast<size_t>(std::count_if(
+        labels.begin(), labels.end(), [](const std::string& l) { return l.ends_with(": cast"); }));
+  };
+  for (uint32_t prequant : {0u, 1u})
+    for (uint32_t splits : {1u, 3u})
+      for (uint32_t coopmat : {0u, 2u}) {
+        SCOPED_TRACE("prequant " + std::to_string(prequant) + " splits " + std::to_string(splits) +
+                     " coopmat " + std::to_string(coopmat));
+        const std::vector<HostTensor> y =
+            run(m, feeds,
+                {{"qdyn.prequant", prequant}, {"qgemm.splits", splits}, {"qgemm.coopmat", coopmat}},
+                &labels, true, true);
+        // The model's two float32 inputs only.
+        EXPECT_EQ(casts(), input_casts(true, 2));
+        EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 2);
+        EXPECT_EQ(count(labels, "coopmat emulated"), coopmat == 2 && prequant ? 1 : 0);
+        EXPECT_EQ(count(labels, "split-K reduce dynamic"), prequant && splits > 1 ? 2 : 0);
+        expect_bits(y[0], want_a, "fused a");
+        expect_bits(y[1], want_b, "fused b");
+      }
+  const std::vector<HostTensor> apart = run(m, feeds, {{"qgemm.packed", 0}}, &labels, true, true);
+  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 0);
+  expect_bits(apart[0], want_a, "fallback a");
+  expect_bits(apart[1], want_b, "fallback b");
 }
 
 // DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.

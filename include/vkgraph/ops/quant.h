@@ -43,9 +43,10 @@ struct DynamicQuantized {
 // scale = range / 255, zero_point = saturate(round(-min / scale)), y = quantize_linear(x).
 // An all-zero x gives scale 0, zero point 0 and y 0. x: Float32.
 DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x);
-// DynamicQuantizeLinear's first pass: per-workgroup (min, max) partials of x (Float32), a
-// Float32 [partials, 2] tensor; the second pass reduces them (dynamic_quantize_linear, or each
-// workgroup of dynamic_quant_matmul itself). Matmuls reading one activation share one range.
+// DynamicQuantizeLinear's first pass: per-workgroup (min, max) partials of x (Float32, or
+// Float16 in float16 mode), a Float32 [partials, 2] tensor; the second pass reduces them
+// (dynamic_quantize_linear, or each workgroup of dynamic_quant_matmul itself). Matmuls reading one
+// activation share one range.
 TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x);
 // dynamic_quantize_linear(x) with the range dynamic_quant_range(x) computed already.
 DynamicQuantized dynamic_quantize_linear(ComputeGraph& g, TensorRef x, TensorRef range);
@@ -58,14 +59,15 @@ std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, T
 
 // onnxruntime quantize_dynamic's linear layer, DynamicQuantizeLinear(x) -> MatMulInteger(x_q,
 // w, x_zero, w_zero) -> Cast(float) -> Mul(., x_scale * w_scale) [-> Add(bias)], as one integer
-// GEMM after the range pass: x (Float32 [..., K]) is quantized as it loads and the epilogue
-// computes the float32 Cast, Mul and Add, so the result is the unfused ops' bit for bit. w:
-// Int8 or UInt8 [K, N]; w_zero (8-bit or Int32) and w_scale (Float32) per tensor or per column;
-// bias Float32 [N]; `range` from dynamic_quant_range(x). Returns Float32 [..., N]. Where the
-// packed GEMM does not apply (w not a constant, K % 4 != 0, qgemm.packed=0) the ops run apart.
-// The epilogue: bias Float32 [N]; then a residual (Float32, y's shape) added; then an
-// activation, as the float matmul's epilogue (ops::matmul_can_fuse) computes it. `x_packed`:
-// dynamic_quantize_packed(x, range), which the GEMM then reads instead of x.
+// GEMM after the range pass: x ([..., K]) is quantized as it loads and the epilogue computes the
+// float32 Cast, Mul and Add, so the result is the unfused ops' bit for bit. w: Int8 or UInt8 [K,
+// N]; w_zero (8-bit or Int32) and w_scale (Float32) per tensor or per column; bias [N]; `range`
+// from dynamic_quant_range(x). Returns [..., N] of x's dtype. x may be Float16 (float16 mode):
+// bias, residual and y are then Float16 too, and the epilogue still computes in float32, rounding
+// once as it stores. Where the packed GEMM does not apply (w not a constant, K % 4 != 0,
+// qgemm.packed=0) the ops run apart, in float32. The epilogue: bias [N]; then a residual (y's
+// shape) added; then an activation, as the float matmul's epilogue (ops::matmul_can_fuse) computes
+// it. `x_packed`: dynamic_quantize_packed(x, range), which the GEMM then reads instead of x.
 struct DynamicQuantEpilogue {
   std::optional<TensorRef> bias;
   std::optional<TensorRef> x_packed;
