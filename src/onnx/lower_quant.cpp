@@ -595,8 +595,10 @@ void register_quant(LoweringTable& t) {
   t["QLinearMatMul"] = lower_qlinear_matmul;
   t["ConvInteger"] = lower_conv_integer;
   t["QLinearConv"] = lower_qlinear_conv;
-  t["com.microsoft.MatMulNBits"] = lower_matmul_nbits;
-  t[fuse::fused_key("WeightOnlyMatMul")] = lower_weight_only_matmul;
+  // The 4-bit and 8-bit weight-only kernels have float16 variants (quant.cmake); their scales,
+  // bias and float zero points take the activation's dtype, as ops::matmul_nbits requires.
+  t["com.microsoft.MatMulNBits"] = {lower_matmul_nbits, /*computes_in_half=*/true};
+  t[fuse::fused_key("WeightOnlyMatMul")] = {lower_weight_only_matmul, /*computes_in_half=*/true};
 }
 
 }  // namespace vkgraph::onnx_import

@@ -207,8 +207,9 @@ TEST_F(QuantTest, BlockedLowBitWeightMatMulRunsAsWeightOnlyKernel) {
           EXPECT_LT(r.fused_nodes, r.plain_nodes);
         else
           EXPECT_LE(r.fused_nodes, r.plain_nodes);
+        // In fp16 mode the kernel reads and writes float16: x is cast once, as it enters.
         if (!c.weight_is_output) {
-          EXPECT_EQ(r.fused_nodes, rows >= 16 ? 2u : 1u);
+          EXPECT_EQ(r.fused_nodes, (rows >= 16 ? 2u : 1u) + input_casts(fp16, 1));
         }
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < n; ++j) {
@@ -230,6 +231,10 @@ TEST_F(QuantTest, BlockedLowBitWeightMatMulRunsAsWeightOnlyKernel) {
   }
 }
 
+// MatMulNBits as onnxruntime's quantizers write it (weights, scales and zero points here as
+// model inputs), fp32 and fp16 mode. In fp16 mode the node computes in float16: A and the scales
+// enter as float16 (one cast each) and the result leaves as float16, so a 4-bit LLM's linear
+// layers need no cast between them and their float16 neighbours.
 TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
   NBitsWeight wt(rng, 50, 12, 4, 16, Zeros::Packed, false, false);
   const int64_t m = 3, blob = wt.block / 2;
@@ -249,26 +254,36 @@ TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
     at->set_type(onnx::AttributeProto::INT);
     at->set_i(v);
   }
-  Session s = mb.session();
   std::vector<float> a = random_floats(m * wt.k);
   // The frontend holds uint8 model inputs widened to int32.
   auto widened = [](Shape sh, const std::vector<uint8_t>& v) {
     return HostTensor::from(DType::Int32, std::move(sh), std::vector<int32_t>(v.begin(), v.end()));
   };
-  auto out = s.run({{"A", HostTensor::from(DType::Float32, {m, wt.k}, a)},
-                    {"B", widened({wt.n, wt.blocks, blob}, wt.packed)},
-                    {"scales", HostTensor::from(DType::Float32, {wt.n * wt.blocks}, wt.scales)},
-                    {"zp", widened({int64_t(wt.zero_packed.size())}, wt.zero_packed)}});
-  ASSERT_EQ(out[0].shape, (Shape{m, wt.n}));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < wt.n; ++j) {
-      double want = 0, mag = 0;
-      for (int64_t l = 0; l < wt.k; ++l) {
-        want += a[i * wt.k + l] * wt.w[j * wt.k + l];
-        mag += std::abs(a[i * wt.k + l] * wt.w[j * wt.k + l]);
+  for (bool fp16 : {false, true}) {
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    SessionOptions o;
+    o.fp16 = fp16;
+    o.graph.profile = true;
+    Session s = mb.session(o);
+    auto out = s.run({{"A", HostTensor::from(DType::Float32, {m, wt.k}, a)},
+                      {"B", widened({wt.n, wt.blocks, blob}, wt.packed)},
+                      {"scales", HostTensor::from(DType::Float32, {wt.n * wt.blocks}, wt.scales)},
+                      {"zp", widened({int64_t(wt.zero_packed.size())}, wt.zero_packed)}});
+    // The packed bytes narrowed from their widened int32 (B, zp), the float16 casts (A, scales).
+    EXPECT_EQ(s.graph()->stats().nodes, 3u + input_casts(fp16, 2));
+    ASSERT_EQ(out[0].shape, (Shape{m, wt.n}));
+    // fp16: A, the scales and the result each rounded to float16, 2^-11 relative at most.
+    const double tol = fp16 ? 2e-3 : 2e-5;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < wt.n; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t l = 0; l < wt.k; ++l) {
+          want += a[i * wt.k + l] * wt.w[j * wt.k + l];
+          mag += std::abs(a[i * wt.k + l] * wt.w[j * wt.k + l]);
+        }
+        EXPECT_NEAR(out[0].data<float>()[i * wt.n + j], want, tol * (mag + 1e-3)) << i << "," << j;
       }
-      EXPECT_NEAR(out[0].data<float>()[i * wt.n + j], want, 2e-5 * (mag + 1e-3)) << i << "," << j;
-    }
+  }
 }
 
 }  // namespace
