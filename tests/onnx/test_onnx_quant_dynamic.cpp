@@ -298,8 +298,8 @@ TEST_F(OnnxQuantDynamic, EpilogueTakesResidualAndGelu) {
 // float32, and the epilogue computes in float32 and rounds once as it stores. So with x, the
 // bias and the residual rounded to float16 as the model's float16 ops hold them, the result is
 // the float32 reference rounded to float16, bit for bit, on every kernel variant, split-K and
-// the emulated int8 tensor-core kernel (layer b's symmetric weights) included, and on the ops
-// apart (qgemm.packed = 0), which compute in float32.
+// the int8 tensor-core kernel (layer b's symmetric weights; the device's where it has one, and
+// emulated) included, and on the ops apart (qgemm.packed = 0), which compute in float32.
 TEST_F(OnnxQuantDynamic, Float16ModeKeepsTheLayersInFloat16) {
   const int64_t rows = 6, k = 256;
   Weight a = weight(k, 12, true, true, true), b = weight(k, 40, false, false, true);
@@ -335,7 +335,7 @@ TEST_F(OnnxQuantDynamic, Float16ModeKeepsTheLayersInFloat16) {
   };
   for (uint32_t prequant : {0u, 1u})
     for (uint32_t splits : {1u, 3u})
-      for (uint32_t coopmat : {0u, 2u}) {
+      for (uint32_t coopmat : {0u, 1u, 2u}) {  // off, the device's int8 tensor cores, emulated
         SCOPED_TRACE("prequant " + std::to_string(prequant) + " splits " + std::to_string(splits) +
                      " coopmat " + std::to_string(coopmat));
         const std::vector<HostTensor> y =
