@@ -371,6 +371,7 @@ constexpr Pattern kPatterns[] = {
     // QDQ: DequantizeLinear(x, w[, b]) -> Conv/MatMul/Gemm/Add [-> Relu/Clip] -> QuantizeLinear
     // => QdqConv/QdqMatMul/QdqGemm/QdqAdd, one integer kernel; their DequantizeLinears elided
     {"DequantizeLinear", qdq_dequantize},
+    {"Identity", qdq_forwarded_bias},
     // DequantizeLinear(blocked low-bit constant w) -> MatMul(x, .) => WeightOnlyMatMul, the
     // DequantizeLinear elided (ahead of qdq_linear, which refuses elided inputs it cannot read)
     {"DequantizeLinear", weight_only_dequantize},

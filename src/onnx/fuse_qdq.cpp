@@ -493,16 +493,44 @@ std::optional<float> unary_on_host(ops::UnaryOp op, const ops::UnaryParams& p, f
   }
 }
 
+// An Identity that forwards `dq`'s output (through_identity): one input, not a model output.
+bool forwards(const Importer& im, const NodeProto& n, const NodeProto& dq) {
+  return n.op_type() == "Identity" && default_domain(n) && n.input_size() == 1 &&
+         n.output_size() == 1 && n.input(0) == dq.output(0) && !im.is_model_output(n.output(0));
+}
+
 std::optional<Fusion> qdq_dequantize(const NodeProto& dq, Pass& p) {
   const Importer& im = p.importer();
   if (dq.output_size() != 1 || im.is_model_output(dq.output(0))) return std::nullopt;
+  // Every reader is an integer kernel that reads dq's input instead, or an Identity through
+  // which such kernels read it as their bias (through_identity): elided too
+  // (qdq_forwarded_bias), so that neither runs.
+  auto fused = [&](const NodeProto& r, bool bias_only) {
+    std::optional<Match> m = match_any(r, p);
+    return m && (m->dq_b == &dq || (!bias_only && (m->dq_x == &dq || m->dq_w == &dq)));
+  };
   const auto& readers = im.consumers(dq.output(0));
   if (readers.empty()) return std::nullopt;
+  std::vector<const NodeProto*> identities;
   for (const NodeProto* r : readers) {
-    std::optional<Match> m = match_any(*r, p);
-    if (!m || (m->dq_x != &dq && m->dq_w != &dq && m->dq_b != &dq)) return std::nullopt;
+    if (!forwards(im, *r, dq)) {
+      if (!fused(*r, false)) return std::nullopt;
+      continue;
+    }
+    const auto& biased = im.consumers(r->output(0));
+    if (biased.empty()) return std::nullopt;
+    for (const NodeProto* b : biased)
+      if (!fused(*b, true)) return std::nullopt;
+    identities.push_back(r);
   }
   p.elide_dequantized(dq.output(0));
+  for (const NodeProto* id : identities) p.elide_dequantized(id->output(0));
+  return Fusion{};
+}
+
+std::optional<Fusion> qdq_forwarded_bias(const NodeProto& identity, Pass& p) {
+  if (identity.output_size() != 1 || !p.is_elided_dequantized(identity.output(0)))
+    return std::nullopt;
   return Fusion{};
 }
 

@@ -47,8 +47,11 @@ std::optional<Fusion> qdq_linear(const onnx::NodeProto& root, Pass& pass);
 // ops), else double rounded once; nullopt for an op it does not evaluate (the pattern then
 // does not fire).
 std::optional<float> unary_on_host(ops::UnaryOp op, const ops::UnaryParams& params, float v);
-// Rooted at DequantizeLinear: elides it when all its readers match qdq_linear.
+// Rooted at DequantizeLinear: elides it when all its readers match qdq_linear (a bias's also
+// when they read it through Identity nodes, which it elides with it).
 std::optional<Fusion> qdq_dequantize(const onnx::NodeProto& dq, Pass& pass);
+// Rooted at Identity: one that qdq_dequantize elided with its bias, skipped.
+std::optional<Fusion> qdq_forwarded_bias(const onnx::NodeProto& identity, Pass& pass);
 
 // The fused node's inputs (absent ones: empty names). kQdqBias is a float32 constant, or the
 // int32 constant of a dequantized bias whose scale is kQdqBiasScale. Attributes: the root's

@@ -165,14 +165,19 @@ TEST_F(OnnxQuantDynamic, LinearLayersAreOneGemmEachBitExact) {
   expect_bits(plain[1], want_b, "unfused b");
 
   // qdyn.prequant 1 (the default): x quantized once, each GEMM reading the bytes; 0: each
-  // GEMM quantizes x as it loads it.
+  // GEMM quantizes x as it loads it. The int8 tensor cores off (qgemm.coopmat 0): layer a's
+  // symmetric weights would take them on a device that has them, and the labels name the tile.
   for (uint32_t prequant : {0u, 1u})
     for (uint32_t dot : {0u, 1u})
       for (uint32_t tile : {32u, 64u}) {
         SCOPED_TRACE("prequant " + std::to_string(prequant) + " dot " + std::to_string(dot) +
                      " tile " + std::to_string(tile));
-        std::vector<HostTensor> fused = run(
-            m, x, {{"qdyn.prequant", prequant}, {"qgemm.dot", dot}, {"qgemm.tile", tile}}, &labels);
+        std::vector<HostTensor> fused = run(m, x,
+                                            {{"qdyn.prequant", prequant},
+                                             {"qgemm.dot", dot},
+                                             {"qgemm.tile", tile},
+                                             {"qgemm.coopmat", 0}},
+                                            &labels);
         // One range pass (and one quantize pass) shared by both layers, one GEMM per layer.
         EXPECT_EQ(labels.size(), 3u + prequant);
         EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 1);
