@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The single command for the H200 device machine. Run from the repo root with OUT set, after
 # tools/h200/pack.sh has built build-h200/vkgraph, written build-h200/COMMIT and filled
-# .devlibs/ here; carry .gl, .vl, build-h200 (or just build-h200/vkgraph and build-h200/COMMIT)
-# and .devlibs. Back here, tools/h200/append_bench.sh adds the fetched report.md to
+# .devlibs/ here; carry .gl, .vl, build-h200/vkgraph, build-h200/COMMIT, .devlibs and, for the
+# GPU test suites, build-h200/tests.tar.xz (setup unpacks it; the whole build-h200 no longer
+# fits the 64 MiB a run carries). Back here, tools/h200/append_bench.sh adds the fetched report.md to
 # BENCHMARKS.md and docs/bench/.
 #
 # Stages, each logged and timed, none stopping the rest; every timeout is capped so the whole

@@ -2,8 +2,9 @@
 # Sourced by tools/h200/run_all.sh and by the device commands of other tools/h200 scripts
 # (docs/notes/bench-4-h200.md): setup_vulkan installs, on the H200 device machine, the Vulkan
 # loader carried in .gl/*.deb into / and the validation layer carried in .vl/*.deb into
-# /tmp/vl, finds the ICD (exporting VK_DRIVER_FILES when it is outside the standard folders)
-# and checks that $VK (default ./build-h200/vkgraph) is there. Run from the repo root.
+# /tmp/vl, finds the ICD (exporting VK_DRIVER_FILES when it is outside the standard folders),
+# unpacks build-h200/tests.tar.xz (pack.sh) where carried, and checks that $VK (default
+# ./build-h200/vkgraph) is there. Run from the repo root.
 # Uses the caller's log() when it has one.
 type log >/dev/null 2>&1 || log() { echo "[setup] $*"; }
 : "${VK:=./build-h200/vkgraph}"
@@ -26,6 +27,10 @@ setup_vulkan() {
   mkdir -p /tmp/vl
   for f in .vl/*.deb; do dpkg -x "$f" /tmp/vl; done
   ldconfig -p | grep -q libvulkan.so.1 || return 1
+  # The test suites as pack.sh compresses them, where they were carried that way.
+  if [ -f build-h200/tests.tar.xz ] && [ ! -f build-h200/tests/test_gpu_onnx ]; then
+    tar -xJf build-h200/tests.tar.xz || log "WARNING: build-h200/tests.tar.xz did not unpack"
+  fi
   [ -f "$VK" ] && chmod +x "$VK"
   [ -x "$VK" ] || { log "ERROR: $VK missing (run tools/h200/pack.sh here and carry build-h200)"; return 1; }
   [ -f .devlibs/libprotobuf.so.32 ] || log "WARNING: .devlibs/libprotobuf.so.32 missing"
