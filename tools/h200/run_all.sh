@@ -3,8 +3,8 @@
 # tools/h200/pack.sh has built build-h200/vkgraph, written build-h200/COMMIT and filled
 # .devlibs/ here; carry .gl, .vl, build-h200/vkgraph, build-h200/COMMIT, .devlibs and, for the
 # GPU test suites, build-h200/tests.tar.xz (setup unpacks it; the whole build-h200 no longer
-# fits the 64 MiB a run carries). Back here, tools/h200/append_bench.sh adds the fetched report.md to
-# BENCHMARKS.md and docs/bench/.
+# fits the 64 MiB a run carries). Back here, tools/h200/append_bench.sh adds the fetched
+# report.md to BENCHMARKS.md and docs/bench/.
 #
 # Stages, each logged and timed, none stopping the rest; every timeout is capped so the whole
 # script ends within H200_DEADLINE_S (default 420 s):

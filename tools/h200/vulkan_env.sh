@@ -32,6 +32,6 @@ setup_vulkan() {
     tar -xJf build-h200/tests.tar.xz || log "WARNING: build-h200/tests.tar.xz did not unpack"
   fi
   [ -f "$VK" ] && chmod +x "$VK"
-  [ -x "$VK" ] || { log "ERROR: $VK missing (run tools/h200/pack.sh here and carry build-h200)"; return 1; }
+  [ -x "$VK" ] || { log "ERROR: $VK missing (run tools/h200/pack.sh here and carry build-h200/vkgraph)"; return 1; }
   [ -f .devlibs/libprotobuf.so.32 ] || log "WARNING: .devlibs/libprotobuf.so.32 missing"
 }
