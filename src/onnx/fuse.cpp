@@ -402,8 +402,10 @@ constexpr Pattern kPatterns[] = {
     {"Neg", qdq_linear},
     {"Abs", qdq_linear},
     // quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(Mul(x_scale,
-    // w_scale)) [-> Add(bias)] => DynamicQuantRange + DynamicQuantMatMul per layer
+    // w_scale)) [-> Add(bias)] => DynamicQuantRange + DynamicQuantMatMul per layer (layers of
+    // one x whose results are only viewed: one DynamicQuantSiblingMatMul)
     {"DynamicQuantizeLinear", dynamic_quant_range},
+    {"MatMulInteger", dynamic_quant_siblings},
     {"MatMulInteger", dynamic_quant_matmul},
     {"Mul", dynamic_quant_scale},
     // DequantizeLinear(a) * DequantizeLinear(b) [-> Relu/Clip] -> QuantizeLinear => QdqMul
@@ -470,7 +472,8 @@ const std::map<std::string, std::string>& model_op_types() {
       {"QdqGlobalAveragePool", "GlobalAveragePool"},
       {"QdqFlatten", "Flatten"},
       {"DynamicQuantRange", "DynamicQuantizeLinear"},
-      {"DynamicQuantMatMul", "MatMulInteger"}};
+      {"DynamicQuantMatMul", "MatMulInteger"},
+      {"DynamicQuantSiblingMatMul", "MatMulInteger"}};
   return types;
 }
 

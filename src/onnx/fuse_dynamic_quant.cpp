@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "onnx/fuse_siblings.h"
 #include "onnx/importer.h"
 #include "vkgraph/ops/matmul.h"
 
@@ -163,6 +164,57 @@ std::optional<Fusion> dynamic_quant_matmul(const NodeProto& mmi, Pass& p) {
                                   l->bias, dynamic_packed_name(*l->dql), residual})
     n.add_input(name);
   n.add_output(f.absorbed.back()->output(0));
+  f.node = std::move(n);
+  return f;
+}
+
+std::optional<Fusion> dynamic_quant_siblings(const NodeProto& mmi, Pass& p) {
+  const Importer& im = p.importer();
+  if (p.knob("fuse.siblings", 1) == 0) return std::nullopt;
+  std::optional<Layer> root = match_layer(mmi, p);
+  if (!root || !p.is_elided_dequantized(root->dql->output(0))) return std::nullopt;
+  const Value& w_root = im.input(mmi, 1);
+  std::vector<Layer> members;
+  for (const NodeProto* r : im.consumers(root->dql->output(0))) {
+    std::optional<Layer> l = match_layer(*r, p);
+    if (!l || l->dql != root->dql) continue;
+    const std::string& out = (l->add ? l->add : l->mul)->output(0);
+    // One weight type (the packed GEMM's signedness), and results only viewed.
+    if (im.input(*l->mmi, 1).int8_type != w_root.int8_type || im.is_model_output(out) ||
+        !read_in_place(im, out))
+      continue;
+    members.push_back(*l);
+  }
+  if (members.size() < 2 || members[0].mmi != &mmi) return std::nullopt;
+  const bool biased = members[0].add != nullptr;
+  for (const Layer& l : members)
+    if ((l.add != nullptr) != biased) return std::nullopt;
+  NodeProto n = fused_node(mmi, "DynamicQuantSiblingMatMul");
+  n.add_input(root->dql->input(0));
+  n.add_input(dynamic_range_name(*root->dql));
+  n.add_input(dynamic_packed_name(*root->dql));
+  Fusion f;
+  Shape packed = im.input(*root->dql, 0).shape;
+  packed.back() = 0;
+  std::vector<std::pair<std::string, int64_t>> outputs;
+  for (const Layer& l : members) {
+    for (const std::string& name :
+         {l.mmi->input(1), l.mmi->input_size() > 3 ? l.mmi->input(3) : std::string(), l.w_scale,
+          l.bias})
+      n.add_input(name);
+    if (l.mmi != &mmi) f.absorbed.push_back(l.mmi);
+    if (!p.is_elided_dequantized(l.scale_mul->output(0))) f.absorbed.push_back(l.scale_mul);
+    f.absorbed.push_back(l.cast);
+    f.absorbed.push_back(l.mul);
+    if (l.add) f.absorbed.push_back(l.add);
+    const int64_t width = im.constant(*l.mmi, 1)->shape[1];
+    outputs.emplace_back((l.add ? l.add : l.mul)->output(0), width);
+    packed.back() += width;
+  }
+  const std::string out = mmi.output(0) + "/packed";
+  n.add_output(out);
+  set_attr(n, "members", static_cast<int64_t>(members.size()));
+  elide_members(p, out, packed, outputs);
   f.node = std::move(n);
   return f;
 }

@@ -28,6 +28,12 @@ namespace vkgraph::onnx_import::fuse {
 std::optional<Fusion> dynamic_quant_range(const onnx::NodeProto& dql, Pass& pass);
 // Rooted at MatMulInteger: the layer, once its DynamicQuantizeLinear became DynamicQuantRange.
 std::optional<Fusion> dynamic_quant_matmul(const onnx::NodeProto& mmi, Pass& pass);
+// Rooted at MatMulInteger: the layers of one DynamicQuantizeLinear whose results are only
+// viewed (a transformer's Q, K and V projections, read by the heads' Reshape), as one
+// DynamicQuantSiblingMatMul: one integer GEMM over the weights concatenated along N (their
+// zero points, scales and biases per column), each layer's result a view of the packed output
+// at its column offset, as fuse_siblings.h does for float weights (knob fuse.siblings too).
+std::optional<Fusion> dynamic_quant_siblings(const onnx::NodeProto& mmi, Pass& pass);
 // Rooted at Mul: a layer's scale product listed before its MatMulInteger, elided.
 std::optional<Fusion> dynamic_quant_scale(const onnx::NodeProto& mul, Pass& pass);
 
@@ -45,6 +51,17 @@ enum DynamicQuantInput : int {
   kDqPacked,
   kDqResidual,  // a float tensor of y's shape added after the bias (or empty)
   kDqInputs
+};
+
+// DynamicQuantSiblingMatMul's inputs: x, DynamicQuantRange's two outputs (as kDqRange and
+// kDqPacked), then per member (attribute "members") its weight, zero point (or empty), scale
+// and bias (all members biased or none); its output is the packed result [..., sum N_i].
+enum DynamicQuantSiblingInput : int {
+  kDqsX,
+  kDqsRange,
+  kDqsPacked,
+  kDqsMembers,  // the first member's weight
+  kDqsPerMember = 4
 };
 
 // The names of DynamicQuantRange's outputs for a DynamicQuantizeLinear `dql`: the range

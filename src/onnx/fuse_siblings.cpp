@@ -19,21 +19,6 @@ struct Member {
   const std::string& out() const { return (bias ? bias : mm)->output(0); }
 };
 
-// Whether every reader of `value` is data movement that can read a view of the packed output
-// (the heads' Reshape and Transpose before an attention or a rope): a member read by anything
-// else would cost a copy of its view and lose the epilogue (activation, residual) its own GEMM
-// would have taken, as Llama's gate and up projections do.
-bool read_in_place(const Importer& im, const std::string& value) {
-  const auto& readers = im.consumers(value);
-  if (readers.empty()) return false;
-  for (const NodeProto* r : readers) {
-    if (!is_view_op(r->op_type()) || !r->domain().empty() || r->input(0) != value ||
-        std::count(r->input().begin(), r->input().end(), value) != 1)
-      return false;
-  }
-  return true;
-}
-
 // A MatMul of x by a float32 constant [K, N], with its bias Add if it has one, whose result is
 // read in place.
 std::optional<Member> member_of(Pass& p, const NodeProto& mm, const std::string& x, int64_t k) {
@@ -60,6 +45,29 @@ std::optional<Member> member_of(Pass& p, const NodeProto& mm, const std::string&
 }
 
 }  // namespace
+
+bool read_in_place(const Importer& im, const std::string& value) {
+  const auto& readers = im.consumers(value);
+  if (readers.empty()) return false;
+  for (const NodeProto* r : readers) {
+    if (!is_view_op(r->op_type()) || !r->domain().empty() || r->input(0) != value ||
+        std::count(r->input().begin(), r->input().end(), value) != 1)
+      return false;
+  }
+  return true;
+}
+
+void elide_members(Pass& p, const std::string& packed_name, Shape packed,
+                   const std::vector<std::pair<std::string, int64_t>>& members) {
+  const std::vector<int64_t> strides = shapes::contiguous_strides(packed);
+  int64_t offset = 0;
+  for (const auto& [value, n] : members) {
+    Shape shape = packed;
+    shape.back() = n;
+    p.elide(value, Pass::View{packed_name, {}, shape, offset, strides});
+    offset += n;
+  }
+}
 
 std::optional<Fusion> sibling_matmuls(const NodeProto& root, Pass& p) {
   const Importer& im = p.importer();
@@ -90,16 +98,13 @@ std::optional<Fusion> sibling_matmuls(const NodeProto& root, Pass& p) {
   n.add_output(out);
   set_attr(n, "members", static_cast<int64_t>(members.size()));
   Fusion f;
-  const std::vector<int64_t> strides = shapes::contiguous_strides(packed);
-  int64_t offset = 0;
+  std::vector<std::pair<std::string, int64_t>> outputs;
   for (const Member& m : members) {
     if (m.mm != &root) f.absorbed.push_back(m.mm);
     if (m.bias) f.absorbed.push_back(m.bias);
-    Shape shape = packed;
-    shape.back() = m.n;
-    p.elide(m.out(), Pass::View{out, {}, shape, offset, strides});
-    offset += m.n;
+    outputs.emplace_back(m.out(), m.n);
   }
+  elide_members(p, out, packed, outputs);
   f.node = std::move(n);
   return f;
 }

@@ -13,6 +13,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "onnx/fuse.h"
 
@@ -20,6 +23,17 @@ namespace vkgraph::onnx_import::fuse {
 
 // Rooted at the first of the MatMuls in node order.
 std::optional<Fusion> sibling_matmuls(const onnx::NodeProto& mm, Pass& pass);
+
+// Whether every reader of `value` is data movement that can read a view of a packed output
+// (the heads' Reshape and Transpose before an attention or a rope): a member read by anything
+// else would cost a copy of its view and lose the epilogue (activation, residual) its own GEMM
+// would have taken, as Llama's gate and up projections do.
+bool read_in_place(const Importer& im, const std::string& value);
+
+// Elides each member's result (`members`: its value and width N_i, in packing order) as the
+// view of `packed_name`, the packed output of shape `packed`, at its column offset.
+void elide_members(Pass& p, const std::string& packed_name, Shape packed,
+                   const std::vector<std::pair<std::string, int64_t>>& members);
 
 // SiblingMatMul's inputs: x, the `members` weights, then (attribute "biased" 1) their biases.
 // Its output is the packed result [..., sum N_i].

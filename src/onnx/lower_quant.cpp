@@ -550,8 +550,9 @@ std::vector<Value> lower_dynamic_quant_range(Importer& im, const onnx::NodeProto
 }
 
 // DynamicQuantMatMul's packed x, or nothing for the placeholder (or an older node without it).
-std::optional<TensorRef> packed_input(Importer& im, const onnx::NodeProto& node) {
-  const std::optional<TensorRef> t = optional_tensor(im, node, fuse::kDqPacked);
+std::optional<TensorRef> packed_input(Importer& im, const onnx::NodeProto& node,
+                                      size_t i = fuse::kDqPacked) {
+  const std::optional<TensorRef> t = optional_tensor(im, node, i);
   if (!t || numel(im.graph().info(*t).shape) == 0) return std::nullopt;
   return t;
 }
@@ -575,12 +576,93 @@ std::vector<Value> lower_dynamic_quant_matmul(Importer& im, const onnx::NodeProt
   return {Importer::device_value(im.graph(), y)};
 }
 
+// quantize_dynamic's sibling layers (fuse_dynamic_quant.h): the members' weights concatenated
+// along N, their zero points (where any member has one), scales and biases per column, then
+// one GEMM, which computes each column exactly as the member's own layer would.
+std::vector<Value> lower_dynamic_quant_sibling_matmul(Importer& im, const onnx::NodeProto& node,
+                                                      const fold::Attrs& a) {
+  using namespace fuse;
+  const int64_t members = a.get_int("members", 0);
+  if (members < 2 || node.input_size() != kDqsMembers + kDqsPerMember * members)
+    im.fail(node,
+            "needs x, the range, the packed x and per member (2 or more) a weight, zero "
+            "point, scale and bias");
+  auto at = [](int64_t m, int i) {
+    return static_cast<size_t>(kDqsMembers + kDqsPerMember * m + i);
+  };
+  const DType w_type = int8_type(im, node, at(0, 0), "w");
+  const bool zeros = [&] {
+    for (int64_t m = 0; m < members; ++m)
+      if (im.has_input(node, at(m, 1))) return true;
+    return false;
+  }();
+  const bool biased = im.has_input(node, at(0, 3));
+  std::vector<const HostTensor*> w(members), z(members), s(members), b(members);
+  int64_t k = -1, total = 0;
+  for (int64_t m = 0; m < members; ++m) {
+    w[m] = im.constant(node, at(m, 0));
+    z[m] = im.constant(node, at(m, 1));
+    s[m] = im.constant(node, at(m, 2));
+    b[m] = im.constant(node, at(m, 3));
+    if (!w[m] || w[m]->shape.size() != 2 || (k >= 0 && w[m]->shape[0] != k) ||
+        int8_type(im, node, at(m, 0), "w") != w_type)
+      im.fail(node, "weights must be 8-bit constants [K, N_i] of one type");
+    k = w[m]->shape[0];
+    const int64_t n = w[m]->shape[1];
+    auto per_column = [&](const HostTensor* t) {
+      return t && (t->numel() == 1 || t->shape == Shape{n});
+    };
+    if ((im.has_input(node, at(m, 1)) &&
+         (!per_column(z[m]) || int8_type(im, node, at(m, 1), "zero point") != w_type)) ||
+        !per_column(s[m]) || s[m]->dtype != DType::Float32 ||
+        im.has_input(node, at(m, 3)) != biased ||
+        (biased && (!b[m] || b[m]->dtype != DType::Float32 || b[m]->shape != Shape{n})))
+      im.fail(node,
+              "zero points and scales must be constants of 1 or N_i values (float32 "
+              "scales, zero points of the weight's type), biases float32 [N_i] on every "
+              "member or none");
+    total += n;
+  }
+  HostTensor w_cat(w_type, {k, total}), z_cat(w_type, {total});
+  HostTensor s_cat(DType::Float32, {total}), b_cat(DType::Float32, {total});
+  int64_t col = 0;
+  for (int64_t m = 0; m < members; ++m) {
+    const int64_t n = w[m]->shape[1];
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        w_cat.bytes[r * total + col + c] = static_cast<uint8_t>(w[m]->as_int(r * n + c));
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t one = s[m]->numel() == 1 ? 0 : c;
+      s_cat.data<float>()[col + c] = s[m]->data<float>()[one];
+      if (z[m])
+        z_cat.bytes[col + c] = static_cast<uint8_t>(z[m]->as_int(z[m]->numel() == 1 ? 0 : c));
+      if (biased) b_cat.data<float>()[col + c] = b[m]->data<float>()[c];
+    }
+    col += n;
+  }
+  ComputeGraph& g = im.graph();
+  ops::DynamicQuantEpilogue e;
+  if (biased) e.bias = im.constant_tensor(std::move(b_cat), node.name() + "/bias");
+  e.x_packed = packed_input(im, node, kDqsPacked);
+  const TensorRef wt = g.add_constant(std::move(w_cat), node.name() + "/weight");
+  const std::optional<TensorRef> zt =
+      zeros ? std::optional(g.add_constant(std::move(z_cat), node.name() + "/zero_point"))
+            : std::nullopt;
+  // Float32 in float16 mode too, as Importer::float32_tensor gives a single layer's scale.
+  const TensorRef st = g.add_constant(std::move(s_cat), node.name() + "/scale");
+  TensorRef y = ops::dynamic_quant_matmul(g, im.tensor(node, kDqsX),
+                                          im.float32_tensor(node, kDqsRange), wt, zt, st, e);
+  return {Importer::device_value(g, y)};
+}
+
 }  // namespace
 
 void register_quant(LoweringTable& t) {
   // quant.cmake declares float16 variants of the range, pack and dynamic GEMM kernels.
   t[fuse::fused_key("DynamicQuantRange")] = {lower_dynamic_quant_range, /*computes_in_half=*/true};
   t[fuse::fused_key("DynamicQuantMatMul")] = {lower_dynamic_quant_matmul, shaders::qgemm::float16};
+  t[fuse::fused_key("DynamicQuantSiblingMatMul")] = {lower_dynamic_quant_sibling_matmul,
+                                                     shaders::qgemm::float16};
   for (const char* op : {"QdqConv", "QdqMatMul", "QdqGemm"}) t[fuse::fused_key(op)] = lower_qdq;
   t[fuse::fused_key("QdqAdd")] = lower_qdq_add;
   t[fuse::fused_key("QdqMul")] = lower_qdq_add;

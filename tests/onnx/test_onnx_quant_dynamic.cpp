@@ -361,6 +361,127 @@ TEST_F(OnnxQuantDynamic, Float16ModeKeepsTheLayersInFloat16) {
   expect_bits(apart[1], want_b, "fallback b");
 }
 
+// Layers of one x whose results only the heads' Reshape and Transpose read (BERT's Q, K and V,
+// src/onnx/fuse_dynamic_quant.h): one GEMM over the concatenated weights, per-column zero
+// points, scales and biases, each layer's heads a view of the packed output. Every column is
+// computed as its own layer computes it, so the heads are the reference's bit for bit, with the
+// knob off (fuse.siblings = 0: one GEMM per layer) and on the dot kernels, the emulated int8
+// tensor cores (all weights symmetric) and the fallback. A fourth layer whose result an Add
+// reads stays its own GEMM.
+TEST_F(OnnxQuantDynamic, SiblingLayersAreOneGemmBitExact) {
+  constexpr int64_t kB = 2, kS = 5, kK = 16, kHeads = 2;
+  for (bool symmetric : {false, true}) {
+    SCOPED_TRACE(symmetric ? "symmetric weights" : "zero points");
+    // q: per tensor, zero point 0; k: per column with zero points; v: per tensor, zero point 3,
+    // narrower (offsets differ from the widths).
+    std::vector<Weight> w = {weight(kK, 16, false, false, true),
+                             weight(kK, 16, true, !symmetric, true),
+                             weight(kK, 8, false, !symmetric, true)};
+    const Weight extra = weight(kK, 16, true, false, true);
+    ModelBuilder m(13);
+    m.input("x", kFloat, {kB, kS, kK});
+    m.input("r", kFloat, {kB, kS, 16});
+    m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+    const char* names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      const std::string n = names[i];
+      layer(m, n + "_", w[i], i == 1, i == 2, n + "_p");
+      m.initializer(n + "_heads", std::vector<int64_t>{kB, kS, kHeads, w[i].n / kHeads});
+      m.node("Reshape", {n + "_p", n + "_heads"}, {n + "_r"});
+      set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
+               std::vector<int64_t>{0, 2, 1, 3});
+      m.output(n + "_h", kFloat);
+    }
+    layer(m, "o_", extra, false, false, "o_p");
+    m.node("Add", {"o_p", "r"}, {"o"});
+    m.output("o", kFloat);
+
+    HostTensor x = random_tensor(rng, DType::Float32, {kB, kS, kK});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
+    const HostTensor r = random_tensor(rng, DType::Float32, {kB, kS, 16});
+    const std::vector<float> xv(x.data<float>(), x.data<float>() + x.numel());
+    // The reference's [B * S, N] rows as heads [B, H, S, N / H].
+    std::vector<std::vector<float>> want;
+    for (const Weight& wi : w) {
+      const std::vector<float> y = reference(xv, wi);
+      const int64_t d = wi.n / kHeads;
+      std::vector<float> h(y.size());
+      for (int64_t b = 0; b < kB; ++b)
+        for (int64_t hh = 0; hh < kHeads; ++hh)
+          for (int64_t t = 0; t < kS; ++t)
+            for (int64_t j = 0; j < d; ++j)
+              h[((b * kHeads + hh) * kS + t) * d + j] = y[(b * kS + t) * wi.n + hh * d + j];
+      want.push_back(h);
+    }
+    std::vector<float> want_o = reference(xv, extra);
+    for (size_t i = 0; i < want_o.size(); ++i) want_o[i] = want_o[i] + r.data<float>()[i];
+
+    const std::map<std::string, HostTensor> feeds{{"x", x}, {"r", r}};
+    std::vector<std::string> labels;
+    auto check = [&](const std::vector<HostTensor>& y, const char* what) {
+      for (int i = 0; i < 3; ++i)
+        expect_bits(y[i], want[i], (std::string(what) + " " + names[i]).c_str());
+      expect_bits(y[3], want_o, (std::string(what) + " o").c_str());
+    };
+    for (uint32_t siblings : {0u, 1u})
+      for (uint32_t prequant : {0u, 1u})
+        for (uint32_t coopmat : {0u, 2u}) {
+          if (coopmat && !symmetric) continue;
+          SCOPED_TRACE("siblings " + std::to_string(siblings) + " prequant " +
+                       std::to_string(prequant) + " coopmat " + std::to_string(coopmat));
+          const std::vector<HostTensor> y = run(m, feeds,
+                                                {{"fuse.siblings", siblings},
+                                                 {"qdyn.prequant", prequant},
+                                                 {"qgemm.coopmat", coopmat}},
+                                                &labels);
+          // The o layer with its residual, and the three heads' GEMMs or the one packed GEMM.
+          EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), siblings ? 2 : 4);
+          EXPECT_EQ(count(labels, "+ residual)"), 1);
+          EXPECT_EQ(count(labels, "coopmat emulated"),
+                    coopmat && prequant ? (siblings ? 2 : 4) : 0);
+          check(y, "fused");
+        }
+    const std::vector<HostTensor> apart = run(m, feeds, {{"qgemm.packed", 0}}, &labels);
+    EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 0);
+    check(apart, "fallback");
+    check(run(m, feeds, {}, &labels, false), "unfused");
+  }
+}
+
+// BERT's attention block on quantize_dynamic's projections: the packed GEMM's Q, K and V views
+// feed one fused attention, so the block is the range pass, the quantize pass, one GEMM and the
+// attention; the same values as with one GEMM per projection.
+TEST_F(OnnxQuantDynamic, SiblingLayersFeedOneAttention) {
+  constexpr int64_t kS = 6, kH = 2, kD = 8, kE = kH * kD;
+  ModelBuilder m(13);
+  m.input("x", kFloat, {1, kS, kE});
+  m.output("y", kFloat);
+  m.initializer("heads", std::vector<int64_t>{1, kS, kH, kD});
+  m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(kD))});
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+  for (const char* t : {"q", "k", "v"}) {
+    const std::string n = t;
+    layer(m, n + "_", weight(kE, kE, false, false, true), false, false, n + "_p");
+    m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
+    set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
+             n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+  }
+  m.node("MatMul", {"q_h", "k_h"}, {"raw"});
+  m.node("Mul", {"raw", "scale"}, {"scores"});
+  set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
+  m.node("MatMul", {"probs", "v_h"}, {"y"});
+  HostTensor x = random_tensor(rng, DType::Float32, {1, kS, kE});
+  std::vector<std::string> labels;
+  const std::vector<HostTensor> one = run(m, x, {{"qdyn.prequant", 1}}, &labels);
+  EXPECT_EQ(labels.size(), 4u);
+  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 1);
+  const std::vector<HostTensor> three = run(m, x, {{"fuse.siblings", 0}}, &labels);
+  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 3);
+  const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
+  expect_near(one[0], three[0], 1e-6f);
+  expect_near(one[0], plain[0], 1e-5f);
+}
+
 // DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.
 TEST_F(OnnxQuantDynamic, PatternMustNotFireWhenTheScaleIsRead) {
   const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, false, false);
