@@ -115,6 +115,26 @@ const NodeProto* identity_dropout(const Pass& p, const std::string& value) {
   return d;
 }
 
+// torch's _safe_softmax guard on the probabilities `probs`: IsNaN(probs) read by nothing but a
+// Where(·, 0, probs), the two being all that read `probs`. Returns {IsNaN, Where}.
+std::optional<std::pair<const NodeProto*, const NodeProto*>> nan_guard(const Pass& p,
+                                                                       const std::string& probs) {
+  const Importer& im = p.importer();
+  const auto& readers = im.consumers(probs);
+  if (readers.size() != 2 || im.is_model_output(probs)) return std::nullopt;
+  const NodeProto* is_nan = readers[0]->op_type() == "IsNaN" ? readers[0] : readers[1];
+  const NodeProto* where = is_nan == readers[0] ? readers[1] : readers[0];
+  if (is_nan->op_type() != "IsNaN" || !is_nan->domain().empty() || is_nan->input_size() != 1 ||
+      is_nan->output_size() != 1 || where->op_type() != "Where" || !where->domain().empty() ||
+      where->input_size() != 3 || p.sole_consumer(is_nan->output(0)) != where ||
+      where->input(0) != is_nan->output(0) || where->input(2) != probs || where->input(1) == probs)
+    return std::nullopt;
+  const HostTensor* zero = im.constant(*where, 1);
+  if (!zero || zero->numel() != 1 || zero->shape.size() > 1 || zero->as_double(0) != 0.0)
+    return std::nullopt;
+  return std::make_pair(is_nan, where);
+}
+
 // Whether input `i` of `node` is computed or, folded ahead of model order, a host constant.
 bool available_or_folded(const Pass& p, const NodeProto& node, int i) {
   return p.importer().available(node, i) || p.fold_ahead(node.input(i));
@@ -248,6 +268,11 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   const int64_t axis = p.attrs(*sm).get_int("axis", im.opset() >= 13 ? -1 : 1);
   if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return std::nullopt;
   next(sm);
+  const auto guard = nan_guard(p, tail->output(0));
+  if (guard) {
+    next(guard->first);
+    next(guard->second);
+  }
   if (const NodeProto* d = identity_dropout(p, tail->output(0))) next(d);
   const NodeProto* pv = p.sole_consumer(tail->output(0));
   if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
@@ -292,6 +317,7 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (!perm_out.empty()) set_attr(n, "perm_out", perm_out);
   set_attr(n, "scale", s.scale);
   set_attr(n, "mask_kind", static_cast<int64_t>(mask_kind));
+  if (guard) set_attr(n, "zero_nan_rows", int64_t{1});
   n.add_output(tail->output(0));
   f.node = std::move(n);
   return f;

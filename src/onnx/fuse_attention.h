@@ -4,7 +4,12 @@
 //
 //   MatMul(Q, Kᵀ) [-> Mul/Div by a scalar constant] [-> Add(mask) | Where(bool, -inf, ·)]
 //     [-> Reshape -> Add(window mask) -> Reshape back] -> Softmax(last axis)
-//     [-> Dropout (inference)] -> MatMul(·, V) [-> Transpose]
+//     [-> Where(IsNaN(p), 0, p)] [-> Dropout (inference)] -> MatMul(·, V) [-> Transpose]
+//
+// The Where(IsNaN) is torch's _safe_softmax, which the dynamo exporter writes for
+// scaled_dot_product_attention with a mask (Hugging Face BERT's): rows that softmax makes NaN
+// (every score masked to -inf, say) become zeros; the kernel does that itself
+// (AttentionParams::zero_nan_rows).
 //
 // The Reshape/Add/Reshape is Swin's shifted-window mask, added to the scores viewed as
 // [B, windows, H, N, N]; both masks must be host constants (the lowering adds them up on the
@@ -41,7 +46,7 @@ std::optional<Fusion> attention_scaled_q(const onnx::NodeProto& scale, Pass& pas
 // output is stored in; absent: none), "scale" (float), "mask_kind" (kMaskAdd: added to the scores;
 // kMaskWhereTrue/False: a bool tensor, whose true/false entries mask the score out with -inf),
 // "window_shape" (with the window mask: the shape the scores are viewed in when it is added; the
-// mask broadcasts to it).
+// mask broadcasts to it), "zero_nan_rows" (1: the _safe_softmax guard was absorbed).
 enum AttentionInput : int { kAttnQ, kAttnKt, kAttnV, kAttnMask, kAttnWindowMask, kAttnInputs };
 enum AttentionMask : int64_t { kMaskAdd = 0, kMaskWhereTrue = 1, kMaskWhereFalse = 2 };
 

@@ -128,6 +128,7 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
   if (scale != a.floats.end()) params.scale = scale->second;
   if (const std::vector<int64_t>* perm = a.find_ints("perm_out")) params.out_perm = *perm;
   const int64_t kind = a.get_int("mask_kind", fuse::kMaskAdd);
+  params.zero_nan_rows = a.get_int("zero_nan_rows", 0) != 0;
   const Shape q = viewed_shape(im, node, a, fuse::kAttnQ, "perm_q", "shape_q");
   const Shape v = viewed_shape(im, node, a, fuse::kAttnV, "perm_v", "shape_v");
   if (q.size() < 2 || v.size() < 2) im.fail(node, "q and v need rank 2 at least");

@@ -35,7 +35,10 @@ layout(push_constant) uniform Params {
   uint v_b, v_h, v_s, v_d;
   uint m_b, m_h, m_r, m_c;
   float scale;
-  uint causal;  // key j > query i is masked out (top-left aligned, as torch's is_causal)
+  // Bit 0: key j > query i is masked out (top-left aligned, as torch's is_causal). Bit 1: a
+  // row that softmax makes NaN (a NaN or +inf score, or every score -inf) is zeros instead,
+  // as torch's _safe_softmax (Where(IsNaN(p), 0, p) after the Softmax).
+  uint flags;
   uint o_b, o_h, o_s, o_d;  // the output's strides of batch, head, query row, element
   uint q_off, k_off, v_off;  // the views' element offsets (Q/K/V of one packed projection)
 } p;
@@ -101,7 +104,7 @@ void main() {
   for (uint a = 0; a < ACC; ++a) acc[a] = 0.0;
 
   // Causal: key tiles wholly past the block's last row contribute nothing.
-  const uint col_end = p.causal != 0 ? min(p.skv, row0 + BR) : p.skv;
+  const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, row0 + BR) : p.skv;
   for (uint col0 = 0; col0 < col_end; col0 += BC) {
     barrier();  // the previous tile's readers are done
     for (uint e = t; e < BC * D; e += wg) {
@@ -120,7 +123,7 @@ void main() {
     for (uint n = 0; n < NK; ++n) {
       uint j = col0 + lane + n * TPR;
       float x = kNegInf;
-      if (j < p.skv && (p.causal == 0 || j <= i)) {
+      if (j < p.skv && ((p.flags & 1u) == 0 || j <= i)) {
         x = sc[n] * p.scale;
 #if MASK
         if (i < p.s) x += T(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
@@ -155,10 +158,12 @@ void main() {
   for (uint j = 0; j < TPR; ++j) row_sum += partial[r * TPR + j];
   if (i >= p.s) return;
   const uint o_base = b * p.o_b + h * p.o_h + i * p.o_s;
+  const bool zero_row = (p.flags & 2u) != 0 && (isnan(row_max) || isinf(row_max));
   for (uint a = 0; a < ACC; ++a) {
     uint col = lane + a * TPR;
     // A row whose scores are all -inf: unfused Softmax computes exp(-inf - -inf) = NaN.
     if (col < D)
-      o[o_base + col * p.o_d] = ELEM(row_max == kNegInf ? nan_value() : acc[a] / row_sum);
+      o[o_base + col * p.o_d] =
+          ELEM(zero_row ? 0.0 : row_max == kNegInf ? nan_value() : acc[a] / row_sum);
   }
 }

@@ -235,7 +235,8 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
   } else {
     for (int i = 0; i < 4; ++i) pc.add(uint32_t{0});
   }
-  pc.add(params.scale).add(params.causal ? uint32_t{1} : uint32_t{0});
+  // attention.comp's flags: bit 0 causal, bit 1 zero_nan_rows.
+  pc.add(params.scale).add(uint32_t{params.causal} | uint32_t{params.zero_nan_rows} << 1);
   // Where element (b, h, i, c) of [B, H, S, D] goes: the output's strides of those dims.
   const OutputLayout out_layout = output_layout(q.shape.size(), {B, H, S, D}, params.out_perm);
   for (int64_t st : out_layout.strides) pc.add(u32(st, "output stride"));

@@ -24,7 +24,8 @@
 // into probabilities (pass 2, written as fp16 for the P V fragments). Operands are staged with
 // 16-byte loads where the view allows them (element stride 1, row stride and offset multiples
 // of 8 halves), else element by element, then read as fragments from shared memory.
-// NaN in a score makes its row NaN; a row whose scores are all -inf is NaN, as unfused Softmax.
+// NaN in a score makes its row NaN; a row whose scores are all -inf is NaN, as unfused Softmax
+// (zeros instead with flags bit 1, as torch's _safe_softmax: also a row with a +inf score).
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Q { float16_t q[]; };
@@ -45,7 +46,7 @@ layout(push_constant) uniform Params {
   uint v_b, v_h, v_s, v_d;
   uint m_b, m_h, m_r, m_c;
   float scale;
-  uint causal;
+  uint flags;  // as attention.comp's: bit 0 causal, bit 1 rows softmax makes NaN are zeros
   uint o_b, o_h, o_s, o_d;
   uint q_off, k_off, v_off;
 } p;
@@ -127,7 +128,7 @@ void stage_kt(uint base, uint cs, uint col0, uint end) {
 float score_of(uint srow, uint i, uint b, uint h, uint col0, uint side, uint c) {
   const uint j = col0 + side * (BC / 2) + c;
   float x = kNegInf;
-  if (j < p.skv && (p.causal == 0 || j <= i)) {
+  if (j < p.skv && ((p.flags & 1u) == 0 || j <= i)) {
     x = scores[srow + c] * p.scale;
 #if MASK
     if (i < p.s) x += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
@@ -159,7 +160,7 @@ void main() {
   // [side BC / 2, (side + 1) BC / 2) of each tile (side = lane % 2).
   const uint r = lane / 2, side = lane % 2;
   const uint i = wg_row0 + sg * 16 + r;  // the query row
-  const uint col_end = p.causal != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
+  const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
   const uint srow = (sg * 16 + r) * SROW + side * (BC / 2);
 
   #define STAGE_K(col0)                                   \
@@ -227,6 +228,7 @@ void main() {
             (other.x == kNegInf ? 0.0 : other.y * exp(other.x - row_m));
   }
   const float inv_l = 1.0 / row_l;
+  const bool zero_row = (p.flags & 2u) != 0 && (isnan(row_m) || isinf(row_m));
 
   FRAG32 acc_o[DH / 16];
   [[unroll]] for (uint dc = 0; dc < DH / 16; ++dc) acc_o[dc] = FRAG32(0.0);
@@ -272,8 +274,9 @@ void main() {
     if (i < p.s)
       [[unroll]] for (uint c = 0; c < 8; ++c) {
         const uint col = side * 8 + c;
-        const float val = isnan(row_m) || row_m == kNegInf ? nan_value()
-                                                           : scores[(sg * 16 + r) * SROW + col];
+        const float val = zero_row                                ? 0.0
+                          : isnan(row_m) || row_m == kNegInf ? nan_value()
+                                                             : scores[(sg * 16 + r) * SROW + col];
         o[o_base + i * p.o_s + (dc * 16 + col) * p.o_d] = float16_t(val);
       }
     subgroupBarrier();  // every lane has read the fragment before the next one lands

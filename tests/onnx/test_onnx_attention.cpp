@@ -151,6 +151,58 @@ TEST_F(OnnxAttention, DynamoScaledDotProductAttention) {
   }
 }
 
+// torch's _safe_softmax, as the dynamo exporter writes scaled_dot_product_attention with a mask
+// (Hugging Face BERT): Where(IsNaN(probs), 0, probs) after the Softmax. Fused, the kernel gives
+// zeros for the rows that softmax makes NaN: every key masked to -inf, a +inf score, a NaN
+// score; the other rows as before. A fill other than 0 is no such guard: nothing fuses.
+TEST_F(OnnxAttention, SafeSoftmaxGuardFuses) {
+  const int64_t s = 9;
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !half_ok()) continue;
+    for (float fill : {0.f, 1.f}) {
+      SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " fill " + std::to_string(fill));
+      ModelBuilder m(18);
+      for (const char* x : {"q", "k", "v"}) m.input(x, kFloat, {kB, kH, s, kD});
+      m.input("mask", kFloat, {kB, 1, s, s});
+      m.output("y", kFloat);
+      m.initializer("scale", Shape{}, std::vector<float>{0.125f});
+      m.initializer("fill", Shape{}, std::vector<float>{fill});
+      set_ints(m.node("Transpose", {"k"}, {"kt"}), "perm", {0, 1, 3, 2});
+      m.node("Sqrt", {"scale"}, {"root"});
+      m.node("Mul", {"q", "root"}, {"qs"});
+      m.node("Mul", {"kt", "root"}, {"kts"});
+      m.node("MatMul", {"qs", "kts"}, {"raw"});
+      m.node("Add", {"raw", "mask"}, {"masked"});
+      set_int(m.node("Softmax", {"masked"}, {"probs"}), "axis", -1);
+      m.node("IsNaN", {"probs"}, {"nan"});
+      m.node("Where", {"nan", "fill", "probs"}, {"safe"});
+      m.node("MatMul", {"safe", "v"}, {"y"});
+      auto feeds = qkv({kB, kH, s, kD}, {kB, kH, s, kD});
+      HostTensor mask = rand({kB, 1, s, s}, -4, 0);
+      float* mk = mask.data<float>();
+      const float inf = std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < s; ++j) mk[2 * s + j] = -inf;          // batch 0, row 2: all masked
+      for (int64_t j = 0; j < s; ++j) mk[s * s + 5 * s + j] = -inf;  // batch 1, row 5
+      mk[4 * s + 3] = inf;                                           // batch 0, row 4: +inf
+      mk[s * s + 7 * s + 1] = std::numeric_limits<float>::quiet_NaN();  // batch 1, row 7
+      mk[6 * s + 0] = -inf;  // batch 0, row 6: one key masked, the row as usual
+      feeds["mask"] = mask;
+      Runs r = run_both(m, feeds, fp16);
+      expect_near(r.fused[0], r.plain[0], fp16 ? 1e-2f : 1e-5f);
+      // The guarded rows: exact zeros with fill 0 (every head of each).
+      const HostTensor& y = r.fused[0];
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) zeros += y.data<float>()[i] == 0.f;
+      if (fill == 0.f) {
+        EXPECT_EQ(zeros, 4 * kH * kD);
+        EXPECT_EQ(r.fused_nodes, 1u + input_casts(fp16, 4));
+      } else {
+        EXPECT_GT(r.fused_nodes, 3u + input_casts(fp16, 4));
+      }
+    }
+  }
+}
+
 // Causal masks by Where: torch.where(keep, scores, finfo.min) on a constant condition (GPT-2),
 // and masked_fill(pad, -inf) on a computed one.
 TEST_F(OnnxAttention, WhereMasks) {

@@ -13,6 +13,9 @@ struct AttentionParams {
   float scale = 1.f;
   // Key j > query i is masked out (top-left aligned, as torch's is_causal), besides any mask.
   bool causal = false;
+  // A row that softmax makes NaN (a NaN or +inf score, or every score masked to -inf) gives
+  // zeros instead of NaN, as torch's _safe_softmax does (exported as Where(IsNaN(p), 0, p)).
+  bool zero_nan_rows = false;
   // The result's dims permuted (a Transpose after the attention, e.g. the heads merged back
   // as [B, S, H, D], folded into its stores): dim i of the result is dim out_perm[i] of
   // [B, H, S, D]. Empty: [B, H, S, D] (rank-3 q: [H, S, D]). Rank-4 q only.
@@ -26,7 +29,7 @@ struct AttentionParams {
 // with B' 1 or B, Hkv dividing H (grouped-query attention; Hkv = 1 is multi-query), D <= 256;
 // mask: additive, broadcastable to [B, H, S, Skv]. Returns q's shape (permuted by
 // params.out_perm), contiguous. A row whose
-// scores are all -inf is NaN, as Softmax gives unfused.
+// scores are all -inf is NaN, as Softmax gives unfused (zeros with params.zero_nan_rows).
 TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& kt,
                     const PermutedView& v, std::optional<TensorRef> mask,
                     const AttentionParams& params);
