@@ -184,13 +184,20 @@ uint64_t gemm_tiles(const ConvGeometry& c, int64_t groups, const ConvTile& tile)
 // workgroups; the 2026-12-02 profiles have fp16 1x1 layers at 14x14 and 7x7 (8-44 tiles)
 // 1.4-1.8x slower than fp32 (EfficientNet-B0's 192 -> 1152 at 7x7: 23 us vs 13). The H200 A/B
 // (docs/bench/2026-12-02-session8.md, call B): EfficientNet-B0 fp16 0.877 ms at 0, 0.865 at 32,
-// 0.857 at 64, 0.861 at 128; MobileNetV3 unchanged.
+// 0.857 at 64, 0.861 at 128; MobileNetV3 unchanged. That threshold holds for 1x1 kernels
+// only: kernels wider than 1x1 (knob conv.tc_min_tiles_kxk, default 1) take the
+// tensor cores however few their tiles, since the H100 run of 2026-12-07
+// (docs/bench/2026-12-07-session19.md): ResNet-50's 3x3 layers of 49, 16 and 8 tiles took
+// 30.7 / 33.3 / 35.1 us there against 37.9 / 37.1 / 40.4 us in the float32-arithmetic kernel
+// (fp32 mode: 33.5 / 33.5 / 36.9).
 bool use_tensor_cores(ComputeGraph& g, const ConvGeometry& c, DType dtype) {
   const vk::DeviceFeatures& f = g.context().features();
+  const uint32_t min_tiles = c.k_d * c.k_h * c.k_w == 1 ? tuned(g, "conv.tc_min_tiles", 64)
+                                                        : tuned(g, "conv.tc_min_tiles_kxk", 1);
   return dtype == DType::Float16 && f.coopmat_f16_16x16x16 && f.subgroup_size == 32 &&
          c.out_c_g >= 16 && c.in_c_g * c.k_d * c.k_h * c.k_w >= 16 &&
          tuned(g, "conv.coopmat", 1) != 0 &&
-         gemm_tiles(c, c.in_c / c.in_c_g, kTensorCoreTile) >= tuned(g, "conv.tc_min_tiles", 64);
+         gemm_tiles(c, c.in_c / c.in_c_g, kTensorCoreTile) >= min_tiles;
 }
 // Large tiles load each element for more multiply-adds, but pay off only with enough of them to
 // occupy every compute unit of a big GPU (tuning knob conv.large_min, default 128); below

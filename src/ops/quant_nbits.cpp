@@ -121,20 +121,26 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
 
 // The wide-load GEMV (quant_nbits_gemv_wide.comp, knob nbits.gemv = 2; needs subgroup
 // arithmetic). A workgroup owns nbits.wide_rows rows (1..16; default the most of 8, 4, 2, 1
-// that still gives >= 512 workgroups, about 4 per SM on a 132-SM GPU) and T <= 256
-// invocations, T a multiple of 32 covering a row's quads (4 words) in as few even passes as
+// that still gives >= 512 workgroups, about 4 per SM on a 132-SM GPU, and at most 2 with
+// float16 activations) and T <= nbits.wide_threads invocations (default 256, 64 with float16
+// activations), T a multiple of 32 covering a row's quads (4 words) in as few even passes as
 // possible, so every invocation has work in each pass. Natural layout: no prepacked copy.
+// The float16 defaults are the H100 sweep's (docs/bench/2026-12-07-session19.md): 2 rows and
+// 64 invocations against 8 and 128 gave 4096 x 4096 872 against 716 GB/s, 14336 x 4096 1253
+// against 1126, 4096 x 14336 1294 against 1092, 11008 x 4096 (block 128) 1163 against 1014,
+// 8-bit 1548 against 1326; with float32 activations 597 against 748, so those keep theirs.
 // nbits.wide_prefetch = 1 loads each pass while the previous one computes (two passes in
 // registers; pays only with several passes, i.e. with nbits.wide_threads below a row's quads).
 void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
                    TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
                    bool has_bias, const std::string& suffix) {
   const std::string op = "matmul_nbits";
-  uint32_t rows = 8;
+  const bool half = suffix == "f16";
+  uint32_t rows = half ? 2 : 8;
   while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
   rows = std::clamp(nbits_knob(g, "nbits.wide_rows", rows), 1u, 16u);
   const int64_t max_threads =
-      std::clamp(nbits_knob(g, "nbits.wide_threads", 256), 32u, 256u) / 32 * 32;
+      std::clamp(nbits_knob(g, "nbits.wide_threads", half ? 64 : 256), 32u, 256u) / 32 * 32;
   const int64_t quads = (l.words() + 3) / 4;
   const int64_t passes = (quads + max_threads - 1) / max_threads;
   const int64_t threads = std::min(max_threads, ((quads + passes - 1) / passes + 31) / 32 * 32);
