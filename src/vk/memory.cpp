@@ -83,7 +83,8 @@ uint32_t MemoryAllocator::choose_type(uint32_t type_bits, MemoryUsage usage) con
       break;
     case MemoryUsage::Upload:
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-      preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                  (options_.upload_in_device_memory ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0);
       break;
     case MemoryUsage::Readback:
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;

@@ -47,6 +47,10 @@ class MemoryAllocator {
     VkDeviceSize block_size = 64ull << 20;
     uint64_t budget = 0;  // max block bytes; 0 = limited by the device only
     bool force_non_coherent = false;
+    // Upload staging (graph inputs, constants) in device-local host-visible memory (the BAR)
+    // where the device has it, so the device's copies read local memory and the host writes
+    // across the bus instead; off: host memory. Env VKGRAPH_UPLOAD_MEMORY=device (an A/B).
+    bool upload_in_device_memory = false;
   };
   MemoryAllocator(VkPhysicalDevice physical_device, VkDevice device, Options options);
   ~MemoryAllocator();
