@@ -169,8 +169,9 @@ HostIOPath GraphIO::bind_host_pointer(const std::string& name, void* pointer, si
   } else {
     bool is_input = &io >= inputs_.data() && &io < inputs_.data() + inputs_.size();
     copy = std::make_unique<vk::StagingBuffer>(ctx, std::max<size_t>(need, 16),
-                                               is_input ? vk::StagingBuffer::Direction::ToDevice
-                                                        : vk::StagingBuffer::Direction::FromDevice,
+                                               is_input
+                                                   ? vk::StagingBuffer::Direction::ToDeviceEveryRun
+                                                   : vk::StagingBuffer::Direction::FromDevice,
                                                "host binding '" + name + "'");
     bind_external(name, {copy->handle(), 0, copy->size(), kTensorUsage});
     path = HostIOPath::Copied;
@@ -187,7 +188,7 @@ void GraphIO::allocate_staging() {
     if (io.mode == IOMode::Staged)
       io.staging = std::make_unique<vk::StagingBuffer>(
           *g_.context, std::max<uint64_t>(g_.tensor(io.tensor).nbytes(), 16),
-          vk::StagingBuffer::Direction::ToDevice, "input '" + io.name + "'");
+          vk::StagingBuffer::Direction::ToDeviceEveryRun, "input '" + io.name + "'");
   for (auto& io : outputs_)
     if (io.mode == IOMode::Staged)
       io.staging = std::make_unique<vk::StagingBuffer>(

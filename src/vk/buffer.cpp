@@ -66,7 +66,9 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 StagingBuffer::StagingBuffer(Context& context, VkDeviceSize size, Direction direction,
                              std::string name)
     : Buffer(context, size,
-             direction == Direction::ToDevice ? MemoryUsage::Upload : MemoryUsage::Readback,
+             direction == Direction::ToDevice           ? MemoryUsage::Upload
+             : direction == Direction::ToDeviceEveryRun ? MemoryUsage::Stream
+                                                        : MemoryUsage::Readback,
              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                  VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
              std::move(name)) {

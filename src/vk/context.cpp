@@ -443,8 +443,8 @@ void Context::finish(const ContextOptions& options) {
       properties_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0u : 200u);
   MemoryAllocator::Options mo;
   mo.budget = options.memory_budget;
-  if (const char* up = std::getenv("VKGRAPH_UPLOAD_MEMORY"))
-    mo.upload_in_device_memory = std::strcmp(up, "device") == 0;
+  if (const char* m = std::getenv("VKGRAPH_STREAM_MEMORY"))
+    mo.stream_in_device_memory = std::strcmp(m, "host") != 0;
   mo.force_non_coherent = force_non_coherent_;
   allocator_ = std::make_unique<MemoryAllocator>(physical_device_, device_, mo);
   faults_ = std::make_unique<InjectedFaults>();

@@ -75,6 +75,19 @@ MemoryAllocator::~MemoryAllocator() {
 }
 
 uint32_t MemoryAllocator::choose_type(uint32_t type_bits, MemoryUsage usage) const {
+  if (usage == MemoryUsage::Stream) {
+    constexpr VkMemoryPropertyFlags kMappedLocal =
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    int best = -1;
+    for (uint32_t i = 0; options_.stream_in_device_memory && i < props_.memoryTypeCount; ++i) {
+      const VkMemoryType& t = props_.memoryTypes[i];
+      if (!(type_bits & (1u << i)) || (t.propertyFlags & kMappedLocal) != kMappedLocal ||
+          props_.memoryHeaps[t.heapIndex].size < kLargeHostVisibleHeap)
+        continue;
+      if (best < 0 || (t.propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) best = int(i);
+    }
+    return best >= 0 ? uint32_t(best) : choose_type(type_bits, MemoryUsage::Upload);
+  }
   VkMemoryPropertyFlags required = 0, preferred = 0, avoided = 0;
   switch (usage) {
     case MemoryUsage::Device:
@@ -82,9 +95,9 @@ uint32_t MemoryAllocator::choose_type(uint32_t type_bits, MemoryUsage usage) con
       avoided = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;  // keep BAR memory for staging
       break;
     case MemoryUsage::Upload:
+    case MemoryUsage::Stream:  // handled above
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-      preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                  (options_.upload_in_device_memory ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0);
+      preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
       break;
     case MemoryUsage::Readback:
       required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
@@ -130,6 +143,19 @@ VkDeviceMemory MemoryAllocator::allocate_device_memory(VkDeviceSize size, uint32
 Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryUsage usage,
                                      const std::string& what) {
   uint32_t type = choose_type(req.memoryTypeBits, usage);
+  if (usage != MemoryUsage::Stream) return allocate_of_type(req, type, what);
+  uint32_t host = choose_type(req.memoryTypeBits, MemoryUsage::Upload);
+  if (type == host) return allocate_of_type(req, type, what);
+  try {
+    return allocate_of_type(req, type, what);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::OutOfMemory) throw;
+    return allocate_of_type(req, host, what);  // the mapped device heap is full
+  }
+}
+
+Allocation MemoryAllocator::allocate_of_type(const VkMemoryRequirements& req, uint32_t type,
+                                             const std::string& what) {
   VkMemoryPropertyFlags flags = props_.memoryTypes[type].propertyFlags;
   bool host_visible = flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
   // Host-visible ranges are atom-aligned at both ends, so flushing or invalidating one

@@ -125,7 +125,7 @@ TEST_F(MemoryAllocatorTest, HostVisibleAllocationsAreAtomAligned) {
     auto alloc = make(1 << 20, 0, force);
     const VkDeviceSize atom = alloc->non_coherent_atom();
     std::vector<vk::Allocation> all;
-    for (auto usage : {vk::MemoryUsage::Upload, vk::MemoryUsage::Readback})
+    for (auto usage : {vk::MemoryUsage::Upload, vk::MemoryUsage::Stream, vk::MemoryUsage::Readback})
       for (VkDeviceSize size : {1, 100, 65, 4})
         all.push_back(alloc->allocate(req(*alloc, size, 4), usage, "staging"));
     for (auto& a : all) {
@@ -139,6 +139,40 @@ TEST_F(MemoryAllocatorTest, HostVisibleAllocationsAreAtomAligned) {
     }
     for (auto& a : all) alloc->free(a);
   }
+}
+
+// Graph inputs' staging goes to device-local mapped memory when the host can map a large heap
+// of it (resizable BAR, unified memory), never into a small BAR window; otherwise, or when the
+// option is off, it is ordinary upload memory.
+TEST_F(MemoryAllocatorTest, StreamPrefersALargeMappedDeviceHeap) {
+  constexpr VkMemoryPropertyFlags kMappedLocal =
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+  auto alloc = make(1 << 20);
+  const VkPhysicalDeviceMemoryProperties& p = alloc->properties();
+  bool large_mapped_local = false;
+  for (uint32_t i = 0; i < p.memoryTypeCount; ++i)
+    large_mapped_local |= (p.memoryTypes[i].propertyFlags & kMappedLocal) == kMappedLocal &&
+                          p.memoryHeaps[p.memoryTypes[i].heapIndex].size >=
+                              vk::MemoryAllocator::kLargeHostVisibleHeap;
+  uint32_t all = req(*alloc, 1, 1).memoryTypeBits;
+  uint32_t stream = alloc->choose_type(all, vk::MemoryUsage::Stream);
+  const VkMemoryType& t = p.memoryTypes[stream];
+  if (large_mapped_local) {
+    EXPECT_EQ(t.propertyFlags & kMappedLocal, kMappedLocal);
+    EXPECT_GE(p.memoryHeaps[t.heapIndex].size, vk::MemoryAllocator::kLargeHostVisibleHeap);
+  } else {
+    EXPECT_EQ(stream, alloc->choose_type(all, vk::MemoryUsage::Upload));
+  }
+  vk::MemoryAllocator::Options off;
+  off.stream_in_device_memory = false;
+  vk::MemoryAllocator host(ctx_->physical_device(), ctx_->device(), off);
+  EXPECT_EQ(host.choose_type(all, vk::MemoryUsage::Stream),
+            host.choose_type(all, vk::MemoryUsage::Upload));
+  // A Stream allocation is mapped and usable like any staging.
+  vk::Allocation a = alloc->allocate(req(*alloc, 100, 4), vk::MemoryUsage::Stream, "input");
+  ASSERT_NE(a.mapped, nullptr);
+  std::memset(a.mapped, 0x5a, 100);
+  alloc->free(a);
 }
 
 TEST_F(MemoryAllocatorTest, FreedRangesAreReusedAndCoalesced) {

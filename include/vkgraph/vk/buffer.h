@@ -42,7 +42,9 @@ class Buffer {
 
 class StagingBuffer : public Buffer {
  public:
-  enum class Direction { ToDevice, FromDevice };
+  // ToDevice: filled once (constants); ToDeviceEveryRun: rewritten and read every run (graph
+  // inputs), so it lives in device-local mapped memory where there is plenty (MemoryUsage).
+  enum class Direction { ToDevice, ToDeviceEveryRun, FromDevice };
   StagingBuffer() = default;
   StagingBuffer(Context& context, VkDeviceSize size, Direction direction, std::string name);
 

@@ -17,6 +17,8 @@ namespace vkgraph::vk {
 enum class MemoryUsage {
   Device,    // tensors: DEVICE_LOCAL
   Upload,    // host writes, device reads: HOST_VISIBLE, prefer COHERENT
+  Stream,    // host writes and device reads every run: device-local where the host can map a
+             // large heap of it (Options::stream_in_device_memory), else as Upload
   Readback,  // device writes, host reads: HOST_VISIBLE, prefer CACHED
 };
 
@@ -47,10 +49,13 @@ class MemoryAllocator {
     VkDeviceSize block_size = 64ull << 20;
     uint64_t budget = 0;  // max block bytes; 0 = limited by the device only
     bool force_non_coherent = false;
-    // Upload staging (graph inputs, constants) in device-local host-visible memory (the BAR)
-    // where the device has it, so the device's copies read local memory and the host writes
-    // across the bus instead; off: host memory. Env VKGRAPH_UPLOAD_MEMORY=device (an A/B).
-    bool upload_in_device_memory = false;
+    // Stream buffers (graph inputs' staging) in DEVICE_LOCAL | HOST_VISIBLE memory whose heap
+    // is at least kLargeHostVisibleHeap (resizable BAR, unified memory): the run's first copy
+    // then reads local memory and the host's writes cross the bus instead (H100: ResNet-50's
+    // input copy 65 -> ~10 us). A small BAR window (256 MiB) is left to the driver. When that
+    // memory runs out the allocation falls back to host memory. Env VKGRAPH_STREAM_MEMORY=host
+    // turns it off (an A/B).
+    bool stream_in_device_memory = true;
   };
   MemoryAllocator(VkPhysicalDevice physical_device, VkDevice device, Options options);
   ~MemoryAllocator();
@@ -63,6 +68,7 @@ class MemoryAllocator {
 
   // Memory type index for a usage among the types allowed by `type_bits`; throws if none.
   uint32_t choose_type(uint32_t type_bits, MemoryUsage usage) const;
+  static constexpr VkDeviceSize kLargeHostVisibleHeap = 1ull << 30;
   MemoryStats stats() const;
   VkDeviceSize non_coherent_atom() const { return atom_; }
   const VkPhysicalDeviceMemoryProperties& properties() const { return props_; }
@@ -70,6 +76,8 @@ class MemoryAllocator {
  private:
   friend class Context;  // sets faults_
   VkDeviceMemory allocate_device_memory(VkDeviceSize size, uint32_t type, const std::string& what);
+  Allocation allocate_of_type(const VkMemoryRequirements& req, uint32_t type,
+                              const std::string& what);
   void release_block(MemoryBlock* block);  // the caller holds mutex_
   void release_empty_blocks();             // likewise
 
