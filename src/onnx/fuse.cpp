@@ -549,6 +549,18 @@ bool Pass::reads_all_attributes(const NodeProto& root, const Fusion& f) {
 std::optional<Pass::View> Pass::view_ahead(const std::string& value) {
   const NodeProto* t = im_.producer(value);
   if (!t || view(value)) return std::nullopt;  // visited already: elided or lowered
+  // A chain of views none visited yet (BERT's Reshape then Transpose of a projection): the
+  // inner node's view stands for its value while the outer one is read, then goes.
+  if (t->input_size() >= 1 && is_view_op(t->op_type()) && !t->input(0).empty() &&
+      !view(t->input(0)) && !im_.available(*t, 0)) {
+    const std::string& in = t->input(0);
+    std::optional<View> inner = view_ahead(in);
+    if (!inner) return std::nullopt;
+    views_[in] = std::move(*inner);
+    std::optional<View> v = elided_view(*t, *this);
+    views_.erase(in);
+    return v;
+  }
   return elided_view(*t, *this);
 }
 

@@ -173,7 +173,7 @@ std::optional<WindowMask> window_mask(Pass& p, const std::string& scores,
 // Kᵀ and V as the kernel reads them. Grouped views (repeat_kv, fuse.h) of one group over the
 // heads' dim (1 of rank 4) are read with their stored KV heads, each shared by `group` query
 // heads; any other grouped view is read as its value, which the importer copies out (false
-// where that value does not exist yet).
+// where that value does not exist yet: a view read ahead).
 bool kv_heads(Pass::View& kt, const std::string& kt_value, Pass::View& v,
               const std::string& v_value) {
   if (kt.group == 1 && v.group == 1) return true;
@@ -184,7 +184,7 @@ bool kv_heads(Pass::View& kt, const std::string& kt_value, Pass::View& v,
     }
     return true;
   }
-  if (kt.group != 1 && kt_value.empty()) return false;
+  if ((kt.group != 1 && kt_value.empty()) || (v.group != 1 && v_value.empty())) return false;
   if (kt.group != 1) kt = Pass::View{kt_value, {}, kt.shape};
   if (v.group != 1) v = Pass::View{v_value, {}, v.shape};
   return true;
@@ -276,16 +276,21 @@ std::optional<Fusion> match_from_scores(const NodeProto& mm, Scores s, Pass& p) 
   if (const NodeProto* d = identity_dropout(p, tail->output(0))) next(d);
   const NodeProto* pv = p.sole_consumer(tail->output(0));
   if (!pv || pv->op_type() != "MatMul" || pv->input_size() != 2 ||
-      pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0) || !computed(p, *pv, 1))
+      pv->input(0) != tail->output(0) || pv->input(1) == tail->output(0))
     return std::nullopt;
-  Pass::View v = p.resolve(*pv, 1);
+  // V computed, or views not visited yet of a computed value (quantize_dynamic's sorted BERT).
+  const bool v_computed = computed(p, *pv, 1);
+  std::optional<Pass::View> v_ahead = v_computed ? std::nullopt : p.view_ahead(pv->input(1));
+  if (!v_computed && !v_ahead) return std::nullopt;
+  Pass::View v = v_computed ? p.resolve(*pv, 1) : *v_ahead;
   if (v.shape.size() != rank || v.shape[rank - 2] != ks[rank - 1] ||
       v.shape[rank - 1] != qs[rank - 1])
     return std::nullopt;
   for (size_t i = 0; i + 2 < rank; ++i)
     if (v.shape[i] != ks[i]) return std::nullopt;
   if (!is_float32(im, v.source) || numel(stored_shape(im, v.source)) > kMax32) return std::nullopt;
-  if (!kv_heads(s.kt, s.kt_value, v, pv->input(1))) return std::nullopt;
+  if (!kv_heads(s.kt, s.kt_value, v, v_computed ? pv->input(1) : std::string()))
+    return std::nullopt;
   next(pv);
   // The heads merged back (Transpose [B, H, S, D] -> [B, S, H, D] before the Reshape to
   // [B, S, H * D]): the kernel stores that layout itself instead of a copy after it.
@@ -334,16 +339,29 @@ std::optional<Fusion> attention(const NodeProto& mm, Pass& p) {
 std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   const Importer& im = p.importer();
   if (mul.input_size() != 2) return std::nullopt;
-  // Mul(x, c) with x computed and c a scalar constant, in either order.
-  auto scaled = [&](const NodeProto& n) -> std::optional<std::pair<int, float>> {
+  // Mul(x, c) with c a scalar constant, in either order, and x computed or (`ahead`) a chain
+  // of views not visited yet of a computed value.
+  struct Scaled {
+    Pass::View x;
+    float c;
+    std::string value;  // x's value when computed; empty when read ahead (Scores::kt_value)
+  };
+  auto scaled = [&](const NodeProto& n, bool ahead) -> std::optional<Scaled> {
     if (n.op_type() != "Mul" || n.input_size() != 2) return std::nullopt;
-    for (int c : {1, 0})
-      if (computed(p, n, 1 - c) && !im.constant(n, 1 - c))
-        if (auto v = scalar(im, n, c, p.resolve(n, 1 - c).shape.size()))
-          return std::make_pair(1 - c, *v);
+    for (int c : {1, 0}) {
+      const std::string& x = n.input(1 - c);
+      std::optional<Pass::View> view;
+      if (computed(p, n, 1 - c))
+        view = im.constant(n, 1 - c) ? std::nullopt : std::optional(p.resolve(n, 1 - c));
+      else if (ahead)
+        view = p.view_ahead(x);
+      if (!view) continue;
+      if (auto v = scalar(im, n, c, view->shape.size()))
+        return Scaled{*view, *v, computed(p, n, 1 - c) ? x : std::string()};
+    }
     return std::nullopt;
   };
-  const auto root = scaled(mul);
+  const auto root = scaled(mul, false);
   if (!root) return std::nullopt;
   const NodeProto* mm = p.sole_consumer(mul.output(0));
   if (!mm || mm->op_type() != "MatMul" || mm->input_size() != 2 || mm->input(0) == mm->input(1))
@@ -356,18 +374,19 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
   // Its scale may come after it in node order (the legacy exporter's Sqrt): folded ahead.
   for (int i = 0; i < other->input_size(); ++i)
     if (!im.available(*other, i)) p.fold_ahead(other->input(i));
-  const auto second = scaled(*other);
+  // Its operand may be views not visited yet (quantize_dynamic's topologically sorted BERT: Q's
+  // chain and Mul, then K's).
+  const auto second = scaled(*other, true);
   if (!second) return std::nullopt;
   // The product of the two scales: each sqrt(scale) in onnxscript; exact enough either way.
-  const float scale = root->second * second->second;
+  const float scale = root->c * second->c;
   if (!std::isnormal(scale)) return std::nullopt;
-  const NodeProto& q_mul = at == 0 ? mul : *other;
-  const NodeProto& k_mul = at == 0 ? *other : mul;
+  const Scaled& q = at == 0 ? *root : *second;
+  const Scaled& k = at == 0 ? *second : *root;
   Scores s;
-  s.q = p.resolve(q_mul, at == 0 ? root->first : second->first);
-  const int k_at = at == 0 ? second->first : root->first;
-  s.kt = p.resolve(k_mul, k_at);
-  s.kt_value = k_mul.input(k_at);
+  s.q = q.x;
+  s.kt = k.x;
+  s.kt_value = k.value;
   s.scale = scale;
   s.absorbed = {other, mm};  // skipped when the importer gets to them
   return match_from_scores(*mm, s, p);

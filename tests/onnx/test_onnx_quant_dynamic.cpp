@@ -482,6 +482,37 @@ TEST_F(OnnxQuantDynamic, SiblingLayersFeedOneAttention) {
   expect_near(one[0], plain[0], 1e-5f);
 }
 
+// The same block as the dynamo exporter writes it: each of Q and Kᵀ scaled by sqrt(scale)
+// before the scores' MatMul. The attention absorbs both Muls, so the block is still four
+// dispatches.
+TEST_F(OnnxQuantDynamic, SiblingLayersFeedOnePrescaledAttention) {
+  constexpr int64_t kS = 6, kH = 2, kD = 8, kE = kH * kD;
+  ModelBuilder m(13);
+  m.input("x", kFloat, {1, kS, kE});
+  m.output("y", kFloat);
+  m.initializer("heads", std::vector<int64_t>{1, kS, kH, kD});
+  m.initializer("root", Shape{}, std::vector<float>{1.f / std::sqrt(std::sqrt(float(kD)))});
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+  for (const char* t : {"q", "k", "v"}) {
+    const std::string n = t;
+    layer(m, n + "_", weight(kE, kE, false, false, true), false, false, n + "_p");
+    m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
+    set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
+             n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+    if (n != "v") m.node("Mul", {n + "_h", "root"}, {n + "_scaled"});
+  }
+  m.node("MatMul", {"q_scaled", "k_scaled"}, {"scores"});
+  set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
+  m.node("MatMul", {"probs", "v_h"}, {"y"});
+  HostTensor x = random_tensor(rng, DType::Float32, {1, kS, kE});
+  std::vector<std::string> labels;
+  const std::vector<HostTensor> one = run(m, x, {{"qdyn.prequant", 1}}, &labels);
+  EXPECT_EQ(labels.size(), 4u) << ::testing::PrintToString(labels);
+  EXPECT_EQ(count(labels, "attention"), 1);
+  const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
+  expect_near(one[0], plain[0], 1e-5f);
+}
+
 // DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.
 TEST_F(OnnxQuantDynamic, PatternMustNotFireWhenTheScaleIsRead) {
   const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, false, false);
