@@ -323,10 +323,10 @@ TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   const TensorInfo xi = g.info(x);
   const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   const int64_t n = numel(xi.shape);
-  constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
-  // Enough workgroups to spread a large tensor, few enough for one workgroup to finish.
-  const uint32_t groups =
-      static_cast<uint32_t>(std::clamp<int64_t>((n + kLocal * 16 - 1) / (kLocal * 16), 1, 1024));
+  constexpr uint32_t kLocal = 256, kUnroll = 16;  // quant_dynamic.comp's LOCAL, UNROLL_MINMAX
+  // A chunk a workgroup where that spreads the tensor, few enough for one workgroup to finish.
+  const uint32_t groups = static_cast<uint32_t>(
+      std::clamp<int64_t>((n + kLocal * kUnroll - 1) / (kLocal * kUnroll), 1, 1024));
   TensorRef partial = g.add_tensor({groups, 2}, DType::Float32);
   DispatchDesc minmax;
   minmax.shader = "quant_minmax_" + suffix;
@@ -355,11 +355,11 @@ std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, T
   // Without the packed GEMM (qgemm.packed = 0) no layer would read it.
   if (tuned(g, "qdyn.prequant", 1) == 0 || tuned(g, "qgemm.packed", 1) == 0 || n % 4 != 0 || n == 0)
     return std::nullopt;
-  constexpr uint32_t kLocal = 256;  // quant_dynamic.comp's LOCAL
+  constexpr uint32_t kLocal = 256, kUnroll = 4;  // quant_dynamic.comp's LOCAL, UNROLL_PACK
   const int64_t words = n / 4;
-  // A few words per invocation: each workgroup first reduces the partials itself.
-  const uint32_t groups =
-      static_cast<uint32_t>(std::clamp<int64_t>((words + kLocal * 4 - 1) / (kLocal * 4), 1, 65535));
+  // A chunk of words a workgroup: each workgroup first reduces the partials itself.
+  const uint32_t groups = static_cast<uint32_t>(
+      std::clamp<int64_t>((words + kLocal * kUnroll - 1) / (kLocal * kUnroll), 1, 65535));
   TensorRef y = g.add_tensor({words}, DType::Int32);
   DispatchDesc d;
   d.shader = "quant_dynamic_pack_" + suffix;

@@ -11,6 +11,7 @@
 //           value is quantized once rather than once per column tile of every GEMM reading it.
 // x is float32 or (DTYPE_F16, float16 mode) float16; partials and parameters stay float32.
 #extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "quant.glsl"
 
@@ -40,13 +41,23 @@ shared vec2 range_tree[LOCAL];
 #endif
 #include "quant_range.glsl"
 
+// Elements (MINMAX) or words (PACK) per invocation and chunk: a chunk's loads are issued
+// together, so a thread waits one memory latency per chunk rather than one per element.
+#define UNROLL_MINMAX 16
+#define UNROLL_PACK 4
+
 void main() {
   uint t = gl_LocalInvocationID.x;
 #if MINMAX
-  vec2 r = vec2(0.0);  // the range always includes 0
-  for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.n); i += gl_NumWorkGroups.x * LOCAL) {
-    float v = float(x[i]);
-    r = vec2(min(r.x, v), max(r.y, v));
+  vec2 r = vec2(0.0);  // the range always includes 0, so out-of-range slots read 0
+  const uint chunk = LOCAL * UNROLL_MINMAX;
+  for (uint base = gl_WorkGroupID.x * chunk + t; base < uint(p.n);
+       base += gl_NumWorkGroups.x * chunk) {
+    float v[UNROLL_MINMAX];
+    [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
+      v[j] = base + j * LOCAL < uint(p.n) ? float(x[base + j * LOCAL]) : 0.0;
+    [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
+      r = vec2(min(r.x, v[j]), max(r.y, v[j]));
   }
   r = tree_reduce_range(t, r);
   if (t == 0) range_partial[gl_WorkGroupID.x] = r;
@@ -55,12 +66,19 @@ void main() {
   int zero;
   dynamic_params(reduce_range_partials(t, p.n), scale, zero);
 #if PACK
-  for (uint i = gl_WorkGroupID.x * LOCAL + t; i < uint(p.words); i += gl_NumWorkGroups.x * LOCAL) {
-    vec4 v = vec4(x4[i]);
-    uint word = 0u;
-    for (int c = 0; c < 4; ++c)
-      word |= uint(quantize_value(div_exact(v[c], scale), zero, 0, 255)) << (8 * c);
-    packed_out[i] = word;
+  const uint chunk = LOCAL * UNROLL_PACK;
+  for (uint base = gl_WorkGroupID.x * chunk + t; base < uint(p.words);
+       base += gl_NumWorkGroups.x * chunk) {
+    vec4 v[UNROLL_PACK];
+    [[unroll]] for (uint j = 0; j < UNROLL_PACK; ++j)
+      v[j] = base + j * LOCAL < uint(p.words) ? vec4(x4[base + j * LOCAL]) : vec4(0.0);
+    [[unroll]] for (uint j = 0; j < UNROLL_PACK; ++j) {
+      if (base + j * LOCAL >= uint(p.words)) break;
+      uint word = 0u;
+      for (int c = 0; c < 4; ++c)
+        word |= uint(quantize_value(div_exact(v[j][c], scale), zero, 0, 255)) << (8 * c);
+      packed_out[base + j * LOCAL] = word;
+    }
   }
 #else
   if (t != 0) return;

@@ -145,9 +145,14 @@ TEST_F(QuantTest, ConvertWrapsAndWidens) {
 }
 
 TEST_F(QuantTest, DynamicQuantizeMatchesReference) {
-  for (auto [n, lo, hi] : {std::tuple{size_t{20000}, -3.f, 5.f}, std::tuple{size_t{37}, 0.5f, 4.f},
-                           std::tuple{size_t{1000}, -7.f, -1.f}}) {
+  // The last size takes more chunks than the range pass has workgroups (1024 of 4096 elements),
+  // with the extremes in the last ones.
+  constexpr size_t kBeyondOnePass = 1024 * 4096 + 3001;
+  for (auto [n, lo, hi] :
+       {std::tuple{size_t{20000}, -3.f, 5.f}, std::tuple{size_t{37}, 0.5f, 4.f},
+        std::tuple{size_t{1000}, -7.f, -1.f}, std::tuple{kBeyondOnePass, -1.f, 1.f}}) {
     std::vector<float> x = random_floats(n, lo, hi);
+    if (n == kBeyondOnePass) x[n - 2] = -9.f, x[n - 1500] = 6.f;
     Runner r;
     ops::DynamicQuantized q = ops::dynamic_quantize_linear(r.g, r.input(f32({int64_t(n)}, x)));
     auto out = r.run({q.y, q.scale, q.zero_point});
