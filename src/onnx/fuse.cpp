@@ -403,7 +403,9 @@ constexpr Pattern kPatterns[] = {
     {"Abs", qdq_linear},
     // quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(Mul(x_scale,
     // w_scale)) [-> Add(bias)] => DynamicQuantRange + DynamicQuantMatMul per layer (layers of
-    // one x whose results are only viewed: one DynamicQuantSiblingMatMul)
+    // one x whose results are only viewed: one DynamicQuantSiblingMatMul); a LayerNormalization
+    // x => LayerNormRange, which writes the range partials in place of DynamicQuantRange's pass
+    {"LayerNormalization", norm_range},
     {"DynamicQuantizeLinear", dynamic_quant_range},
     {"MatMulInteger", dynamic_quant_siblings},
     {"MatMulInteger", dynamic_quant_matmul},
@@ -472,6 +474,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"QdqGlobalAveragePool", "GlobalAveragePool"},
       {"QdqFlatten", "Flatten"},
       {"DynamicQuantRange", "DynamicQuantizeLinear"},
+      {"LayerNormRange", "LayerNormalization"},
       {"DynamicQuantMatMul", "MatMulInteger"},
       {"DynamicQuantSiblingMatMul", "MatMulInteger"}};
   return types;

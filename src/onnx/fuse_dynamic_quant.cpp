@@ -46,8 +46,7 @@ std::optional<Layer> match_layer(const NodeProto& mmi, Pass& p) {
   l.dql = im.producer(mmi.input(0));
   if (!default_op(l.dql, "DynamicQuantizeLinear") || l.dql->output_size() != 3 ||
       l.dql->input_size() != 1 || mmi.input(0) != l.dql->output(0) ||
-      mmi.input(2) != l.dql->output(2) || !im.available(*l.dql, 0) ||
-      im.input(*l.dql, 0).dtype != DType::Float32)
+      mmi.input(2) != l.dql->output(2))
     return std::nullopt;
   // The weight: an 8-bit [K, N] constant; its zero point absent or a constant per tensor or
   // per column.
@@ -109,6 +108,24 @@ bool all_readers_are_layers(const NodeProto& dql, Pass& p) {
   return true;
 }
 
+// Whether `dql` becomes DynamicQuantRange, its x being of `x_dtype`: the rule of
+// dynamic_quant_range, and of norm_range, which applies it before x is computed.
+bool quantizes_for_layers(const NodeProto& dql, DType x_dtype, Pass& p) {
+  return default_op(&dql, "DynamicQuantizeLinear") && dql.input_size() == 1 &&
+         x_dtype == DType::Float32 && all_readers_are_layers(dql, p);
+}
+
+// Whether `value` has been computed (by a LayerNormRange, for the range's name).
+bool computed(const Importer& im, const std::string& value) {
+  NodeProto probe;  // the importer answers by node and input position
+  probe.add_input(value);
+  return im.available(probe, 0);
+}
+
+// ops::dynamic_quant_range's most partials: the consumers' workgroups each reduce them all, so
+// a LayerNormRange of more rows would cost them more than the range pass it saves.
+constexpr int64_t kMaxRangeRows = 1024;
+
 }  // namespace
 
 std::string dynamic_range_name(const NodeProto& dql) {
@@ -120,8 +137,8 @@ std::string dynamic_packed_name(const NodeProto& dql) {
 }
 
 std::optional<Fusion> dynamic_quant_range(const NodeProto& dql, Pass& p) {
-  if (!default_op(&dql, "DynamicQuantizeLinear") || dql.input_size() != 1 ||
-      !all_readers_are_layers(dql, p))
+  const Importer& im = p.importer();
+  if (!im.available(dql, 0) || !quantizes_for_layers(dql, im.input(dql, 0).dtype, p))
     return std::nullopt;
   for (const std::string& out : dql.output()) p.elide_dequantized(out);
   NodeProto n;
@@ -129,9 +146,42 @@ std::optional<Fusion> dynamic_quant_range(const NodeProto& dql, Pass& p) {
   n.set_op_type("DynamicQuantRange");
   n.set_domain(kDomain);
   n.add_input(dql.input(0));
+  // x's partials, where the LayerNormRange that computed x wrote them.
+  if (computed(im, dynamic_range_name(dql))) n.add_input(dynamic_range_name(dql));
   n.add_output(dynamic_range_name(dql));
   n.add_output(dynamic_packed_name(dql));
   return Fusion{n, {}};
+}
+
+std::optional<Fusion> norm_range(const NodeProto& ln, Pass& p) {
+  const Importer& im = p.importer();
+  if (!default_op(&ln, "LayerNormalization") || ln.input_size() < 2 || ln.input_size() > 3 ||
+      ln.output_size() < 1 || ln.output(0).empty() || !im.available(ln, 0) ||
+      p.knob("qdyn.norm_range", 1) == 0)
+    return std::nullopt;
+  for (int i = 1; i < ln.output_size(); ++i)
+    if (!ln.output(i).empty()) return std::nullopt;
+  // Rows of x's dims before the axis, the normalized dims not empty.
+  const Shape& xs = im.input(ln, 0).shape;
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t axis = p.attrs(ln).get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || numel(xs) == 0) return std::nullopt;
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= xs[d];
+  if (rows > kMaxRangeRows) return std::nullopt;
+  for (const NodeProto* dql : im.consumers(ln.output(0))) {
+    // The DynamicQuantizeLinear's x is y, of x's dtype.
+    if (!quantizes_for_layers(*dql, im.input(ln, 0).dtype, p) || dql->input(0) != ln.output(0))
+      continue;
+    NodeProto n = fused_node(ln, "LayerNormRange");
+    *n.mutable_attribute() = ln.attribute();
+    *n.mutable_input() = ln.input();
+    n.add_output(ln.output(0));
+    n.add_output(dynamic_range_name(*dql));
+    return Fusion{n, {}};
+  }
+  return std::nullopt;
 }
 
 std::optional<Fusion> dynamic_quant_matmul(const NodeProto& mmi, Pass& p) {

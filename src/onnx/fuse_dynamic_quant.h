@@ -16,6 +16,13 @@
 // the model lists them before it. As FusedMatMul, a layer also absorbs a residual Add and then
 // an activation that follow it (a transformer's skip connections and GELU; attribute
 // "activation"). Otherwise nothing fuses and the ops run one by one.
+//
+// Where x is a LayerNormalization's only output (BERT's layers begin so) and the
+// DynamicQuantizeLinear reading it will become DynamicQuantRange, the LayerNormalization becomes
+// LayerNormRange (ops::layer_norm_with_range): x, and from the same kernel one range partial per
+// row, which DynamicQuantRange takes as its second input instead of running its range pass
+// (knob qdyn.norm_range, 1; rows up to ops::dynamic_quant_range's most partials, 1024). The
+// partials are the min and max of x as stored, so the results are the same bit for bit.
 #include <onnx/onnx_pb.h>
 
 #include <optional>
@@ -26,6 +33,10 @@ namespace vkgraph::onnx_import::fuse {
 
 // Rooted at DynamicQuantizeLinear: replaced by DynamicQuantRange when all its readers are layers.
 std::optional<Fusion> dynamic_quant_range(const onnx::NodeProto& dql, Pass& pass);
+// Rooted at LayerNormalization: LayerNormRange, where a DynamicQuantizeLinear that becomes
+// DynamicQuantRange reads its output. Its inputs and attributes are the LayerNormalization's,
+// its outputs y and the range partials (named dynamic_range_name of that node).
+std::optional<Fusion> norm_range(const onnx::NodeProto& ln, Pass& pass);
 // Rooted at MatMulInteger: the layer, once its DynamicQuantizeLinear became DynamicQuantRange.
 std::optional<Fusion> dynamic_quant_matmul(const onnx::NodeProto& mmi, Pass& pass);
 // Rooted at MatMulInteger: the layers of one DynamicQuantizeLinear whose results are only
@@ -65,7 +76,8 @@ enum DynamicQuantSiblingInput : int {
 };
 
 // The names of DynamicQuantRange's outputs for a DynamicQuantizeLinear `dql`: the range
-// partials and the packed quantized x.
+// partials and the packed quantized x. A DynamicQuantRange reads its input 1, where present,
+// as x's range partials (LayerNormRange's second output, of the same name).
 std::string dynamic_range_name(const onnx::NodeProto& dql);
 std::string dynamic_packed_name(const onnx::NodeProto& dql);
 

@@ -487,13 +487,21 @@ std::vector<Value> lower_batch_norm(Importer& im, const onnx::NodeProto& node,
   return {out(im, y)};
 }
 
-std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
-                                    const fold::Attrs& a) {
-  im.require_inputs(node, 2, 3);
+// LayerNormalization's operands and attributes, as lower_layer_norm and
+// lower_layer_norm_range read them.
+struct LayerNormArgs {
+  TensorRef x, scale;
   std::optional<TensorRef> bias;
-  if (im.has_input(node, 2)) bias = im.tensor(node, 2);
-  int64_t axis = a.get_int("axis", -1);
-  float eps = float_attr(a, "epsilon", 1e-5f);
+  int64_t axis;
+  float epsilon;
+};
+
+LayerNormArgs layer_norm_args(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
+  im.require_inputs(node, 2, 3);
+  LayerNormArgs args;
+  if (im.has_input(node, 2)) args.bias = im.tensor(node, 2);
+  args.axis = a.get_int("axis", -1);
+  args.epsilon = float_attr(a, "epsilon", 1e-5f);
   // The precision of the mean and variance: the kernel keeps them in float32, which serves
   // float32 (the default) and the 16-bit types; double it does not give.
   const int64_t stash = a.get_int("stash_type", onnx::TensorProto::FLOAT);
@@ -501,9 +509,19 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
       stash != onnx::TensorProto::BFLOAT16)
     throw Error(ErrorKind::Unsupported, im.where(node) + ": stash_type " + std::to_string(stash) +
                                             " (only float32 statistics are computed)");
+  args.x = im.tensor(node, 0);
+  args.scale = im.tensor(node, 1);
+  return args;
+}
+
+std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
+                                    const fold::Attrs& a) {
+  const LayerNormArgs args = layer_norm_args(im, node, a);
   ComputeGraph& g = im.graph();
-  TensorRef x = im.tensor(node, 0);
-  std::vector<Value> outs{out(im, ops::layer_norm(g, x, im.tensor(node, 1), bias, axis, eps))};
+  const TensorRef x = args.x;
+  int64_t axis = args.axis;
+  const float eps = args.epsilon;
+  std::vector<Value> outs{out(im, ops::layer_norm(g, x, args.scale, args.bias, axis, eps))};
   if (node.output_size() < 2) return outs;
   // The optional Mean and InvStdDev outputs (training graphs) are computed separately.
   int64_t rank = static_cast<int64_t>(im.input(node, 0).shape.size());
@@ -525,6 +543,17 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   outs.push_back(out(im, mean));
   outs.push_back(out(im, inv));
   return outs;
+}
+
+// LayerNormRange (fuse_dynamic_quant.h): a LayerNormalization of one output, and the range
+// partials of it that the DynamicQuantRange reading it takes instead of its range pass (Float32
+// in float16 mode too).
+std::vector<Value> lower_layer_norm_range(Importer& im, const onnx::NodeProto& node,
+                                          const fold::Attrs& a) {
+  const LayerNormArgs args = layer_norm_args(im, node, a);
+  const ops::NormWithRange r = ops::layer_norm_with_range(im.graph(), args.x, args.scale, args.bias,
+                                                          args.axis, args.epsilon);
+  return {out(im, r.y), out(im, r.range)};
 }
 
 // FusedRmsNorm (fuse_norm.h): RMSNorm over the last axis, its weight or ones.
@@ -703,6 +732,7 @@ void register_nn(LoweringTable& t) {
   t["GlobalMaxPool"] = {lower_global_pool, shaders::pool::float16};
   t["BatchNormalization"] = {lower_batch_norm, shaders::norm::float16};
   t["LayerNormalization"] = {lower_layer_norm, shaders::norm::float16};
+  t[fuse::fused_key("LayerNormRange")] = {lower_layer_norm_range, shaders::norm::float16};
   t[fuse::fused_key("FusedRmsNorm")] = {lower_fused_rms_norm, shaders::norm::float16};
   t["InstanceNormalization"] = {lower_instance_norm, shaders::norm::float16};
   t["GroupNormalization"] = {lower_group_norm, shaders::norm::float16};

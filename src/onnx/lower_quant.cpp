@@ -534,13 +534,17 @@ std::vector<Value> lower_qdq_table(Importer& im, const onnx::NodeProto& node,
 // quantize_dynamic's layers (fuse_dynamic_quant.h): the activation's range once and x quantized
 // once (where that applies; else an empty Int32 placeholder, and the GEMMs quantize x as they
 // load it), then per layer one GEMM. In float16 mode x, the bias, the residual and y are
-// float16; the range partials and the weight's scale stay float32 (float32_tensor).
+// float16; the range partials and the weight's scale stay float32 (float32_tensor). Input 1,
+// where present, is x's partials from the LayerNormRange that computed x: taken for the range
+// pass where x is the very tensor they were computed from (not a copy in another precision).
 std::vector<Value> lower_dynamic_quant_range(Importer& im, const onnx::NodeProto& node,
                                              const fold::Attrs&) {
-  im.require_inputs(node, 1, 1);
+  im.require_inputs(node, 1, 2);
   ComputeGraph& g = im.graph();
   const TensorRef x = im.tensor(node, 0);
-  const TensorRef range = ops::dynamic_quant_range(g, x);
+  const TensorRef range = im.has_input(node, 1) && im.input(node, 0).tensor == x
+                              ? im.float32_tensor(node, 1)
+                              : ops::dynamic_quant_range(g, x);
   std::vector<Value> out{Importer::device_value(g, range)};
   if (node.output_size() > 1) {
     const std::optional<TensorRef> packed = ops::dynamic_quantize_packed(g, x, range);

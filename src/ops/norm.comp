@@ -6,6 +6,9 @@
 //   ((row % groups) * cols + col) / div % mod
 // with separate div/mod for scale and bias: layer norm uses groups = 1 (index from col alone);
 // group/instance norm use div = spatial size, so the index is the channel.
+// RANGE (ops::layer_norm_with_range) also writes DynamicQuantizeLinear's range partial of each
+// row in the format of quant_dynamic.comp's MINMAX pass: the (min, max) of the row's values as
+// stored (rounded to ELEM), the range including 0.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "row_reduce.glsl"
@@ -14,6 +17,9 @@ layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) readonly buffer Scale { ELEM scale[]; };
 layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases scale without bias
 layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
+#if RANGE
+layout(std430, binding = 4) writeonly buffer Partial { vec2 range_partial[]; };
+#endif
 layout(push_constant) uniform Params {
   int rows, cols, groups;
   int scale_div, scale_mod, bias_div, bias_mod;
@@ -41,12 +47,30 @@ float normalized(float v, float mean, float inv_std, int row, int col) {
   return HAS_BIAS ? v + T(bias[affine(row, col, p.bias_div, p.bias_mod)]) : v;
 }
 
+// Stores element `i` of y, widening `range` to the value as stored.
+void store(int i, float v, inout vec2 range) {
+  y[i] = ELEM(v);
+#if RANGE
+  v = float(ELEM(v));  // float16 storage allows the conversions, not a float16 variable
+  range = vec2(min(range.x, v), max(range.y, v));
+#endif
+}
+
+// The row's range from every invocation's `range`; all invocations call it.
+void store_range(int row, vec2 range) {
+#if RANGE
+  const float lo = -workgroup_reduce(-range.x, true), hi = workgroup_reduce(range.y, true);
+  if (gl_LocalInvocationID.x == 0) range_partial[row] = vec2(lo, hi);
+#endif
+}
+
 void main() {
   int row = row_index();
   if (row >= p.rows) return;  // uniform across the workgroup
   int base = row * p.cols;
   int first = int(gl_LocalInvocationID.x), step = int(gl_WorkGroupSize.x);
   float mean = 0.0;
+  vec2 range = vec2(0.0);  // the range always includes 0
   if (p.cols <= CACHED * step) {  // uniform
     float v[CACHED];
     float s = 0.0;
@@ -64,8 +88,9 @@ void main() {
     const float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
     [[unroll]] for (int j = 0; j < CACHED; ++j) {
       const int i = first + j * step;
-      if (i < p.cols) y[base + i] = ELEM(normalized(v[j], mean, inv_std, row, i));
+      if (i < p.cols) store(base + i, normalized(v[j], mean, inv_std, row, i), range);
     }
+    store_range(row, range);
     return;
   }
   if (!RMS) {
@@ -80,5 +105,6 @@ void main() {
   }
   float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
   for (int i = first; i < p.cols; i += step)
-    y[base + i] = ELEM(normalized(T(x[base + i]), mean, inv_std, row, i));
+    store(base + i, normalized(T(x[base + i]), mean, inv_std, row, i), range);
+  store_range(row, range);
 }

@@ -72,9 +72,11 @@ struct RowLayout {
   AffineIndex scale, bias;
 };
 
+// `range`, where given, receives a Float32 [rows, 2] tensor of each row's (min, max) of y as
+// stored, 0 included: dynamic_quant_range's partials.
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
                     std::optional<TensorRef> bias, const RowLayout& layout, float epsilon,
-                    bool rms = false) {
+                    bool rms = false, TensorRef* range = nullptr) {
   const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
   TensorRef y = g.add_tensor(g.info(x).shape, g.info(x).dtype);
   PushConstants pc;
@@ -83,11 +85,17 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
     pc.add(static_cast<int32_t>(v));
   pc.add(epsilon);
   DispatchDesc d;
-  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype), op);
+  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype, range != nullptr), op);
   d.bindings = {{x, Access::Read},
                 {scale, Access::Read},
                 {bias.value_or(scale), Access::Read},
                 {y, Access::Write}};
+  if (range) {
+    check(layout.rows > 0, ErrorKind::InvalidArgument,
+          op + ": input " + shape_str(g.info(x).shape) + " has no rows to take the range of");
+    *range = g.add_tensor({layout.rows, 2}, DType::Float32);
+    d.bindings.push_back({*range, Access::Write});
+  }
   d.groups = groups_for(static_cast<uint64_t>(layout.rows), 1);
   // A power of two (row_reduce.glsl), no wider than a short row needs.
   d.local = {static_cast<uint32_t>(
@@ -133,7 +141,7 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
   pc.add(static_cast<int32_t>(total)).add(static_cast<int32_t>(channels));
   pc.add(static_cast<int32_t>(product(xs.begin() + 2, xs.end()))).add(epsilon);
   DispatchDesc d;
-  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Batch, dtype), op);
+  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Batch, dtype, false), op);
   d.bindings = {{x, Access::Read},    {scale, Access::Read}, {bias, Access::Read},
                 {mean, Access::Read}, {var, Access::Read},   {y, Access::Write}};
   d.groups = groups_for(static_cast<uint64_t>(total));
@@ -149,6 +157,15 @@ TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optiona
   const std::string op = "layer_norm";
   const RowLayout layout = trailing_rows(g, op, x, axis, scale, bias);
   return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+NormWithRange layer_norm_with_range(ComputeGraph& g, TensorRef x, TensorRef scale,
+                                    std::optional<TensorRef> bias, int64_t axis, float epsilon) {
+  const std::string op = "layer_norm";
+  const RowLayout layout = trailing_rows(g, op, x, axis, scale, bias);
+  NormWithRange r;
+  r.y = norm_rows(g, op, x, scale, bias, layout, epsilon, /*rms=*/false, &r.range);
+  return r;
 }
 
 TensorRef rms_norm(ComputeGraph& g, TensorRef x, TensorRef scale, int64_t axis, float epsilon) {

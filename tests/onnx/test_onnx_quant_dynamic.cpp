@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "model_builder.h"
 #include "quant_test_util.h"
@@ -107,6 +108,37 @@ class OnnxQuantDynamic : public GpuTest {
     m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
     layer(m, "a_", a, false, false, "ya");
     layer(m, "b_", b, true, true, "yb");
+    return m;
+  }
+
+  // What else reads a LayerNormalization's output besides its DynamicQuantizeLinear
+  // (ln_layers), or what keeps that from fusing (the scale a model output).
+  enum class LnExtra { None, LnOutput, LnReader, ScaleOutput };
+
+  // x [rows, 16] -> LayerNormalization (epsilon set) -> DynamicQuantizeLinear read by the two
+  // layers of two_layers; outputs ya, yb, then the extra one.
+  ModelBuilder ln_layers(int64_t rows, const Weight& a, const Weight& b, LnExtra extra) {
+    ModelBuilder m(17);
+    m.input("x", kFloat, {rows, 16});
+    m.output("ya", kFloat);
+    m.output("yb", kFloat);
+    m.initializer("gamma", Shape{16}, random_floats(16, 0.5f, 2.f));
+    m.initializer("beta", Shape{16}, random_floats(16, -1.f, 1.f));
+    onnx::NodeProto& ln = m.node("LayerNormalization", {"x", "gamma", "beta"}, {"ln"});
+    set_int(ln, "axis", -1);
+    onnx::AttributeProto* eps = ln.add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(1e-3f);
+    m.node("DynamicQuantizeLinear", {"ln"}, {"xq", "xs", "xz"});
+    layer(m, "a_", a, false, false, "ya");
+    layer(m, "b_", b, true, true, "yb");
+    if (extra == LnExtra::LnOutput) m.output("ln", kFloat);
+    if (extra == LnExtra::LnReader) {
+      m.node("Relu", {"ln"}, {"lr"});
+      m.output("lr", kFloat);
+    }
+    if (extra == LnExtra::ScaleOutput) m.output("xs", kFloat);
     return m;
   }
 
@@ -511,6 +543,71 @@ TEST_F(OnnxQuantDynamic, SiblingLayersFeedOnePrescaledAttention) {
   EXPECT_EQ(count(labels, "attention"), 1);
   const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
   expect_near(one[0], plain[0], 1e-5f);
+}
+
+void expect_same(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
+                 const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].dtype, want[i].dtype) << what << " output " << i;
+    ASSERT_EQ(got[i].bytes, want[i].bytes) << what << " output " << i;
+  }
+}
+
+// A LayerNormalization read by a DynamicQuantizeLinear that becomes DynamicQuantRange writes
+// the range partials itself (LayerNormRange), so no range pass runs; qdyn.norm_range = 0 brings
+// the pass back. The partials are the min and max of the LayerNormalization's output as stored,
+// so every output is the same bit for bit: with the range pass, unfused, and (float32, the
+// output read back) the reference from that output; in float16 mode too, where the output is
+// float16 and the partials float32. The output may also be a model output or read by another
+// node: it is written all the same.
+TEST_F(OnnxQuantDynamic, LayerNormWritesTheRangePartials) {
+  const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, true, false);
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    for (LnExtra extra : {LnExtra::None, LnExtra::LnOutput, LnExtra::LnReader}) {
+      SCOPED_TRACE(std::string(fp16 ? "fp16" : "fp32") + " extra " +
+                   std::to_string(static_cast<int>(extra)));
+      const ModelBuilder m = ln_layers(10, a, b, extra);
+      HostTensor x = random_tensor(rng, DType::Float32, {10, 16});
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
+      std::vector<std::string> labels;
+      const std::vector<HostTensor> fused = run(m, {{"x", x}}, {}, &labels, true, fp16);
+      EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 0)
+          << ::testing::PrintToString(labels);
+      EXPECT_EQ(count(labels, "layer_norm"), 1);
+      EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 2);
+      const std::vector<HostTensor> pass =
+          run(m, {{"x", x}}, {{"qdyn.norm_range", 0}}, &labels, true, fp16);
+      EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), 1);
+      expect_same(fused, pass, "with the range pass");
+      if (fp16) continue;  // unfused, the layers compute in float32
+      expect_same(fused, run(m, {{"x", x}}, {}, &labels, false), "unfused");
+      if (extra != LnExtra::LnOutput) continue;
+      const std::vector<float> ln(fused[2].data<float>(), fused[2].data<float>() + 160);
+      expect_bits(fused[0], reference(ln, a), "a");
+      expect_bits(fused[1], reference(ln, b), "b");
+    }
+  }
+}
+
+// Where the DynamicQuantizeLinear does not fuse (its scale a model output) the
+// LayerNormalization stays itself and the range pass runs; so too past 1024 rows, where the
+// partials would cost the GEMMs, which each reduce them all, more than the pass they save.
+TEST_F(OnnxQuantDynamic, LayerNormKeepsTheRangePassWhereTheQuantizeDoesNotFuse) {
+  const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, true, false);
+  for (const auto& [rows, extra, fuses] : {std::tuple{int64_t{10}, LnExtra::ScaleOutput, false},
+                                           std::tuple{int64_t{1024}, LnExtra::None, true},
+                                           std::tuple{int64_t{1025}, LnExtra::None, false}}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows, extra " + std::to_string(static_cast<int>(extra)));
+    const ModelBuilder m = ln_layers(rows, a, b, extra);
+    HostTensor x = random_tensor(rng, DType::Float32, {rows, 16});
+    std::vector<std::string> labels;
+    const std::vector<HostTensor> fused = run(m, x, {}, &labels);
+    EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), fuses ? 0 : 1);
+    EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), extra == LnExtra::ScaleOutput ? 0 : 2);
+    expect_same(fused, run(m, x, {}, &labels, false), "unfused");
+  }
 }
 
 // DynamicQuantizeLinear's scale is also a model output: nothing fuses, and the ops run apart.

@@ -128,6 +128,16 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
 TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
                      std::optional<TensorRef> bias = std::nullopt, int64_t axis = -1,
                      float epsilon = 1e-5f);
+// layer_norm, and from the same kernel DynamicQuantizeLinear's range partials of y: a Float32
+// [rows, 2] tensor (rows: the product of x's dims before `axis`, at least 1) of each row's
+// (min, max) of y as stored (rounded to y's dtype), 0 included. As dynamic_quant_range's
+// partials, they stand for its pass over y (dynamic_quantize_packed, dynamic_quant_matmul).
+struct NormWithRange {
+  TensorRef y, range;
+};
+NormWithRange layer_norm_with_range(ComputeGraph& g, TensorRef x, TensorRef scale,
+                                    std::optional<TensorRef> bias = std::nullopt, int64_t axis = -1,
+                                    float epsilon = 1e-5f);
 // RMSNorm (Llama, T5): x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale, no mean
 // subtracted; scale broadcast as layer_norm's.
 TensorRef rms_norm(ComputeGraph& g, TensorRef x, TensorRef scale, int64_t axis = -1,
