@@ -551,8 +551,15 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
 std::vector<Value> lower_layer_norm_range(Importer& im, const onnx::NodeProto& node,
                                           const fold::Attrs& a) {
   const LayerNormArgs args = layer_norm_args(im, node, a);
-  const ops::NormWithRange r = ops::layer_norm_with_range(im.graph(), args.x, args.scale, args.bias,
-                                                          args.axis, args.epsilon);
+  ComputeGraph& g = im.graph();
+  // In float16 mode y is float16, whose partials the kernel does not give
+  // (ops::layer_norm_with_range): the range pass computes them from y as stored.
+  if (g.info(args.x).dtype != DType::Float32) {
+    const TensorRef y = ops::layer_norm(g, args.x, args.scale, args.bias, args.axis, args.epsilon);
+    return {out(im, y), out(im, ops::dynamic_quant_range(g, y))};
+  }
+  const ops::NormWithRange r =
+      ops::layer_norm_with_range(g, args.x, args.scale, args.bias, args.axis, args.epsilon);
   return {out(im, r.y), out(im, r.range)};
 }
 

@@ -6,9 +6,9 @@
 //   ((row % groups) * cols + col) / div % mod
 // with separate div/mod for scale and bias: layer norm uses groups = 1 (index from col alone);
 // group/instance norm use div = spatial size, so the index is the channel.
-// RANGE (ops::layer_norm_with_range) also writes DynamicQuantizeLinear's range partial of each
-// row in the format of quant_dynamic.comp's MINMAX pass: the (min, max) of the row's values as
-// stored (rounded to ELEM), the range including 0.
+// RANGE (ops::layer_norm_with_range, float32 only) also writes DynamicQuantizeLinear's range
+// partial of each row in the format of quant_dynamic.comp's MINMAX pass: the (min, max) of the
+// row's values, the range including 0.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "row_reduce.glsl"
@@ -51,8 +51,7 @@ float normalized(float v, float mean, float inv_std, int row, int col) {
 void store(int i, float v, inout vec2 range) {
   y[i] = ELEM(v);
 #if RANGE
-  v = float(ELEM(v));  // float16 storage allows the conversions, not a float16 variable
-  range = vec2(min(range.x, v), max(range.y, v));
+  range = vec2(min(range.x, v), max(range.y, v));  // float32 only: v is the value as stored
 #endif
 }
 

@@ -162,6 +162,11 @@ TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optiona
 NormWithRange layer_norm_with_range(ComputeGraph& g, TensorRef x, TensorRef scale,
                                     std::optional<TensorRef> bias, int64_t axis, float epsilon) {
   const std::string op = "layer_norm";
+  // float16 y would need the range of the rounded values, and a driver may fold the rounding
+  // away between the store and the range (NVIDIA 580 did: partials of the unrounded values).
+  check(g.info(x).dtype == DType::Float32, ErrorKind::Unsupported,
+        op + ": the range partials are computed for Float32 tensors only, got " +
+            dtype_name(g.info(x).dtype));
   const RowLayout layout = trailing_rows(g, op, x, axis, scale, bias);
   NormWithRange r;
   r.y = norm_rows(g, op, x, scale, bias, layout, epsilon, /*rms=*/false, &r.range);

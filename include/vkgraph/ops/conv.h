@@ -130,8 +130,8 @@ TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
                      float epsilon = 1e-5f);
 // layer_norm, and from the same kernel DynamicQuantizeLinear's range partials of y: a Float32
 // [rows, 2] tensor (rows: the product of x's dims before `axis`, at least 1) of each row's
-// (min, max) of y as stored (rounded to y's dtype), 0 included. As dynamic_quant_range's
-// partials, they stand for its pass over y (dynamic_quantize_packed, dynamic_quant_matmul).
+// (min, max) of y, 0 included. As dynamic_quant_range's partials, they stand for its pass over
+// y (dynamic_quantize_packed, dynamic_quant_matmul). Float32 x only (Unsupported otherwise).
 struct NormWithRange {
   TensorRef y, range;
 };
