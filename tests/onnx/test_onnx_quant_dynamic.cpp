@@ -482,67 +482,50 @@ TEST_F(OnnxQuantDynamic, SiblingLayersAreOneGemmBitExact) {
 
 // BERT's attention block on quantize_dynamic's projections: the packed GEMM's Q, K and V views
 // feed one fused attention, so the block is the range pass, the quantize pass, one GEMM and the
-// attention; the same values as with one GEMM per projection.
+// attention; the same values as with one GEMM per projection. Scaled after the scores' MatMul
+// (legacy exporter), or prescaled as the dynamo exporter writes it: each of Q and Kᵀ times
+// sqrt(scale) before the product, Q's Mul ahead of K's and V's views (onnxruntime's sorted
+// order), which the attention reads ahead (Pass::view_ahead) and absorbs.
 TEST_F(OnnxQuantDynamic, SiblingLayersFeedOneAttention) {
   constexpr int64_t kS = 6, kH = 2, kD = 8, kE = kH * kD;
-  ModelBuilder m(13);
-  m.input("x", kFloat, {1, kS, kE});
-  m.output("y", kFloat);
-  m.initializer("heads", std::vector<int64_t>{1, kS, kH, kD});
-  m.initializer("scale", Shape{}, std::vector<float>{1.f / std::sqrt(float(kD))});
-  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
-  for (const char* t : {"q", "k", "v"}) {
-    const std::string n = t;
-    layer(m, n + "_", weight(kE, kE, false, false, true), false, false, n + "_p");
-    m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
-    set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
-             n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+  for (bool prescaled : {false, true}) {
+    SCOPED_TRACE(prescaled ? "prescaled" : "scaled scores");
+    ModelBuilder m(13);
+    m.input("x", kFloat, {1, kS, kE});
+    m.output("y", kFloat);
+    m.initializer("heads", std::vector<int64_t>{1, kS, kH, kD});
+    const float scale = 1.f / std::sqrt(float(kD));
+    m.initializer("scale", Shape{}, std::vector<float>{prescaled ? std::sqrt(scale) : scale});
+    m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
+    for (const char* t : {"q", "k", "v"}) {
+      const std::string n = t;
+      layer(m, n + "_", weight(kE, kE, false, false, true), false, false, n + "_p");
+      m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
+      set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
+               n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+      if (prescaled && n != "v") m.node("Mul", {n + "_h", "scale"}, {n + "_scaled"});
+    }
+    if (prescaled) {
+      m.node("MatMul", {"q_scaled", "k_scaled"}, {"scores"});
+    } else {
+      m.node("MatMul", {"q_h", "k_h"}, {"raw"});
+      m.node("Mul", {"raw", "scale"}, {"scores"});
+    }
+    set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
+    m.node("MatMul", {"probs", "v_h"}, {"y"});
+    HostTensor x = random_tensor(rng, DType::Float32, {1, kS, kE});
+    std::vector<std::string> labels;
+    const std::vector<HostTensor> one = run(m, x, {{"qdyn.prequant", 1}}, &labels);
+    EXPECT_EQ(labels.size(), 4u) << ::testing::PrintToString(labels);
+    EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 1);
+    EXPECT_EQ(count(labels, "attention"), 1);
+    const std::vector<HostTensor> three = run(m, x, {{"fuse.siblings", 0}}, &labels);
+    EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 3);
+    const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
+    // Prescaled, the fused attention takes the product of the two scales: rounding apart.
+    expect_near(one[0], three[0], prescaled ? 1e-5f : 1e-6f);
+    expect_near(one[0], plain[0], 1e-5f);
   }
-  m.node("MatMul", {"q_h", "k_h"}, {"raw"});
-  m.node("Mul", {"raw", "scale"}, {"scores"});
-  set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
-  m.node("MatMul", {"probs", "v_h"}, {"y"});
-  HostTensor x = random_tensor(rng, DType::Float32, {1, kS, kE});
-  std::vector<std::string> labels;
-  const std::vector<HostTensor> one = run(m, x, {{"qdyn.prequant", 1}}, &labels);
-  EXPECT_EQ(labels.size(), 4u);
-  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 1);
-  const std::vector<HostTensor> three = run(m, x, {{"fuse.siblings", 0}}, &labels);
-  EXPECT_EQ(count(labels, "dynamic_quant_matmul (packed"), 3);
-  const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
-  expect_near(one[0], three[0], 1e-6f);
-  expect_near(one[0], plain[0], 1e-5f);
-}
-
-// The same block as the dynamo exporter writes it: each of Q and Kᵀ scaled by sqrt(scale)
-// before the scores' MatMul. The attention absorbs both Muls, so the block is still four
-// dispatches.
-TEST_F(OnnxQuantDynamic, SiblingLayersFeedOnePrescaledAttention) {
-  constexpr int64_t kS = 6, kH = 2, kD = 8, kE = kH * kD;
-  ModelBuilder m(13);
-  m.input("x", kFloat, {1, kS, kE});
-  m.output("y", kFloat);
-  m.initializer("heads", std::vector<int64_t>{1, kS, kH, kD});
-  m.initializer("root", Shape{}, std::vector<float>{1.f / std::sqrt(std::sqrt(float(kD)))});
-  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"});
-  for (const char* t : {"q", "k", "v"}) {
-    const std::string n = t;
-    layer(m, n + "_", weight(kE, kE, false, false, true), false, false, n + "_p");
-    m.node("Reshape", {n + "_p", "heads"}, {n + "_r"});
-    set_ints(m.node("Transpose", {n + "_r"}, {n + "_h"}), "perm",
-             n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
-    if (n != "v") m.node("Mul", {n + "_h", "root"}, {n + "_scaled"});
-  }
-  m.node("MatMul", {"q_scaled", "k_scaled"}, {"scores"});
-  set_int(m.node("Softmax", {"scores"}, {"probs"}), "axis", -1);
-  m.node("MatMul", {"probs", "v_h"}, {"y"});
-  HostTensor x = random_tensor(rng, DType::Float32, {1, kS, kE});
-  std::vector<std::string> labels;
-  const std::vector<HostTensor> one = run(m, x, {{"qdyn.prequant", 1}}, &labels);
-  EXPECT_EQ(labels.size(), 4u) << ::testing::PrintToString(labels);
-  EXPECT_EQ(count(labels, "attention"), 1);
-  const std::vector<HostTensor> plain = run(m, x, {}, &labels, false);
-  expect_near(one[0], plain[0], 1e-5f);
 }
 
 void expect_same(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
