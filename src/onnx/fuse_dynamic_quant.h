@@ -21,8 +21,9 @@
 // DynamicQuantizeLinear reading it will become DynamicQuantRange, the LayerNormalization becomes
 // LayerNormRange (ops::layer_norm_with_range): x, and from the same kernel one range partial per
 // row, which DynamicQuantRange takes as its second input instead of running its range pass
-// (knob qdyn.norm_range, 1; rows up to ops::dynamic_quant_range's most partials, 1024). The
-// partials are the min and max of x as stored, so the results are the same bit for bit.
+// (knob qdyn.norm_range, 1; rows up to ops::dynamic_quant_range's most partials, 1024; not in
+// float16 mode, since the partials are for float32 x only). The partials are the min and max of
+// x as stored, so the results are the same bit for bit.
 #include <onnx/onnx_pb.h>
 
 #include <optional>

@@ -153,6 +153,7 @@ class Importer {
   // --- for lowerings ---
   ComputeGraph& graph() { return graph_; }
   int opset() const { return opset_; }
+  bool fp16() const { return fp16_; }  // SessionOptions::fp16: float values held in float16
   size_t num_inputs(const onnx::NodeProto& node) const;  // counts trailing omitted as absent
   bool has_input(const onnx::NodeProto& node, size_t i) const;
   // Whether input `i` exists and has been computed already (fusion looks at nodes ahead).

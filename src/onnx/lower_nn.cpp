@@ -520,8 +520,8 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   ComputeGraph& g = im.graph();
   const TensorRef x = args.x;
   int64_t axis = args.axis;
-  const float eps = args.epsilon;
-  std::vector<Value> outs{out(im, ops::layer_norm(g, x, args.scale, args.bias, axis, eps))};
+  std::vector<Value> outs{
+      out(im, ops::layer_norm(g, x, args.scale, args.bias, axis, args.epsilon))};
   if (node.output_size() < 2) return outs;
   // The optional Mean and InvStdDev outputs (training graphs) are computed separately.
   int64_t rank = static_cast<int64_t>(im.input(node, 0).shape.size());
@@ -536,7 +536,8 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   TensorRef centered = ops::binary(g, ops::BinaryOp::Sub, xf, mean);
   TensorRef var = ops::reduce(g, ops::ReduceOp::Mean,
                               ops::binary(g, ops::BinaryOp::Mul, centered, centered), axes, true);
-  TensorRef eps_t = g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{eps}));
+  TensorRef eps_t =
+      g.add_constant(HostTensor::from(DType::Float32, {}, std::vector<float>{args.epsilon}));
   TensorRef inv =
       ops::unary(g, UnaryOp::Reciprocal,
                  ops::unary(g, UnaryOp::Sqrt, ops::binary(g, ops::BinaryOp::Add, var, eps_t)));
@@ -545,21 +546,13 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   return outs;
 }
 
-// LayerNormRange (fuse_dynamic_quant.h): a LayerNormalization of one output, and the range
-// partials of it that the DynamicQuantRange reading it takes instead of its range pass (Float32
-// in float16 mode too).
+// LayerNormRange (fuse_dynamic_quant.h, float32 only): a LayerNormalization of one output, and
+// the range partials of it that the DynamicQuantRange reading it takes instead of its range pass.
 std::vector<Value> lower_layer_norm_range(Importer& im, const onnx::NodeProto& node,
                                           const fold::Attrs& a) {
   const LayerNormArgs args = layer_norm_args(im, node, a);
-  ComputeGraph& g = im.graph();
-  // In float16 mode y is float16, whose partials the kernel does not give
-  // (ops::layer_norm_with_range): the range pass computes them from y as stored.
-  if (g.info(args.x).dtype != DType::Float32) {
-    const TensorRef y = ops::layer_norm(g, args.x, args.scale, args.bias, args.axis, args.epsilon);
-    return {out(im, y), out(im, ops::dynamic_quant_range(g, y))};
-  }
-  const ops::NormWithRange r =
-      ops::layer_norm_with_range(g, args.x, args.scale, args.bias, args.axis, args.epsilon);
+  const ops::NormWithRange r = ops::layer_norm_with_range(im.graph(), args.x, args.scale, args.bias,
+                                                          args.axis, args.epsilon);
   return {out(im, r.y), out(im, r.range)};
 }
 

@@ -541,9 +541,9 @@ void expect_same(const std::vector<HostTensor>& got, const std::vector<HostTenso
 // the range partials itself (LayerNormRange), so no range pass runs; qdyn.norm_range = 0 brings
 // the pass back. The partials are the min and max of the LayerNormalization's output as stored,
 // so every output is the same bit for bit: with the range pass, unfused, and (float32, the
-// output read back) the reference from that output. In float16 mode the fused node still runs,
-// its partials from the range pass over the float16 output. The output may also be a model output
-// or read by another node: it is written all the same.
+// output read back) the reference from that output. In float16 mode nothing fuses (the partials
+// are for float32 only) and the range pass runs over the float16 output. The output may also be a
+// model output or read by another node: it is written all the same.
 TEST_F(OnnxQuantDynamic, LayerNormWritesTheRangePartials) {
   const Weight a = weight(16, 12, false, false, true), b = weight(16, 8, true, true, false);
   for (bool fp16 : {false, true}) {
@@ -556,7 +556,7 @@ TEST_F(OnnxQuantDynamic, LayerNormWritesTheRangePartials) {
       for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 3.f + 0.5f;
       std::vector<std::string> labels;
       const std::vector<HostTensor> fused = run(m, {{"x", x}}, {}, &labels, true, fp16);
-      // float16 y: the range pass computes the partials (ops::layer_norm_with_range).
+      // float16 y: the range pass computes the partials (fuse_dynamic_quant.h norm_range).
       EXPECT_EQ(count(labels, "dynamic_quantize_linear range"), fp16 ? 1 : 0)
           << ::testing::PrintToString(labels);
       EXPECT_EQ(count(labels, "layer_norm"), 1);
