@@ -29,9 +29,8 @@ bool computed(const Pass& p, const NodeProto& node, int i) {
 
 // Whether the computed value `name` (an elided view's source, say) is float32.
 bool is_float32(const Importer& im, const std::string& name) {
-  NodeProto probe;  // the importer answers by node and input position
-  probe.add_input(name);
-  return im.available(probe, 0) && im.input(probe, 0).dtype == DType::Float32;
+  const Value* v = im.computed(name);
+  return v && v->dtype == DType::Float32;
 }
 
 // numpy broadcasting of `from` to `to` without growing it.
@@ -46,9 +45,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 // The stored shape of the computed value `name`.
 Shape stored_shape(const Importer& im, const std::string& name) {
-  NodeProto probe;
-  probe.add_input(name);
-  return im.input(probe, 0).shape;
+  return im.computed(name)->shape;
 }
 
 // What the pattern has learnt about the scores' MatMul and its operands.

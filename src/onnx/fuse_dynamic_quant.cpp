@@ -115,13 +115,6 @@ bool quantizes_for_layers(const NodeProto& dql, DType x_dtype, Pass& p) {
          x_dtype == DType::Float32 && all_readers_are_layers(dql, p);
 }
 
-// Whether `value` has been computed (by a LayerNormRange, for the range's name).
-bool computed(const Importer& im, const std::string& value) {
-  NodeProto probe;  // the importer answers by node and input position
-  probe.add_input(value);
-  return im.available(probe, 0);
-}
-
 // ops::dynamic_quant_range's most partials: the consumers' workgroups each reduce them all, so
 // a LayerNormRange of more rows would cost them more than the range pass it saves.
 constexpr int64_t kMaxRangeRows = 1024;
@@ -147,7 +140,7 @@ std::optional<Fusion> dynamic_quant_range(const NodeProto& dql, Pass& p) {
   n.set_domain(kDomain);
   n.add_input(dql.input(0));
   // x's partials, where the LayerNormRange that computed x wrote them.
-  if (computed(im, dynamic_range_name(dql))) n.add_input(dynamic_range_name(dql));
+  if (im.computed(dynamic_range_name(dql))) n.add_input(dynamic_range_name(dql));
   n.add_output(dynamic_range_name(dql));
   n.add_output(dynamic_packed_name(dql));
   return Fusion{n, {}};

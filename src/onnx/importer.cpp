@@ -525,6 +525,11 @@ bool Importer::available(const onnx::NodeProto& node, size_t i) const {
   return has_input(node, i) && values_.count(node.input(i)) > 0;
 }
 
+const Value* Importer::computed(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
 const Value& Importer::input(const onnx::NodeProto& node, size_t i) const {
   if (!has_input(node, i)) fail(node, "missing input " + std::to_string(i));
   return values_.at(node.input(i));

@@ -158,6 +158,8 @@ class Importer {
   bool has_input(const onnx::NodeProto& node, size_t i) const;
   // Whether input `i` exists and has been computed already (fusion looks at nodes ahead).
   bool available(const onnx::NodeProto& node, size_t i) const;
+  // The value `name` where it has been computed already, else null (fusion, by name).
+  const Value* computed(const std::string& name) const;
   const Value& input(const onnx::NodeProto& node, size_t i) const;
   // The input as a device tensor, uploading a constant on first use. In float16 mode a
   // float32 value comes in float16 to the ops that compute in it (see half_ops) and in float32
