@@ -347,14 +347,15 @@ std::optional<Fusion> attention_prescaled(const NodeProto& mul, Pass& p) {
     if (n.op_type() != "Mul" || n.input_size() != 2) return std::nullopt;
     for (int c : {1, 0}) {
       const std::string& x = n.input(1 - c);
+      const bool now = computed(p, n, 1 - c);
       std::optional<Pass::View> view;
-      if (computed(p, n, 1 - c))
+      if (now)
         view = im.constant(n, 1 - c) ? std::nullopt : std::optional(p.resolve(n, 1 - c));
       else if (ahead)
         view = p.view_ahead(x);
       if (!view) continue;
       if (auto v = scalar(im, n, c, view->shape.size()))
-        return Scaled{*view, *v, computed(p, n, 1 - c) ? x : std::string()};
+        return Scaled{*view, *v, now ? x : std::string()};
     }
     return std::nullopt;
   };
