@@ -98,12 +98,13 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
 }
 
 // attention_coopmat.comp's shared memory with `subgroups` subgroups, as it declares it: K and V
-// tiles (64 keys at head dim 64, else 32; rows padded by 16 bytes), then per subgroup its fp32
-// scores, fp16 probabilities and per-invocation row statistics.
+// tiles (32 keys at head dim 64, else 16; rows padded by 16 bytes), at least the Q rows of 4
+// subgroups, then per subgroup 16 rows of fp32 scores (32 + 4 floats) and of fp16 probabilities.
 int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
-  const int64_t keys = d == 64 ? 64 : 32, row = d / 8 + 1, key_row = keys / 8 + 1;
-  const int64_t kv = std::max(keys * row, d * key_row) + keys * row;
-  return 16 * kv + int64_t{subgroups} * (16 * (keys + 4) * 4 + 16 * key_row * 16 + 32 * 8);
+  const int64_t keys = d == 64 ? 32 : 16, row = d / 8 + 1, key_row = keys / 8 + 1;
+  const int64_t kv = std::max(std::max(keys * row, d * key_row) + keys * row, 4 * 16 * row);
+  return 16 * kv +
+         int64_t{subgroups} * (16 * (std::max<int64_t>(keys, 32) + 4) * 4 + 16 * key_row * 16);
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
@@ -116,7 +117,8 @@ int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
 // until one validates it (AttentionTest.CooperativeMatrixVariant) and times it.
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t skv) {
   const vk::DeviceFeatures& f = g.context().features();
-  if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || (d != 64 && d != 128) ||
+  if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || !f.subgroup_shuffle ||
+      (d != 64 && d != 128) ||
       coopmat_shared_bytes(d, 1) > g.context().limits().maxComputeSharedMemorySize)
     return false;
   const uint32_t mode = tuned(g, "attention.coopmat", 0);

@@ -5,25 +5,27 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 // Fused attention for float16 storage on tensor cores (GL_NV_cooperative_matrix, 16x16x16 fp16
 // fragments, fp32 accumulators): the same contract and push constants as attention.comp.
 // A workgroup of NSG subgroups computes 16 NSG query rows of one (batch, head), 16 per
 // subgroup, with head dim DH (a define: 64 or 128); the K and V tiles of BC keys it stages in
 // shared memory serve all of its subgroups.
 //
-// Two passes over the keys instead of one online pass, because a cooperative matrix cannot be
-// scaled row by row: an online softmax would have to move the running output through shared
-// memory on every tile. Pass 1 computes S = Q Kᵀ tile by tile and keeps, per query row, the
-// maximum m and the sum l of exp(s - m). Pass 2 computes S again, the final probabilities
-// P = exp(s - m) / l rounded to fp16 (as flash attention rounds them), and accumulates P V in
-// fp32 fragments that are the output as they stand. The extra Q Kᵀ is cheap next to what it
-// saves: the tensor cores are far from busy at these sizes.
+// One pass over the keys with an online softmax, as flash attention. A cooperative matrix
+// cannot be scaled row by row, so the running output lives outside the fragments: each tile's
+// P V is a fresh fp32 fragment, stored through shared memory, and two invocations per query row
+// fold it into their half of the row's output in registers (o = o * alpha + P V, alpha the
+// rescale of the row's new maximum). Per tile: S = Q Kᵀ in fragments, stored to shared memory
+// (fp32); the row's two invocations read its BC scores, add the scale and the mask, take the
+// tile maximum (exchanged by a subgroup shuffle), the exponentials and their sum, and write the
+// probabilities as fp16 (rounded before P V, as flash attention does; the sum keeps them
+// unrounded); then P V.
 //
-// Each score tile goes through shared memory (fp32) once per pass: two invocations per query
-// row read its 16 x BC scores, add the scale and the mask, and update (pass 1) or turn them
-// into probabilities (pass 2, written as fp16 for the P V fragments). Operands are staged with
-// 16-byte loads where the view allows them (element stride 1, row stride and offset multiples
-// of 8 halves), else element by element, then read as fragments from shared memory.
+// The next tile's K and V words are loaded into registers while this tile is multiplied and
+// stored to shared memory after it, so the loads' latency hides behind the arithmetic; words
+// are 16-byte loads where the view allows them (element stride 1, row stride and offset
+// multiples of 8 halves), else 8 element loads.
 // NaN in a score makes its row NaN; a row whose scores are all -inf is NaN, as unfused Softmax
 // (zeros instead with flags bit 1, as torch's _safe_softmax: also a row with a +inf score).
 #include "common.glsl"
@@ -32,10 +34,11 @@ layout(std430, binding = 0) readonly buffer Q { float16_t q[]; };
 layout(std430, binding = 1) readonly buffer K { float16_t k[]; };
 layout(std430, binding = 2) readonly buffer V { float16_t v[]; };
 layout(std430, binding = 3) writeonly buffer O { float16_t o[]; };
-// The same buffers as 16-byte words, for the vector loads.
+// The same buffers as 16-byte words, for the vector loads and stores.
 layout(std430, binding = 0) readonly buffer Q4 { uvec4 q4[]; };
 layout(std430, binding = 1) readonly buffer K4 { uvec4 k4[]; };
 layout(std430, binding = 2) readonly buffer V4 { uvec4 v4[]; };
+layout(std430, binding = 3) writeonly buffer O4 { uvec4 o4[]; };
 #if MASK
 layout(std430, binding = 4) readonly buffer M { float16_t mask[]; };
 #endif
@@ -51,90 +54,97 @@ layout(push_constant) uniform Params {
   uint q_off, k_off, v_off;
 } p;
 
-layout(constant_id = 3) const uint NSG = 1;  // subgroups (of 32) per workgroup
-// Keys per tile: 64 at DH 64 (half the serial steps of a short sequence), 32 at DH 128, where
-// 64 would leave room in 48 KiB for one subgroup only.
+layout(constant_id = 3) const uint NSG = 1;  // subgroups (of 32) per workgroup: 1, 2 or 4
+// Keys per tile: small, so that the next tile's K and V words (2 BC DH / 8 per workgroup) fit
+// in registers beside the running output (DH / 2 floats per invocation).
 #if DH == 64
-const uint BC = 64;
-#else
 const uint BC = 32;
+#else
+const uint BC = 16;
 #endif
 const uint THREADS = NSG * 32;
-// Rows of 16-byte words, padded by one so that the 16 rows of a fragment spread over the banks.
-const uint ROW4 = DH / 8 + 1;  // a row of DH halves (Q, K, V)
-const uint PROW4 = BC / 8 + 1; // a row of BC halves (P)
-const uint SROW = BC + 4;      // a row of BC floats (S)
-// K's tile, then V's (from V_AT on); before the first tile the same words stage Q's 16 NSG
-// rows (at most 64 <= 2 BC, so NSG <= 4). K's tile is BC key rows of DH, or, where Kᵀ is stored
-// with its keys contiguous (a materialised transpose), DH rows of BC keys.
-const uint KT_ROW4 = BC / 8 + 1;
+// Rows of 16-byte words in shared memory, padded by one so that a fragment's 16 rows spread
+// over the banks.
+const uint ROW4 = DH / 8 + 1;   // a row of DH halves (Q, K, V)
+const uint KT_ROW4 = BC / 8 + 1;  // a row of BC halves (Kᵀ stored with its keys contiguous; P)
+// K's tile is BC key rows of DH, or, where Kᵀ is stored with its keys contiguous (a
+// materialised transpose), DH rows of BC keys; V's tile follows at V_AT. Before the first tile
+// the same words stage the Q rows of up to 4 subgroups.
 const uint V_AT = max(BC * ROW4, DH * KT_ROW4);
-shared uvec4 kv[V_AT + BC * ROW4];
+shared uvec4 kv[max(V_AT + BC * ROW4, 4 * 16 * ROW4)];
+// Per subgroup, 16 rows of SCOLS floats: a tile's scores, then its P V, SCOLS columns at a time.
+const uint SCOLS = max(BC, 32u);
+const uint SROW = SCOLS + 4;
 shared float scores[NSG * 16 * SROW];
-shared uvec4 probs[NSG * 16 * PROW4];
-shared vec2 halves[THREADS];  // per invocation: its half row's (max, sum)
+shared uvec4 probs[NSG * 16 * KT_ROW4];
+
+// Each operand tile is BC DH / 8 words; every invocation moves WORDS of K's and of V's.
+const uint WORDS = BC * (DH / 8) / THREADS;
 
 #define kNegInf uintBitsToFloat(0xff800000u)
 #define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-// Rows [row0, row0 + rows) of a [rows, DH] operand (element (r, c) at base + r rs + c cs) into
-// kv from word `dst` on, rows at or past `end` as zeros; every invocation calls it.
-void stage(uint which, uint base, uint rs, uint cs, uint row0, uint rows, uint end, uint dst) {
-  const bool vec = cs == 1 && rs % 8 == 0 && base % 8 == 0;  // uniform in the workgroup
-  for (uint i = gl_LocalInvocationIndex; i < rows * (DH / 8); i += THREADS) {
-    const uint r = i / (DH / 8), c8 = i % (DH / 8), row = row0 + r;
-    uvec4 w = uvec4(0);
-    if (row < end) {
-      const uint e = base + row * rs + c8 * 8 * cs;
-      if (vec) {
-        w = which == 0 ? q4[e / 8] : which == 1 ? k4[e / 8] : v4[e / 8];
-      } else {
-        float16_t h[8];
-        [[unroll]] for (uint j = 0; j < 8; ++j) {
-          const uint ej = e + j * cs;
-          h[j] = which == 0 ? q[ej] : which == 1 ? k[ej] : v[ej];
-        }
-        w = uvec4(packFloat2x16(f16vec2(h[0], h[1])), packFloat2x16(f16vec2(h[2], h[3])),
-                  packFloat2x16(f16vec2(h[4], h[5])), packFloat2x16(f16vec2(h[6], h[7])));
-      }
-    }
-    kv[dst + r * ROW4 + c8] = w;
+// Set once by main(): where this workgroup's K and V start, and how K is stored.
+uint k_base, v_base;
+bool kt_rows;  // Kᵀ stored [D, SKV], its keys contiguous
+
+uvec4 pack8(float16_t h[8]) {
+  return uvec4(packFloat2x16(f16vec2(h[0], h[1])), packFloat2x16(f16vec2(h[2], h[3])),
+               packFloat2x16(f16vec2(h[4], h[5])), packFloat2x16(f16vec2(h[6], h[7])));
+}
+
+// Word w of rows [row0, ...) of a [rows, DH] operand `which` (0 Q, 1 K, 2 V; element (r, c)
+// at base + r rs + c cs); zeros for rows at or past `end`. Stored at row_slot(w).
+uvec4 row_word(uint which, uint base, uint rs, uint cs, uint row0, uint end, uint w) {
+  const uint row = row0 + w / (DH / 8);
+  if (row >= end) return uvec4(0);
+  const uint e = base + row * rs + (w % (DH / 8)) * 8 * cs;
+  if (cs == 1 && rs % 8 == 0 && base % 8 == 0)  // uniform in the workgroup
+    return which == 0 ? q4[e / 8] : which == 1 ? k4[e / 8] : v4[e / 8];
+  float16_t h[8];
+  [[unroll]] for (uint j = 0; j < 8; ++j) {
+    const uint ej = e + j * cs;
+    h[j] = which == 0 ? q[ej] : which == 1 ? k[ej] : v[ej];
+  }
+  return pack8(h);
+}
+uint row_slot(uint w) {
+  return w / (DH / 8) * ROW4 + w % (DH / 8);
+}
+
+// Word w of Kᵀ's tile of keys [col0, col0 + BC) as DH rows of BC keys (element (c, j) at
+// k_base + j + c cs); zeros for keys at or past `end`. Stored at kt_slot(w).
+uvec4 kt_word(uint cs, uint col0, uint end, uint w) {
+  const uint c = w / (BC / 8), key = col0 + (w % (BC / 8)) * 8;
+  const uint e = k_base + key + c * cs;
+  if (cs % 8 == 0 && k_base % 8 == 0 && key + 8 <= end) return k4[e / 8];
+  float16_t h[8];
+  [[unroll]] for (uint j = 0; j < 8; ++j) h[j] = key + j < end ? k[e + j] : float16_t(0.0);
+  return pack8(h);
+}
+uint kt_slot(uint w) {
+  return w / (BC / 8) * KT_ROW4 + w % (BC / 8);
+}
+
+// The next tile, in flight in registers.
+uvec4 next_k[WORDS], next_v[WORDS];
+
+void fetch(uint col0) {
+  [[unroll]] for (uint n = 0; n < WORDS; ++n) {
+    const uint w = gl_LocalInvocationIndex + n * THREADS;
+    next_k[n] = kt_rows ? kt_word(p.k_d, col0, p.skv, w)
+                        : row_word(1, k_base, p.k_s, p.k_d, col0, p.skv, w);
+    next_v[n] = row_word(2, v_base, p.v_s, p.v_d, col0, p.skv, w);
   }
 }
 
-// Kᵀ's tile of keys [col0, col0 + BC) as DH rows of BC keys (element (c, j) at
-// base + j + c cs: keys contiguous), keys at or past `end` as zeros.
-void stage_kt(uint base, uint cs, uint col0, uint end) {
-  const bool vec = cs % 8 == 0 && base % 8 == 0;  // col0 is a multiple of BC
-  for (uint i = gl_LocalInvocationIndex; i < DH * (BC / 8); i += THREADS) {
-    const uint c = i / (BC / 8), j8 = i % (BC / 8), key = col0 + j8 * 8;
-    const uint e = base + key + c * cs;
-    uvec4 w;
-    if (vec && key + 8 <= end) {
-      w = k4[e / 8];
-    } else {
-      float16_t h[8];
-      [[unroll]] for (uint j = 0; j < 8; ++j) h[j] = key + j < end ? k[e + j] : float16_t(0.0);
-      w = uvec4(packFloat2x16(f16vec2(h[0], h[1])), packFloat2x16(f16vec2(h[2], h[3])),
-                packFloat2x16(f16vec2(h[4], h[5])), packFloat2x16(f16vec2(h[6], h[7])));
-    }
-    kv[c * KT_ROW4 + j8] = w;
+void put() {
+  [[unroll]] for (uint n = 0; n < WORDS; ++n) {
+    const uint w = gl_LocalInvocationIndex + n * THREADS;
+    kv[kt_rows ? kt_slot(w) : row_slot(w)] = next_k[n];
+    kv[V_AT + row_slot(w)] = next_v[n];
   }
-}
-
-// The scaled, masked score of query row i and key col0 + side BC / 2 + c, read from its
-// subgroup's score row `srow`: -inf where the key is past the end or masked out causally.
-float score_of(uint srow, uint i, uint b, uint h, uint col0, uint side, uint c) {
-  const uint j = col0 + side * (BC / 2) + c;
-  float x = kNegInf;
-  if (j < p.skv && ((p.flags & 1u) == 0 || j <= i)) {
-    x = scores[srow + c] * p.scale;
-#if MASK
-    if (i < p.s) x += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
-#endif
-  }
-  return x;
 }
 
 void main() {
@@ -144,141 +154,143 @@ void main() {
   const uint kvh = h / p.group;
   const uint wg_row0 = gl_WorkGroupID.x * NSG * 16;
   const uint q_base = p.q_off + b * p.q_b + h * p.q_h;
-  const uint k_base = p.k_off + b * p.k_b + kvh * p.k_h;
-  const uint v_base = p.v_off + b * p.v_b + kvh * p.v_h;
-  // Kᵀ is [D, SKV]: key row j, element c at k_base + j k_s + c k_d.
-  const bool kt_rows = p.k_s == 1;
+  k_base = p.k_off + b * p.k_b + kvh * p.k_h;
+  v_base = p.v_off + b * p.v_b + kvh * p.v_h;
+  kt_rows = p.k_s == 1;
+  const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
 
-  // Q's rows stay in registers as fragments for both passes.
-  stage(0, q_base, p.q_s, p.q_d, wg_row0, NSG * 16, p.s, 0);
+  // Q's 16 NSG rows (DH / 16 words per invocation) and the first K / V tile, loaded together.
+  uvec4 qw[DH / 16];
+  [[unroll]] for (uint n = 0; n < DH / 16; ++n)
+    qw[n] = row_word(0, q_base, p.q_s, p.q_d, wg_row0, p.s,
+                     gl_LocalInvocationIndex + n * THREADS);
+  fetch(0);
+  [[unroll]] for (uint n = 0; n < DH / 16; ++n)
+    kv[row_slot(gl_LocalInvocationIndex + n * THREADS)] = qw[n];
   barrier();
+  // Q's rows stay in registers as fragments.
   FRAG16 fq[DH / 16];
   [[unroll]] for (uint kd = 0; kd < DH / 16; ++kd)
     coopMatLoadNV(fq[kd], kv, sg * 16 * ROW4 + kd * 2, ROW4, false);
+  barrier();  // every subgroup holds its Q fragments: kv is free
+  put();
+  barrier();
 
-  // Two invocations per query row: row r = lane / 2 of the subgroup's 16, scores
-  // [side BC / 2, (side + 1) BC / 2) of each tile (side = lane % 2).
+  // Two invocations per query row: row r = lane / 2 of the subgroup's 16; `side` = lane % 2
+  // takes scores [side BC / 2, (side + 1) BC / 2) of each tile and output columns
+  // [side SCOLS / 2, (side + 1) SCOLS / 2) of each SCOLS-wide block of the row.
   const uint r = lane / 2, side = lane % 2;
   const uint i = wg_row0 + sg * 16 + r;  // the query row
-  const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
-  const uint srow = (sg * 16 + r) * SROW + side * (BC / 2);
+  const uint srow = (sg * 16 + r) * SROW;
+  float m = kNegInf, l = 0.0;  // the row's running maximum; this half's running sum
+  bool bad = false;            // a NaN or +inf score: the row is NaN (or zeros)
+  float acc[DH / 2];
+  [[unroll]] for (uint c = 0; c < DH / 2; ++c) acc[c] = 0.0;
 
-  #define STAGE_K(col0)                                   \
-    if (kt_rows)                                          \
-      stage_kt(k_base, p.k_d, col0, p.skv);               \
-    else                                                  \
-      stage(1, k_base, p.k_s, p.k_d, col0, BC, p.skv, 0)
+  for (uint col0 = 0; col0 < col_end; col0 += BC) {
+    const bool more = col0 + BC < col_end;
+    if (more) fetch(col0 + BC);
 
-  // S = Q Kᵀ of the tile at col0 (staged in kv) into this subgroup's score rows.
-  #define SCORES()                                                                      \
-    [[unroll]] for (uint nc = 0; nc < BC / 16; ++nc) {                                  \
-      FRAG32 acc = FRAG32(0.0);                                                         \
-      [[unroll]] for (uint kd = 0; kd < DH / 16; ++kd) {                                \
-        FRAG16 fk;                                                                      \
-        if (kt_rows)                                                                    \
-          coopMatLoadNV(fk, kv, kd * 16 * KT_ROW4 + nc * 2, KT_ROW4, false);            \
-        else                                                                            \
-          coopMatLoadNV(fk, kv, nc * 16 * ROW4 + kd * 2, ROW4, true);                   \
-        acc = coopMatMulAddNV(fq[kd], fk, acc);                                         \
-      }                                                                                 \
-      coopMatStoreNV(acc, scores, sg * 16 * SROW + nc * 16, SROW, false);               \
-    }                                                                                   \
-    subgroupMemoryBarrierShared();                                                      \
+    // S = Q Kᵀ into this subgroup's score rows.
+    [[unroll]] for (uint nc = 0; nc < BC / 16; ++nc) {
+      FRAG32 st = FRAG32(0.0);
+      [[unroll]] for (uint kd = 0; kd < DH / 16; ++kd) {
+        FRAG16 fk;
+        if (kt_rows)
+          coopMatLoadNV(fk, kv, kd * 16 * KT_ROW4 + nc * 2, KT_ROW4, false);
+        else
+          coopMatLoadNV(fk, kv, nc * 16 * ROW4 + kd * 2, ROW4, true);
+        st = coopMatMulAddNV(fq[kd], fk, st);
+      }
+      coopMatStoreNV(st, scores, sg * 16 * SROW + nc * 16, SROW, false);
+    }
+    subgroupMemoryBarrierShared();
     subgroupBarrier();
 
-  float m = kNegInf, l = 0.0;
-  barrier();  // every subgroup holds its Q fragments: kv is free
-  for (uint col0 = 0; col0 < col_end; col0 += BC) {
-    STAGE_K(col0);
-    barrier();
-    SCORES()
-    // The tile's maximum first, then its exponentials, independent of each other.
+    // The scaled, masked scores of this half row; -inf past the keys or masked causally.
     float x[BC / 2];
     float tile_max = kNegInf;
-    bool nan_seen = false;
     [[unroll]] for (uint c = 0; c < BC / 2; ++c) {
-      x[c] = score_of(srow, i, b, h, col0, side, c);
-      nan_seen = nan_seen || isnan(x[c]);
+      const uint j = col0 + side * (BC / 2) + c;
+      x[c] = kNegInf;
+      if (j < p.skv && ((p.flags & 1u) == 0 || j <= i)) {
+        x[c] = scores[srow + side * (BC / 2) + c] * p.scale;
+#if MASK
+        if (i < p.s) x[c] += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
+#endif
+      }
+      bad = bad || isnan(x[c]) || x[c] == uintBitsToFloat(0x7f800000u);
       tile_max = max(tile_max, x[c]);
     }
-    if (nan_seen || isnan(m)) {
-      m = nan_value();
-      l = m;
-    } else if (tile_max != kNegInf) {
-      const float m_new = max(m, tile_max);
-      float sum = 0.0;
-      [[unroll]] for (uint c = 0; c < BC / 2; ++c) sum += exp(x[c] - m_new);
-      l = l * exp(m - m_new) + sum;
-      m = m_new;
-    }
-    barrier();  // everyone is done with this K tile
-  }
-  // The row's (max, sum) from its two halves.
-  halves[gl_LocalInvocationIndex] = vec2(m, l);
-  subgroupMemoryBarrierShared();
-  subgroupBarrier();
-  const vec2 other = halves[gl_LocalInvocationIndex ^ 1u];
-  float row_m, row_l;
-  if (isnan(m) || isnan(other.x)) {
-    row_m = nan_value();
-    row_l = nan_value();
-  } else {
-    row_m = max(m, other.x);
-    row_l = (m == kNegInf ? 0.0 : l * exp(m - row_m)) +
-            (other.x == kNegInf ? 0.0 : other.y * exp(other.x - row_m));
-  }
-  const float inv_l = 1.0 / row_l;
-  const bool zero_row = (p.flags & 2u) != 0 && (isnan(row_m) || isinf(row_m));
-
-  FRAG32 acc_o[DH / 16];
-  [[unroll]] for (uint dc = 0; dc < DH / 16; ++dc) acc_o[dc] = FRAG32(0.0);
-  for (uint col0 = 0; col0 < col_end; col0 += BC) {
-    STAGE_K(col0);
-    stage(2, v_base, p.v_s, p.v_d, col0, BC, p.skv, V_AT);
-    barrier();
-    SCORES()
+    const float m_new = max(m, max(tile_max, subgroupShuffleXor(tile_max, 1u)));
+    // While every score so far is -inf nothing is summed: the row stays at max -inf, sum 0.
+    const float alpha = m_new == kNegInf ? 1.0 : exp(m - m_new);
     float pr[BC / 2];
+    float sum = 0.0;
     [[unroll]] for (uint c = 0; c < BC / 2; ++c) {
-      const float x = score_of(srow, i, b, h, col0, side, c);
-      // A row of -inf has row_m -inf: its probabilities are 0 here and its output NaN below.
-      pr[c] = row_m == kNegInf ? 0.0 : exp(x - row_m) * inv_l;
+      pr[c] = m_new == kNegInf ? 0.0 : exp(x[c] - m_new);
+      sum += pr[c];
     }
+    l = l * alpha + sum;
+    m = m_new;
     [[unroll]] for (uint w = 0; w < BC / 16; ++w) {
       uvec4 packed;
       [[unroll]] for (uint e = 0; e < 4; ++e)
         packed[e] = packFloat2x16(f16vec2(pr[w * 8 + e * 2], pr[w * 8 + e * 2 + 1]));
-      probs[(sg * 16 + r) * PROW4 + side * (BC / 16) + w] = packed;
+      probs[(sg * 16 + r) * KT_ROW4 + side * (BC / 16) + w] = packed;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    [[unroll]] for (uint kc = 0; kc < BC / 16; ++kc) {
-      FRAG16 fp;
-      coopMatLoadNV(fp, probs, sg * 16 * PROW4 + kc * 2, PROW4, false);
-      [[unroll]] for (uint dc = 0; dc < DH / 16; ++dc) {
-        FRAG16 fv;
-        coopMatLoadNV(fv, kv, V_AT + kc * 16 * ROW4 + dc * 2, ROW4, false);
-        acc_o[dc] = coopMatMulAddNV(fp, fv, acc_o[dc]);
+
+    // P V, SCOLS output columns at a time, folded into the running output.
+    FRAG16 fp[BC / 16];
+    [[unroll]] for (uint kc = 0; kc < BC / 16; ++kc)
+      coopMatLoadNV(fp[kc], probs, sg * 16 * KT_ROW4 + kc * 2, KT_ROW4, false);
+    [[unroll]] for (uint blk = 0; blk < DH / SCOLS; ++blk) {
+      [[unroll]] for (uint f = 0; f < SCOLS / 16; ++f) {
+        FRAG32 pv = FRAG32(0.0);
+        [[unroll]] for (uint kc = 0; kc < BC / 16; ++kc) {
+          FRAG16 fv;
+          coopMatLoadNV(fv, kv, V_AT + kc * 16 * ROW4 + (blk * SCOLS / 16 + f) * 2, ROW4, false);
+          pv = coopMatMulAddNV(fp[kc], fv, pv);
+        }
+        coopMatStoreNV(pv, scores, sg * 16 * SROW + f * 16, SROW, false);
       }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      [[unroll]] for (uint c = 0; c < SCOLS / 2; ++c) {
+        const uint a = blk * (SCOLS / 2) + c;
+        acc[a] = acc[a] * alpha + scores[srow + side * (SCOLS / 2) + c];
+      }
+      subgroupBarrier();  // every lane has read the block before the next one lands
     }
-    barrier();  // everyone is done with this K / V tile
+
+    barrier();  // every subgroup is done with this K / V tile
+    if (more) {
+      put();
+      barrier();
+    }
   }
 
-  // The output fragments through this subgroup's score rows (16 x 16 floats each fit), stored
-  // element by element through the output's strides.
-  const uint o_base = b * p.o_b + h * p.o_h;
-  [[unroll]] for (uint dc = 0; dc < DH / 16; ++dc) {
-    coopMatStoreNV(acc_o[dc], scores, sg * 16 * SROW, SROW, false);
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    // Invocation pair (2r, 2r + 1) holds row r's statistics; each writes 8 of its 16 columns.
-    if (i < p.s)
-      [[unroll]] for (uint c = 0; c < 8; ++c) {
-        const uint col = side * 8 + c;
-        const float val = zero_row                                ? 0.0
-                          : isnan(row_m) || row_m == kNegInf ? nan_value()
-                                                             : scores[(sg * 16 + r) * SROW + col];
-        o[o_base + i * p.o_s + (dc * 16 + col) * p.o_d] = float16_t(val);
+  // The row's sum and verdict from its two halves.
+  const float row_l = l + subgroupShuffleXor(l, 1u);
+  const bool row_bad = bad || subgroupShuffleXor(uint(bad), 1u) != 0u;
+  if (i >= p.s) return;
+  const bool undefined = row_bad || m == kNegInf;  // NaN as unfused Softmax, or zeros (bit 1)
+  const float fill = (p.flags & 2u) != 0 ? 0.0 : nan_value();
+  const float inv_l = 1.0 / row_l;
+  const uint o_row = b * p.o_b + h * p.o_h + i * p.o_s;
+  const bool vec = p.o_d == 1 && o_row % 8 == 0;
+  [[unroll]] for (uint blk = 0; blk < DH / SCOLS; ++blk)
+    [[unroll]] for (uint w = 0; w < SCOLS / 16; ++w) {
+      const uint col = blk * SCOLS + side * (SCOLS / 2) + w * 8;
+      float16_t h8[8];
+      [[unroll]] for (uint c = 0; c < 8; ++c)
+        h8[c] = float16_t(undefined ? fill : acc[blk * (SCOLS / 2) + w * 8 + c] * inv_l);
+      if (vec) {
+        o4[(o_row + col) / 8] = pack8(h8);
+      } else {
+        [[unroll]] for (uint c = 0; c < 8; ++c) o[o_row + (col + c) * p.o_d] = h8[c];
       }
-    subgroupBarrier();  // every lane has read the fragment before the next one lands
-  }
+    }
 }

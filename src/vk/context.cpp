@@ -389,6 +389,8 @@ void Context::query_device(std::optional<uint32_t> requested_family) {
   features_.subgroup_size = sub.subgroupSize;
   features_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                                   (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  features_.subgroup_shuffle = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                               (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   features_.min_imported_host_pointer_alignment = hostp.minImportedHostPointerAlignment;
 }
 

@@ -348,6 +348,61 @@ TEST_F(AttentionTest, FullyMaskedRowIsNaNAsUnfused) {
   expect_near(a, b, 1e-5f);
 }
 
+// Rows that softmax makes NaN, in the tile after the first: all scores -inf, a NaN score, a
+// +inf score. Unfused they are NaN; with zero_nan_rows, zeros (torch's _safe_softmax). Every
+// kernel: portable float32 and float16, and the tensor-core one where the device has it.
+TEST_F(AttentionTest, RowsSoftmaxMakesNaNAreNaNOrZeros) {
+  const int64_t s = 9, skv = 70, d = 64;
+  const std::vector<float> q = stored(random_floats(s * d, -2, 2), true);
+  const std::vector<float> k = stored(random_floats(skv * d, -2, 2), true);
+  const std::vector<float> v = stored(random_floats(skv * d), true);
+  std::vector<float> mask = stored(random_floats(s * skv, -3, 0), true);
+  for (int64_t j = 0; j < skv; ++j) mask[2 * skv + j] = -INFINITY;
+  mask[4 * skv + 50] = NAN;
+  mask[5 * skv + 40] = INFINITY;
+  const auto undefined_row = [](int64_t i) { return i == 2 || i == 4 || i == 5; };
+  Case c;
+  c.b = c.h = c.hkv = 1, c.s = s, c.skv = skv, c.d = d, c.mask = true;
+  const std::vector<double> want = reference(c, q, k, v, mask, 0.125f);
+  std::vector<std::pair<bool, std::string>> kernels = {{false, "attention.coopmat=0"},
+                                                       {true, "attention.coopmat=0"}};
+  const auto& f = context()->features();
+  if (f.coopmat_f16_16x16x16 && f.subgroup_size == 32)
+    kernels.push_back({true, "attention.coopmat=1"});
+  for (const auto& [fp16, knobs] : kernels)
+    for (bool zeros : {false, true}) {
+      SCOPED_TRACE(std::string(fp16 ? "fp16 " : "fp32 ") + knobs + (zeros ? " zeros" : " NaN"));
+      if (fp16 && !f.storage_buffer_16bit) continue;
+      GraphOptions options;
+      options.tuning = std::make_shared<ops::Tuning>(ops::Tuning::from_knobs(knobs));
+      ComputeGraph g(context(), options);
+      const std::vector<HostTensor> inputs = {
+          tensor_of(q, {1, 1, s, d}, fp16), tensor_of(k, {1, 1, skv, d}, fp16),
+          tensor_of(v, {1, 1, skv, d}, fp16), tensor_of(mask, {1, 1, s, skv}, fp16)};
+      std::vector<TensorRef> in;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        in.push_back(g.add_input(inputs[i].shape, inputs[i].dtype, "in" + std::to_string(i)));
+      ops::AttentionParams params;
+      params.scale = 0.125f;
+      params.zero_nan_rows = zeros;
+      g.add_output(
+          ops::attention(g, {in[0], {}}, {in[1], {0, 1, 3, 2}}, {in[2], {}}, in[3], params), "y");
+      const HostTensor got = run_poisoned(g, inputs, fp16);
+      int failures = 0;
+      for (int64_t e = 0; e < s * d && failures < 5; ++e) {
+        const double a = fp16 ? half_to_float(got.data<uint16_t>()[e]) : got.data<float>()[e];
+        const bool ok = !undefined_row(e / d)
+                            ? std::abs(a - want[e]) <= 2e-3 * (1 + std::abs(want[e]))
+                        : zeros ? a == 0.0
+                                : std::isnan(a);
+        if (!ok) {
+          ADD_FAILURE() << "row " << e / d << " element " << e % d << ": got " << a;
+          ++failures;
+        }
+      }
+    }
+}
+
 TEST_F(AttentionTest, ShapesThatDisagreeAreErrors) {
   ComputeGraph g(context());
   auto q = g.add_input({1, 4, 8, 64}, DType::Float32, "q");

@@ -49,6 +49,7 @@ struct DeviceFeatures {
   bool shader_float16 = false;
   bool shader_int64 = false;
   bool subgroup_arithmetic = false;
+  bool subgroup_shuffle = false;  // GL_KHR_shader_subgroup_shuffle in compute shaders
   uint32_t subgroup_size = 0;
   bool cooperative_matrix_nv = false;
   bool cooperative_matrix_khr = false;
