@@ -67,6 +67,10 @@ float max_nan(float a, float b) { return (a > b || isnan(a)) ? a : b; }
 float min_nan(float a, float b) { return (a < b || isnan(a)) ? a : b; }
 float clamp_nan(float x, float lo, float hi) { return isnan(x) ? x : min(max(x, lo), hi); }
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
+// DynamicQuantizeLinear's (min, max) range with v counted. NaN elements do not count (ONNX
+// leaves their quantization undefined): every range pass and LayerNormRange's partials take
+// this one rule, so that fused and unfused paths agree.
+vec2 range_with(vec2 r, float v) { return isnan(v) ? r : vec2(min(r.x, v), max(r.y, v)); }
 #if defined(MATH_F16)
 float16_t max_nan(float16_t a, float16_t b) { return (a > b || isnan(a)) ? a : b; }
 float16_t min_nan(float16_t a, float16_t b) { return (a < b || isnan(a)) ? a : b; }

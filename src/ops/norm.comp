@@ -51,7 +51,7 @@ float normalized(float v, float mean, float inv_std, int row, int col) {
 void store(int i, float v, inout vec2 range) {
   y[i] = ELEM(v);
 #if RANGE
-  range = vec2(min(range.x, v), max(range.y, v));  // float32 only: v is the value as stored
+  range = range_with(range, v);  // float32 only: v is the value as stored
 #endif
 }
 

@@ -57,7 +57,7 @@ void main() {
     [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
       v[j] = base + j * LOCAL < uint(p.n) ? float(x[base + j * LOCAL]) : 0.0;
     [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
-      r = vec2(min(r.x, v[j]), max(r.y, v[j]));
+      r = range_with(r, v[j]);
   }
   r = tree_reduce_range(t, r);
   if (t == 0) range_partial[gl_WorkGroupID.x] = r;

@@ -167,6 +167,21 @@ TEST_F(QuantTest, DynamicQuantizeMatchesReference) {
     for (float v : x) quot.push_back(double(v) / scale);
     expect_quantized(out[0], quot, std::vector<int>(n, zero), DType::UInt8, "y");
   }
+  // NaN elements do not count in the range (ONNX leaves them undefined; LayerNormRange's
+  // partials take the same rule, OpsNorm.LayerNormWithRangeIsLayerNormsRange).
+  {
+    std::vector<float> x = random_floats(5000, -2.f, 3.f);
+    x[0] = x[777] = x[4999] = NAN;
+    Runner r;
+    ops::DynamicQuantized q = ops::dynamic_quantize_linear(r.g, r.input(f32({5000}, x)));
+    auto out = r.run({q.y, q.scale, q.zero_point});
+    float mn = 0.f, mx = 0.f;
+    for (float v : x)
+      if (!std::isnan(v)) mn = std::min(mn, v), mx = std::max(mx, v);
+    const float scale = (mx - mn) / 255.f;
+    EXPECT_EQ(out[1].data<float>()[0], scale);
+    EXPECT_EQ(out[2].as_int(0), quantize_ref(double(-mn / scale), 0, DType::UInt8));
+  }
   // All zeros: scale 0, zero point 0, y 0.
   Runner r;
   ops::DynamicQuantized q = ops::dynamic_quantize_linear(r.g, r.input(f32({5}, {0, 0, 0, 0, 0})));
