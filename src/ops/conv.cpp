@@ -381,6 +381,25 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
                            *residual);
     return activation ? unary(g, *activation, sum, activation_params) : sum;
   }
+  const bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 &&
+                         s == std::array<int64_t, 3>{1, 1, 1} &&
+                         pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
+  // Float16 pointwise convolutions of few pixels as the matrix product W [M, K] X [N, K, P]
+  // through matmul's tiles chosen by shape (knob conv.pw_matmul_pixels: at most that many
+  // output pixels per image; default 0, off): on the H100, conv.comp's float16 variant took
+  // EfficientNet-B0's 192 x 7 x 7 -> 1152 in 22.5 us against 16.4 in float32
+  // (docs/bench/2026-12-07-session20.md).
+  if (pointwise && groups == 1 && dtype == DType::Float16 && c.out_volume() > 1 &&
+      static_cast<uint64_t>(c.out_volume()) <= tuned(g, "conv.pw_matmul_pixels", 0)) {
+    const int64_t pixels = c.out_volume();
+    MatmulEpilogue me{
+        bias ? std::optional(reshape(g, *bias, {out_c, 1})) : std::nullopt, activation,
+        activation_params,
+        residual ? std::optional(reshape(g, *residual, {c.batch, out_c, pixels})) : std::nullopt};
+    return reshape(
+        g, matmul(g, reshape(g, weight, {out_c, in_c}), reshape(g, x, {c.batch, in_c, pixels}), me),
+        ys);
+  }
   TensorRef y = g.add_tensor(ys, g.info(x).dtype);
   const KernelEpilogue e{bias, residual, *act, activation_params, dtype};
 
@@ -391,8 +410,6 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
     finish_dispatch(g, elementwise_dispatch(shader, c), x, weight, y, c, e, op, true);
     return y;
   }
-  bool pointwise = c.k_d == 1 && c.k_h == 1 && c.k_w == 1 && s == std::array<int64_t, 3>{1, 1, 1} &&
-                   pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
   // One-pixel images (squeeze-excite FC layers): a matrix-vector product per image, not a GEMM
   // of one column (knob conv.matvec=0: the implicit GEMM, as before).
   if (pointwise && groups == 1 && c.out_volume() == 1 && tuned(g, "conv.matvec", 1) != 0) {

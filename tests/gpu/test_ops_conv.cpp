@@ -538,6 +538,33 @@ TEST_F(OpsConvFloat16, EveryGemmKindOnTensorCores) {
   check_all();
 }
 
+// Float16 pointwise convolutions of few pixels through matmul (conv.pw_matmul_pixels): with
+// and without bias, a fused activation and residual, batch 2, 3-D; more pixels than the knob
+// allows stay a convolution.
+TEST_F(OpsConvFloat16, PointwiseOfFewPixelsAsMatmul) {
+  tuning_ = ops::Tuning::from_knobs("conv.pw_matmul_pixels=64");
+  ops::SplitKPolicy unsplit;  // one node each, whatever the device's grid
+  unsplit.min_k = int64_t{1} << 40;
+  tuning_.split_k = unsplit;
+  const ops::Conv3dParams pointwise_params = conv_params({1, 1}, {0, 0, 0, 0});
+  ConvCase batch2{{2, 48, 7, 9}, {80, 48, 1, 1}, pointwise_params};
+  batch2.act = UnaryOp::Relu;
+  batch2.label = "matmul";
+  check(batch2);
+  ConvCase residual{{1, 40, 6, 6}, {24, 40, 1, 1}, pointwise_params};
+  residual.bias = false;
+  residual.act = UnaryOp::HardSwish;
+  residual.residual = ConvCase::Residual::Full;
+  residual.label = "matmul";
+  check(residual);
+  ConvCase three_d{{1, 16, 2, 3, 5}, {24, 16, 1, 1, 1}, {{1, 1, 1}, {0, 0, 0, 0, 0, 0}}};
+  three_d.label = "matmul";
+  check(three_d);
+  ConvCase many_pixels{{1, 16, 9, 9}, {24, 16, 1, 1}, pointwise_params};
+  many_pixels.label = "conv2d";
+  check(many_pixels);
+}
+
 // The tensor-core kernel alone (conv_coopmat.comp; skipped without float16 cooperative matrices,
 // e.g. on lavapipe), in each tile: its 16-byte, 8-byte and per-element im2col loads (aligned
 // pointwise rows, 3x3 windows whose rows are aligned only for some taps, rows of 14 and 7
