@@ -108,20 +108,19 @@ int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
-// fp16 cooperative matrices and subgroups of 32, head dim 64 or 128, with
-// VKGRAPH_TUNE=attention.coopmat=1 (any length) or =2 (from attention.coopmat_min_keys keys,
-// default 384). Off by default: its two-pass form (call 1 of docs/bench/2026-12-05-session9.md,
-// B 1, H 12, D 64) took 0.328 ms at S 2048 against the portable kernel's 1.163 and 0.087
-// against 0.108 at S 512, but 0.035 against 0.023 at S 128; the version here (64-key tiles,
-// Kᵀ staged as rows of keys) has passed lavapipe's build and no H200 run yet, and ships off
-// until one validates it (AttentionTest.CooperativeMatrixVariant) and times it.
+// fp16 cooperative matrices, subgroups of 32 and subgroup shuffles, head dim 64 or 128. The
+// default since the one-pass form: on the H100 at 946caca (docs/bench/2026-12-07-session21.md,
+// call A, bench-op attention 1 12 S D --fp16, GPU us) it beat the portable kernel at every
+// length: D 64 S 128 23.0 vs 24.1, S 197 30.0 vs 39.4, S 512 39.4 vs 117.5, S 2048 309 vs
+// 1267; D 128 35.1 vs 46.3 ... 621 vs 3042. VKGRAPH_TUNE=attention.coopmat=0 turns it off,
+// =2 takes it from attention.coopmat_min_keys keys only.
 bool coopmat_fits(ComputeGraph& g, const std::string& dtype, int64_t d, int64_t skv) {
   const vk::DeviceFeatures& f = g.context().features();
   if (dtype != "f16" || !f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || !f.subgroup_shuffle ||
       (d != 64 && d != 128) ||
       coopmat_shared_bytes(d, 1) > g.context().limits().maxComputeSharedMemorySize)
     return false;
-  const uint32_t mode = tuned(g, "attention.coopmat", 0);
+  const uint32_t mode = tuned(g, "attention.coopmat", 1);
   return mode == 1 || (mode == 2 && skv >= tuned(g, "attention.coopmat_min_keys", 384));
 }
 

@@ -22,10 +22,10 @@
 // probabilities as fp16 (rounded before P V, as flash attention does; the sum keeps them
 // unrounded); then P V.
 //
-// The next tile's K and V words are loaded into registers while this tile is multiplied and
-// stored to shared memory after it, so the loads' latency hides behind the arithmetic; words
-// are 16-byte loads where the view allows them (element stride 1, row stride and offset
-// multiples of 8 halves), else 8 element loads.
+// The next tile's K and V words (and each invocation's mask values of it) are loaded into
+// registers while this tile is multiplied, and K and V stored to shared memory after it, so the
+// loads' latency hides behind the arithmetic; words are 16-byte loads where the view allows them
+// (element stride 1, row stride and offset multiples of 8 halves), else 8 element loads.
 // NaN in a score makes its row NaN; a row whose scores are all -inf is NaN, as unfused Softmax
 // (zeros instead with flags bit 1, as torch's _safe_softmax: also a row with a +inf score).
 #include "common.glsl"
@@ -41,6 +41,7 @@ layout(std430, binding = 2) readonly buffer V4 { uvec4 v4[]; };
 layout(std430, binding = 3) writeonly buffer O4 { uvec4 o4[]; };
 #if MASK
 layout(std430, binding = 4) readonly buffer M { float16_t mask[]; };
+layout(std430, binding = 4) readonly buffer M4 { uvec4 mask4[]; };
 #endif
 layout(push_constant) uniform Params {
   uint s, skv, d, heads, group;
@@ -88,6 +89,9 @@ const uint WORDS = BC * (DH / 8) / THREADS;
 // Set once by main(): where this workgroup's K and V start, and how K is stored.
 uint k_base, v_base;
 bool kt_rows;  // Kᵀ stored [D, SKV], its keys contiguous
+// Two invocations per query row (set by main()): row r = lane / 2 of the subgroup's 16, query
+// row i; `side` = lane % 2 takes scores [side BC / 2, (side + 1) BC / 2) of each tile.
+uint i, side;
 
 uvec4 pack8(float16_t h[8]) {
   return uvec4(packFloat2x16(f16vec2(h[0], h[1])), packFloat2x16(f16vec2(h[2], h[3])),
@@ -127,8 +131,13 @@ uint kt_slot(uint w) {
   return w / (BC / 8) * KT_ROW4 + w % (BC / 8);
 }
 
-// The next tile, in flight in registers.
+// The next tile, in flight in registers: K's and V's words, and (MASK) this invocation's
+// BC / 2 mask values of it as float16 pairs; cur_mask holds the current tile's.
 uvec4 next_k[WORDS], next_v[WORDS];
+#if MASK
+uvec4 next_mask[BC / 16], cur_mask[BC / 16];
+uint mask_row;  // the mask's element (b, h, i, key 0)
+#endif
 
 void fetch(uint col0) {
   [[unroll]] for (uint n = 0; n < WORDS; ++n) {
@@ -137,6 +146,25 @@ void fetch(uint col0) {
                         : row_word(1, k_base, p.k_s, p.k_d, col0, p.skv, w);
     next_v[n] = row_word(2, v_base, p.v_s, p.v_d, col0, p.skv, w);
   }
+#if MASK
+  // One 16-byte load per 8 keys where the row's keys are contiguous and aligned: a query row's
+  // mask values read one at a time would be 16 scattered loads per tile.
+  [[unroll]] for (uint w = 0; w < BC / 16; ++w) {
+    const uint j0 = col0 + side * (BC / 2) + w * 8, e = mask_row + j0 * p.m_c;
+    uvec4 word = uvec4(0);
+    if (i < p.s) {
+      if (p.m_c == 1 && e % 8 == 0 && j0 + 8 <= p.skv) {
+        word = mask4[e / 8];
+      } else {
+        float16_t h[8];
+        [[unroll]] for (uint j = 0; j < 8; ++j)
+          h[j] = j0 + j < p.skv ? mask[e + j * p.m_c] : float16_t(0.0);
+        word = pack8(h);
+      }
+    }
+    next_mask[w] = word;
+  }
+#endif
 }
 
 void put() {
@@ -145,6 +173,9 @@ void put() {
     kv[kt_rows ? kt_slot(w) : row_slot(w)] = next_k[n];
     kv[V_AT + row_slot(w)] = next_v[n];
   }
+#if MASK
+  cur_mask = next_mask;
+#endif
 }
 
 void main() {
@@ -157,6 +188,12 @@ void main() {
   k_base = p.k_off + b * p.k_b + kvh * p.k_h;
   v_base = p.v_off + b * p.v_b + kvh * p.v_h;
   kt_rows = p.k_s == 1;
+  const uint r = lane / 2;
+  side = lane % 2;
+  i = wg_row0 + sg * 16 + r;
+#if MASK
+  mask_row = b * p.m_b + h * p.m_h + i * p.m_r;
+#endif
   const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
 
   // Q's 16 NSG rows (DH / 16 words per invocation) and the first K / V tile, loaded together.
@@ -176,11 +213,8 @@ void main() {
   put();
   barrier();
 
-  // Two invocations per query row: row r = lane / 2 of the subgroup's 16; `side` = lane % 2
-  // takes scores [side BC / 2, (side + 1) BC / 2) of each tile and output columns
-  // [side SCOLS / 2, (side + 1) SCOLS / 2) of each SCOLS-wide block of the row.
-  const uint r = lane / 2, side = lane % 2;
-  const uint i = wg_row0 + sg * 16 + r;  // the query row
+  // The row's two invocations also split each SCOLS-wide block of its output columns:
+  // `side` takes [side SCOLS / 2, (side + 1) SCOLS / 2).
   const uint srow = (sg * 16 + r) * SROW;
   float m = kNegInf, l = 0.0;  // the row's running maximum; this half's running sum
   bool bad = false;            // a NaN or +inf score: the row is NaN (or zeros)
@@ -216,10 +250,14 @@ void main() {
       if (j < p.skv && ((p.flags & 1u) == 0 || j <= i)) {
         x[c] = scores[srow + side * (BC / 2) + c] * p.scale;
 #if MASK
-        if (i < p.s) x[c] += float(mask[b * p.m_b + h * p.m_h + i * p.m_r + j * p.m_c]);
+        x[c] += unpackHalf2x16(cur_mask[c / 8][c % 8 / 2])[c % 2];
 #endif
       }
-      bad = bad || isnan(x[c]) || x[c] == uintBitsToFloat(0x7f800000u);
+      // NaN or +inf, tested on the bits: on NVIDIA 580, isnan() of this sum read false for a NaN
+      // mask value (AttentionTest.RowsSoftmaxMakesNaNAreNaNOrZeros), as the SPIR-V float
+      // controls allow a driver to assume arithmetic makes no NaN.
+      const uint bits = floatBitsToUint(x[c]);
+      bad = bad || ((bits & 0x7f800000u) == 0x7f800000u && bits != 0xff800000u);
       tile_max = max(tile_max, x[c]);
     }
     const float m_new = max(m, max(tile_max, subgroupShuffleXor(tile_max, 1u)));

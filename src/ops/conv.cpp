@@ -386,11 +386,12 @@ TensorRef conv_nd(ComputeGraph& g, const std::string& op, size_t spatial, const 
                          pads == std::array<int64_t, 6>{0, 0, 0, 0, 0, 0};
   // Float16 pointwise convolutions of few pixels as the matrix product W [M, K] X [N, K, P]
   // through matmul's tiles chosen by shape (knob conv.pw_matmul_pixels: at most that many
-  // output pixels per image; default 0, off): on the H100, conv.comp's float16 variant took
-  // EfficientNet-B0's 192 x 7 x 7 -> 1152 in 22.5 us against 16.4 in float32
-  // (docs/bench/2026-12-07-session20.md).
+  // output pixels per image, default 196 = 14 x 14; 0 turns it off). conv.comp's float16 variant
+  // ran these layers 12-37% slower than its float32 one; the H100 A/B at 946caca
+  // (docs/bench/2026-12-07-session21.md): EfficientNet-B0 fp16 0.812 -> 0.786 ms (49: 0.799),
+  // MobileNetV3-Large 0.624 -> 0.599 (49: 0.618).
   if (pointwise && groups == 1 && dtype == DType::Float16 && c.out_volume() > 1 &&
-      static_cast<uint64_t>(c.out_volume()) <= tuned(g, "conv.pw_matmul_pixels", 0)) {
+      static_cast<uint64_t>(c.out_volume()) <= tuned(g, "conv.pw_matmul_pixels", 196)) {
     const int64_t pixels = c.out_volume();
     MatmulEpilogue me{
         bias ? std::optional(reshape(g, *bias, {out_c, 1})) : std::nullopt, activation,

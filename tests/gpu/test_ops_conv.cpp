@@ -529,12 +529,12 @@ TEST_F(OpsConvFloat16, MatvecOnePixelPointwise) {
 }
 
 TEST_F(OpsConvFloat16, EveryGemmKind) {
-  tuning_ = ops::Tuning::from_knobs("conv.coopmat=0");
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=0,conv.pw_matmul_pixels=0");
   check_all();
 }
 
 TEST_F(OpsConvFloat16, EveryGemmKindOnTensorCores) {
-  tuning_ = ops::Tuning::from_knobs("conv.coopmat=1,conv.tc_min_tiles=0");
+  tuning_ = ops::Tuning::from_knobs("conv.coopmat=1,conv.tc_min_tiles=0,conv.pw_matmul_pixels=0");
   check_all();
 }
 
@@ -585,7 +585,8 @@ class OpsConvTensorCores : public OpsConvFloat16 {
           "conv.tc_tile=64,conv.tc_vec_store=1", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
       SCOPED_TRACE(knobs);
       // Every size on tensor cores, also the few-tile ones the default gives conv.comp.
-      tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_min_tiles=0,") + knobs);
+      tuning_ = ops::Tuning::from_knobs(
+          std::string("conv.coopmat=1,conv.tc_min_tiles=0,conv.pw_matmul_pixels=0,") + knobs);
       ops::SplitKPolicy unsplit;
       unsplit.min_k = int64_t{1} << 40;
       tuning_.split_k = unsplit;
@@ -651,7 +652,8 @@ TEST_F(OpsConvTensorCores, SplitK) {
        {"conv.tc_tile=64,conv.tc_vec_store=0", "conv.tc_tile=128,conv.tc_vec_store=1"}) {
     SCOPED_TRACE(knobs);
     // Every size on tensor cores, also the few-tile ones the default gives conv.comp.
-    tuning_ = ops::Tuning::from_knobs(std::string("conv.coopmat=1,conv.tc_min_tiles=0,") + knobs);
+    tuning_ = ops::Tuning::from_knobs(
+        std::string("conv.coopmat=1,conv.tc_min_tiles=0,conv.pw_matmul_pixels=0,") + knobs);
     tuning_.split_k = policy;
     for (const ConvCase& c : {deep, pointwise, stem}) check(c);
   }
