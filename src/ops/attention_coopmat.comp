@@ -253,11 +253,7 @@ void main() {
         x[c] += unpackHalf2x16(cur_mask[c / 8][c % 8 / 2])[c % 2];
 #endif
       }
-      // NaN or +inf, tested on the bits: on NVIDIA 580, isnan() of this sum read false for a NaN
-      // mask value (AttentionTest.RowsSoftmaxMakesNaNAreNaNOrZeros), as the SPIR-V float
-      // controls allow a driver to assume arithmetic makes no NaN.
-      const uint bits = floatBitsToUint(x[c]);
-      bad = bad || ((bits & 0x7f800000u) == 0x7f800000u && bits != 0xff800000u);
+      bad = bad || isnan(x[c]) || x[c] == uintBitsToFloat(0x7f800000u);
       tile_max = max(tile_max, x[c]);
     }
     const float m_new = max(m, max(tile_max, subgroupShuffleXor(tile_max, 1u)));
@@ -312,7 +308,10 @@ void main() {
 
   // The row's sum and verdict from its two halves.
   const float row_l = l + subgroupShuffleXor(l, 1u);
-  const bool row_bad = bad || subgroupShuffleXor(uint(bad), 1u) != 0u;
+  // Both lanes must run the shuffle: `bad || shuffle(...)` would skip it where bad is true,
+  // and the partner would read an inactive lane (on NVIDIA: false).
+  const bool other_bad = subgroupShuffleXor(uint(bad), 1u) != 0u;
+  const bool row_bad = bad || other_bad;
   if (i >= p.s) return;
   const bool undefined = row_bad || m == kNegInf;  // NaN as unfused Softmax, or zeros (bit 1)
   const float fill = (p.flags & 2u) != 0 ? 0.0 : nan_value();

@@ -307,9 +307,39 @@ void add_split_k_dispatches(ComputeGraph& g, DispatchDesc d, const SplitK& split
 // Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
 // fp16 products take the cooperative-matrix kernel where it fits, else the same kernels as
 // fp32 in their fp16 variants (fp32 arithmetic, fp32 split-K partials).
-void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& p, const Epilogue& e, TensorRef out,
-                       const std::string& op) {
+// A constant B stored [K, N] whose rows are not whole 16-byte words (N % 8 != 0: gpt2's
+// lm_head as the legacy exporter writes it, N = 50257) keeps the tensor cores from it: their
+// row-major loads are 16-byte vectors. Stored transposed once, [N, K], it takes their B_T
+// variants (knob mm16.transpose_b, default 1). H100 (docs/bench/2026-12-07-session21.md, call
+// B): that lm_head took 0.520 ms on the fp32-arithmetic tiles, the dynamo export's (wte read
+// transposed) 0.144 ms on tensor cores. Returns p with B replaced, or nullopt.
+std::optional<GemmProblem> with_transposed_constant_b(ComputeGraph& g, const MatmulConfig& cfg,
+                                                      const GemmProblem& p) {
+  const HostTensor* b = g.constant_value(p.b);
+  if (!b || b->dtype != DType::Float16 || b->shape.size() != 2 || b->shape[0] != p.k ||
+      b->shape[1] != p.n || p.b_sk != p.n || p.b_sn != 1 ||
+      std::any_of(p.b_rows.begin(), p.b_rows.end(), [](int64_t s) { return s != 0; }) ||
+      tuned(g, "mm16.transpose_b", 1) == 0)
+    return std::nullopt;
+  GemmProblem q = p;
+  q.b_sk = 1;
+  q.b_sn = p.k;
+  if (coopmat_b_layout(g, cfg, p) || coopmat_b_layout(g, cfg, q) != true) return std::nullopt;
+  HostTensor t(DType::Float16, {p.n, p.k});
+  const uint16_t* from = b->data<uint16_t>();
+  uint16_t* to = t.data<uint16_t>();
+  for (int64_t kk = 0; kk < p.k; ++kk)
+    for (int64_t nn = 0; nn < p.n; ++nn) to[nn * p.k + kk] = from[kk * p.n + nn];
+  q.b = g.add_constant(std::move(t), g.info(p.b).name + " (transposed)");
+  return q;
+}
+
+void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& problem, const Epilogue& e,
+                       TensorRef out, const std::string& op) {
   MatmulConfig cfg = matmul_config(g);
+  const GemmProblem p = g.info(out).dtype == DType::Float16 && problem.m() > cfg.gemv_rows
+                            ? with_transposed_constant_b(g, cfg, problem).value_or(problem)
+                            : problem;
   const bool fp16 = g.info(out).dtype == DType::Float16;
   const DType dtype = fp16 ? DType::Float16 : DType::Float32;
   int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));

@@ -475,6 +475,46 @@ TEST_F(MatmulFloat16, CoopmatTransposedB) {
   EXPECT_EQ(check(16, 768, 1001, true, true, true, UnaryOp::Silu), 1u);
 }
 
+// A constant B [K, N] whose rows are not whole 16-byte words (N % 8 != 0, as the legacy export
+// of gpt2's lm_head) is stored transposed at build, so the tensor cores' B_T variants take it
+// where the device has them (mm16.transpose_b; =0 leaves it to the portable kernel). Both give
+// the reference, with a bias and an activation in the epilogue.
+TEST_F(MatmulFloat16, ConstantBWithUnalignedRowsIsStoredTransposed) {
+  const int64_t m = 70, k = 96, n = 77;
+  const std::vector<uint16_t> a = to_half(random_floats(m * k)), b = to_half(random_floats(k * n)),
+                              c = to_half(random_floats(n));
+  for (bool transpose : {true, false}) {
+    SCOPED_TRACE(transpose ? "mm16.transpose_b=1" : "mm16.transpose_b=0");
+    tuning_ = ops::Tuning::from_knobs(transpose ? "mm16.transpose_b=1" : "mm16.transpose_b=0");
+    GraphOptions options = graph_options();
+    options.profile = true;
+    ComputeGraph g(context(), options);
+    TensorRef ta = g.add_input({m, k}, DType::Float16, "a");
+    TensorRef tb = g.add_constant(HostTensor::from(DType::Float16, {k, n}, b), "b");
+    TensorRef tc = g.add_constant(HostTensor::from(DType::Float16, {n}, c), "bias");
+    g.add_output(ops::matmul(g, ta, tb, {tc, UnaryOp::Relu, {}, std::nullopt}), "y");
+    g.copy_to_input(0, a.data(), a.size() * 2);
+    g.execute();
+    std::vector<uint16_t> got(m * n, 0xFFFF);
+    g.copy_from_output(0, got.data(), got.size() * 2);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = half_to_float(c[j]);
+        for (int64_t q = 0; q < k; ++q)
+          want += double(half_to_float(a[i * k + q])) * half_to_float(b[q * n + j]);
+        want = std::max(want, 0.0);
+        ASSERT_NEAR(half_to_float(got[i * n + j]), want, 2e-3 * std::sqrt(double(k)) + 1e-3 * want)
+            << "at " << i << "," << j;
+      }
+    ASSERT_EQ(g.node_times().size(), 1u);
+    const std::string label = g.node_times()[0].label;
+    EXPECT_EQ(label.find("coopmat") != std::string::npos, transpose && has_coopmat()) << label;
+    if (transpose && has_coopmat()) {
+      EXPECT_NE(label.find(" bt"), std::string::npos) << label;
+    }
+  }
+}
+
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer
 // products with their epilogues, for 32- and 64-deep slices, B row-major (matmul) and stored
 // [N, K] (linear, mm16.bt). K off the slices (1000; 800 at bk 64), and N off the tiles (776)
