@@ -328,8 +328,14 @@ std::optional<GemmProblem> with_transposed_constant_b(ComputeGraph& g, const Mat
   HostTensor t(DType::Float16, {p.n, p.k});
   const uint16_t* from = b->data<uint16_t>();
   uint16_t* to = t.data<uint16_t>();
-  for (int64_t kk = 0; kk < p.k; ++kk)
-    for (int64_t nn = 0; nn < p.n; ++nn) to[nn * p.k + kk] = from[kk * p.n + nn];
+  // In 64 x 64 blocks, so that reads and writes both stay within a few cache lines (gpt2's
+  // lm_head is 38.6 M halves).
+  constexpr int64_t kBlock = 64;
+  for (int64_t k0 = 0; k0 < p.k; k0 += kBlock)
+    for (int64_t n0 = 0; n0 < p.n; n0 += kBlock)
+      for (int64_t kk = k0; kk < std::min(p.k, k0 + kBlock); ++kk)
+        for (int64_t nn = n0; nn < std::min(p.n, n0 + kBlock); ++nn)
+          to[nn * p.k + kk] = from[kk * p.n + nn];
   q.b = g.add_constant(std::move(t), g.info(p.b).name + " (transposed)");
   return q;
 }
