@@ -323,7 +323,8 @@ TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   const TensorInfo xi = g.info(x);
   const std::string suffix = shader_suffix(float_dtype(g, xi.dtype, op));
   const int64_t n = numel(xi.shape);
-  constexpr uint32_t kLocal = 256, kUnroll = 16;  // quant_dynamic.comp's LOCAL, UNROLL_MINMAX
+  // quant_dynamic.comp's LOCAL; its UNROLL (spec constant 3): elements per invocation and chunk.
+  constexpr uint32_t kLocal = 256, kUnroll = 16;
   // A chunk a workgroup where that spreads the tensor, few enough for one workgroup to finish.
   const uint32_t groups = static_cast<uint32_t>(
       std::clamp<int64_t>((n + kLocal * kUnroll - 1) / (kLocal * kUnroll), 1, 1024));
@@ -333,6 +334,7 @@ TensorRef dynamic_quant_range(ComputeGraph& g, TensorRef x) {
   minmax.bindings = {{x, Access::Read}, {partial, Access::Write}};
   minmax.groups = {groups, 1, 1};
   minmax.local = {kLocal, 1, 1};
+  minmax.spec = {kUnroll};
   minmax.push = PushConstants().add(checked_i32(n, op, "element count")).take();
   minmax.label = op + " range";
   g.add_dispatch(std::move(minmax));
@@ -355,7 +357,8 @@ std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, T
   // Without the packed GEMM (qgemm.packed = 0) no layer would read it.
   if (tuned(g, "qdyn.prequant", 1) == 0 || tuned(g, "qgemm.packed", 1) == 0 || n % 4 != 0 || n == 0)
     return std::nullopt;
-  constexpr uint32_t kLocal = 256, kUnroll = 4;  // quant_dynamic.comp's LOCAL, UNROLL_PACK
+  // quant_dynamic.comp's LOCAL; its UNROLL (spec constant 3): words per invocation and chunk.
+  constexpr uint32_t kLocal = 256, kUnroll = 4;
   const int64_t words = n / 4;
   // A chunk of words a workgroup: each workgroup first reduces the partials itself.
   const uint32_t groups = static_cast<uint32_t>(
@@ -366,6 +369,7 @@ std::optional<TensorRef> dynamic_quantize_packed(ComputeGraph& g, TensorRef x, T
   d.bindings = {{range, Access::Read}, {x, Access::Read}, {y, Access::Write}};
   d.groups = {groups, 1, 1};
   d.local = {kLocal, 1, 1};
+  d.spec = {kUnroll};
   d.push = PushConstants()
                .add(checked_i32(g.info(range).shape[0], op, "partials"))
                .add(checked_i32(words, op, "element count"))

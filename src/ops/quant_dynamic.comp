@@ -42,21 +42,21 @@ shared vec2 range_tree[LOCAL];
 #include "quant_range.glsl"
 
 // Elements (MINMAX) or words (PACK) per invocation and chunk: a chunk's loads are issued
-// together, so a thread waits one memory latency per chunk rather than one per element.
-#define UNROLL_MINMAX 16
-#define UNROLL_PACK 4
+// together, so a thread waits one memory latency per chunk rather than one per element. Set by
+// quant.cpp, which sizes the grid by it.
+layout(constant_id = 3) const uint UNROLL = 1;
 
 void main() {
   uint t = gl_LocalInvocationID.x;
 #if MINMAX
   vec2 r = vec2(0.0);  // the range always includes 0, so out-of-range slots read 0
-  const uint chunk = LOCAL * UNROLL_MINMAX;
+  const uint chunk = LOCAL * UNROLL;
   for (uint base = gl_WorkGroupID.x * chunk + t; base < uint(p.n);
        base += gl_NumWorkGroups.x * chunk) {
-    float v[UNROLL_MINMAX];
-    [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
+    float v[UNROLL];
+    [[unroll]] for (uint j = 0; j < UNROLL; ++j)
       v[j] = base + j * LOCAL < uint(p.n) ? float(x[base + j * LOCAL]) : 0.0;
-    [[unroll]] for (uint j = 0; j < UNROLL_MINMAX; ++j)
+    [[unroll]] for (uint j = 0; j < UNROLL; ++j)
       r = range_with(r, v[j]);
   }
   r = tree_reduce_range(t, r);
@@ -66,13 +66,13 @@ void main() {
   int zero;
   dynamic_params(reduce_range_partials(t, p.n), scale, zero);
 #if PACK
-  const uint chunk = LOCAL * UNROLL_PACK;
+  const uint chunk = LOCAL * UNROLL;
   for (uint base = gl_WorkGroupID.x * chunk + t; base < uint(p.words);
        base += gl_NumWorkGroups.x * chunk) {
-    vec4 v[UNROLL_PACK];
-    [[unroll]] for (uint j = 0; j < UNROLL_PACK; ++j)
+    vec4 v[UNROLL];
+    [[unroll]] for (uint j = 0; j < UNROLL; ++j)
       v[j] = base + j * LOCAL < uint(p.words) ? vec4(x4[base + j * LOCAL]) : vec4(0.0);
-    [[unroll]] for (uint j = 0; j < UNROLL_PACK; ++j) {
+    [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
       if (base + j * LOCAL >= uint(p.words)) break;
       uint word = 0u;
       for (int c = 0; c < 4; ++c)
