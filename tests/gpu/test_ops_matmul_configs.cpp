@@ -343,6 +343,16 @@ class MatmulFloat16 : public MatmulTest {
     g.execute();
     std::vector<uint16_t> got(m * n, 0xFFFF);
     g.copy_from_output(0, got.data(), got.size() * 2);
+    return matches_product(got, a, b, c, r, m, k, n, linear, bias, residual, activation);
+  }
+
+  // Whether C `got` [m, n] is act(A B + bias [+ R]) of the fp16 operands (B stored [N, K] where
+  // `linear`), computed in double; reports and stops at the first mismatch.
+  static bool matches_product(const std::vector<uint16_t>& got, const std::vector<uint16_t>& a,
+                              const std::vector<uint16_t>& b, const std::vector<uint16_t>& c,
+                              const std::vector<uint16_t>& r, int64_t m, int64_t k, int64_t n,
+                              bool linear, bool bias, bool residual,
+                              std::optional<UnaryOp> activation) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double want =
@@ -497,15 +507,7 @@ TEST_F(MatmulFloat16, ConstantBWithUnalignedRowsIsStoredTransposed) {
     g.execute();
     std::vector<uint16_t> got(m * n, 0xFFFF);
     g.copy_from_output(0, got.data(), got.size() * 2);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = half_to_float(c[j]);
-        for (int64_t q = 0; q < k; ++q)
-          want += double(half_to_float(a[i * k + q])) * half_to_float(b[q * n + j]);
-        want = std::max(want, 0.0);
-        ASSERT_NEAR(half_to_float(got[i * n + j]), want, 2e-3 * std::sqrt(double(k)) + 1e-3 * want)
-            << "at " << i << "," << j;
-      }
+    ASSERT_TRUE(matches_product(got, a, b, c, {}, m, k, n, false, true, false, UnaryOp::Relu));
     ASSERT_EQ(g.node_times().size(), 1u);
     const std::string label = g.node_times()[0].label;
     EXPECT_EQ(label.find("coopmat") != std::string::npos, transpose && has_coopmat()) << label;
