@@ -522,7 +522,7 @@ bool Importer::has_input(const onnx::NodeProto& node, size_t i) const {
 }
 
 bool Importer::available(const onnx::NodeProto& node, size_t i) const {
-  return has_input(node, i) && values_.count(node.input(i)) > 0;
+  return has_input(node, i) && computed(node.input(i)) != nullptr;
 }
 
 const Value* Importer::computed(const std::string& name) const {

@@ -304,9 +304,6 @@ void add_split_k_dispatches(ComputeGraph& g, DispatchDesc d, const SplitK& split
   g.add_dispatch(std::move(reduce));
 }
 
-// Picks the kernel and its specialization for `p` and adds the dispatch(es) writing `out`.
-// fp16 products take the cooperative-matrix kernel where it fits, else the same kernels as
-// fp32 in their fp16 variants (fp32 arithmetic, fp32 split-K partials).
 // A constant B stored [K, N] whose rows are not whole 16-byte words (N % 8 != 0: gpt2's
 // lm_head as the legacy exporter writes it, N = 50257) keeps the tensor cores from it: their
 // row-major loads are 16-byte vectors. Stored transposed once, [N, K], it takes their B_T
@@ -340,13 +337,17 @@ std::optional<GemmProblem> with_transposed_constant_b(ComputeGraph& g, const Mat
   return q;
 }
 
+// Picks the kernel and its specialization for `problem` and adds the dispatch(es) writing
+// `out`. fp16 products take the cooperative-matrix kernel where it fits (B a constant stored
+// transposed where only that makes it fit), else the same kernels as fp32 in their fp16
+// variants (fp32 arithmetic, fp32 split-K partials).
 void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& problem, const Epilogue& e,
                        TensorRef out, const std::string& op) {
   MatmulConfig cfg = matmul_config(g);
-  const GemmProblem p = g.info(out).dtype == DType::Float16 && problem.m() > cfg.gemv_rows
+  const bool fp16 = g.info(out).dtype == DType::Float16;
+  const GemmProblem p = fp16 && problem.m() > cfg.gemv_rows
                             ? with_transposed_constant_b(g, cfg, problem).value_or(problem)
                             : problem;
-  const bool fp16 = g.info(out).dtype == DType::Float16;
   const DType dtype = fp16 ? DType::Float16 : DType::Float32;
   int64_t batch = numel(Shape(p.rows.begin(), p.rows.end() - 1));
   check(batch <= std::numeric_limits<uint32_t>::max(), ErrorKind::Unsupported,
