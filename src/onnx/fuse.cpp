@@ -361,6 +361,80 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   return f;
 }
 
+// Whether `perm` moves the last of its dims to dim 1 and keeps the others in order
+// ([0, 3, 1, 2]: channels-last to channels-first).
+bool moves_last_to_channels(const std::vector<int64_t>& perm) {
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  if (rank < 3 || perm[0] != 0 || perm[1] != rank - 1) return false;
+  for (int64_t d = 2; d < rank; ++d)
+    if (perm[d] != d - 1) return false;
+  return true;
+}
+
+// MatMul(x, constant W [K, N]) [-> Add(constant [N] bias)] -> Transpose moving the last dim to
+// dim 1 [-> Mul(a constant per channel)] [-> Add(residual)] => ChannelsFirstMatMul, which
+// writes the product channels-first itself. ConvNeXt's block ends so (a Linear on
+// channels-last activations, the permute back, the layer scale, the skip connection): four
+// nodes, and a copy of the activations, become one GEMM (its lowering: lower_nn.cpp).
+std::optional<Fusion> matmul_channels_first(const NodeProto& mm, Pass& p) {
+  const Importer& im = p.importer();
+  if (mm.input_size() != 2 || mm.input(0).empty() || p.view(mm.input(0)) || !im.available(mm, 0) ||
+      p.knob("fuse.channels_first", 1) == 0)
+    return std::nullopt;
+  const HostTensor* w = im.constant(mm, 1);
+  const Shape& x = im.input(mm, 0).shape;
+  if (!w || w->dtype != DType::Float32 || w->shape.size() != 2 || x.size() < 3 ||
+      im.input(mm, 0).dtype != DType::Float32 || x.back() != w->shape[0])
+    return std::nullopt;
+  const int64_t channels = w->shape[1];
+  NodeProto n = fused_node(mm, "ChannelsFirstMatMul");
+  for (int i = 0; i < kChannelsFirstInputs; ++i) n.add_input(i < 2 ? mm.input(i) : "");
+  Fusion f;
+  const NodeProto* tail = &mm;
+  if (const NodeProto* add = p.sole_consumer(mm.output(0));
+      add && add->op_type() == "Add" && add->input_size() == 2) {
+    const int other = other_input(*add, mm.output(0));
+    const HostTensor* c = im.constant(*add, other);
+    if (c && c->dtype == DType::Float32 && c->shape == Shape{channels}) {
+      n.set_input(kChannelsFirstBias, add->input(other));
+      f.absorbed.push_back(tail = add);
+    }
+  }
+  const NodeProto* t = p.sole_consumer(tail->output(0));
+  if (!t || t->op_type() != "Transpose" || t->input_size() != 1) return std::nullopt;
+  const std::vector<int64_t>* perm = p.attrs(*t).find_ints("perm");
+  if (!perm || !moves_last_to_channels(*perm) || perm->size() != x.size()) return std::nullopt;
+  f.absorbed.push_back(tail = t);
+  Shape y{x[0], channels};
+  y.insert(y.end(), x.begin() + 1, x.end() - 1);
+  // A constant of one value per channel (shaped [N, 1, ...] or [1, N, 1, ...]) or one value.
+  if (const NodeProto* mul = p.sole_consumer(tail->output(0));
+      mul && mul->op_type() == "Mul" && mul->input_size() == 2) {
+    const int other = other_input(*mul, tail->output(0));
+    const HostTensor* c = im.constant(*mul, other);
+    auto per_channel = [&](const Shape& s) {
+      if (s.size() > y.size()) return false;
+      for (size_t i = 0; i < s.size(); ++i) {
+        const size_t dim = y.size() - s.size() + i;
+        if (s[i] != 1 && !(dim == 1 && s[i] == channels)) return false;
+      }
+      return true;
+    };
+    if (c && c->dtype == DType::Float32 && per_channel(c->shape)) {
+      n.set_input(kChannelsFirstScale, mul->input(other));
+      f.absorbed.push_back(tail = mul);
+    }
+  }
+  if (const int other = residual_input(p, *tail, y); other >= 0) {
+    const NodeProto* residual = p.sole_consumer(tail->output(0));
+    n.set_input(kChannelsFirstResidual, residual->input(other));
+    f.absorbed.push_back(tail = residual);
+  }
+  set_output(n, f, mm);
+  f.node = std::move(n);
+  return f;
+}
+
 // The patterns, by the op type of the node they start at, tried in order; the first that
 // matches rewrites the node.
 struct Pattern {
@@ -432,6 +506,9 @@ constexpr Pattern kPatterns[] = {
     // MatMuls of one x by constant weights [-> Add(bias)] => SiblingMatMul, their results
     // views of its output (off unless fuse.siblings=1)
     {"MatMul", sibling_matmuls},
+    // MatMul(x, constant) [-> Add(bias)] -> Transpose(last dim to 1) [-> Mul(per channel)]
+    // [-> Add(residual)] => ChannelsFirstMatMul
+    {"MatMul", matmul_channels_first},
     // MatMul(views) [-> Add(bias)] [-> Mul/Div(scalar)] [-> Add(residual)] [-> activation]
     // => FusedMatMul
     {"MatMul", matmul_epilogue},
@@ -460,6 +537,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"FusedConv", "Conv"},
       {"FusedGemm", "Gemm"},
       {"FusedMatMul", "MatMul"},
+      {"ChannelsFirstMatMul", "MatMul"},
       {"FusedAttention", "MatMul"},
       {"FusedRope", "Mul"},
       {"SiblingMatMul", "MatMul"},

@@ -192,6 +192,18 @@ enum ConvInput : int {
 // the residual added after the scale, before the activation; absent ones are empty names.
 enum MatMulInput : int { kMatMulA, kMatMulB, kMatMulBias, kMatMulResidual, kMatMulInputs };
 
+// ChannelsFirstMatMul's inputs: x [B, S..., K], the constant weight [K, N], the [N] bias, the
+// per-channel scale (one value, or N shaped [N, 1, ...] / [1, N, 1, ...]) and the residual,
+// of the output's shape [B, N, S...]; absent ones are empty names.
+enum ChannelsFirstInput : int {
+  kChannelsFirstX,
+  kChannelsFirstW,
+  kChannelsFirstBias,
+  kChannelsFirstScale,
+  kChannelsFirstResidual,
+  kChannelsFirstInputs
+};
+
 // FusedGemm's inputs: Gemm's A, B, C, then the residual added after alpha·AB + beta·C (absent:
 // an empty name or none); with a residual, attribute "output_shape" is the shape its output is
 // viewed as (the Add's: the Reshape and Transposes between Gemm and Add keep the order).

@@ -323,6 +323,57 @@ std::vector<Value> lower_matmul(Importer& im, const onnx::NodeProto& node, const
                       fuse::alpha(node, a)))};
 }
 
+// ChannelsFirstMatMul (fuse.cpp's matmul_channels_first): y [B, N, S...] = (x [B, S..., K] W
+// [K, N] + bias) * scale, plus the residual, as the product W'ᵀ [N, K] by x read as [B, K, S]:
+// the weight is transposed with the per-channel scale folded in (and the bias scaled) once at
+// load, and x read transposed in place is the layout the tensor cores' B_T variants take.
+std::vector<Value> lower_channels_first_matmul(Importer& im, const onnx::NodeProto& node,
+                                               const fold::Attrs&) {
+  using namespace fuse;
+  im.require_inputs(node, 2, kChannelsFirstInputs);
+  const Shape x = im.input(node, kChannelsFirstX).shape;
+  const HostTensor& w = im.host_value(node, kChannelsFirstW, "weight");
+  if (x.size() < 3 || w.dtype != DType::Float32 || w.shape.size() != 2 || w.shape[0] != x.back())
+    im.fail(node, "needs x of rank >= 3 [B, S..., K] and a float32 weight [K, N]; got x " +
+                      shape_str(x) + ", weight " + shape_str(w.shape));
+  const int64_t k = w.shape[0], n = w.shape[1];
+  int64_t s = 1;
+  for (size_t d = 1; d + 1 < x.size(); ++d) s *= x[d];
+  auto per_channel = [&](int input, const char* what) {
+    std::vector<float> v;
+    if (!im.has_input(node, input)) return v;
+    const HostTensor& c = im.host_value(node, input, what);
+    if (c.dtype != DType::Float32 || (c.numel() != 1 && c.numel() != n))
+      im.fail(node, std::string(what) + " needs 1 or " + std::to_string(n) + " float32 values");
+    v.assign(c.data<float>(), c.data<float>() + c.numel());
+    if (v.size() == 1) v.resize(n, v[0]);
+    return v;
+  };
+  const std::vector<float> bias = per_channel(kChannelsFirstBias, "bias");
+  std::vector<float> scale = per_channel(kChannelsFirstScale, "scale");
+  if (scale.empty()) scale.assign(n, 1.f);
+  HostTensor wt(DType::Float32, {n, k});
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < k; ++i)
+      wt.data<float>()[c * k + i] = w.data<float>()[i * n + c] * scale[c];
+  ComputeGraph& g = im.graph();
+  ops::MatmulEpilogue epilogue;
+  if (!bias.empty()) {
+    HostTensor b(DType::Float32, {n, 1});
+    for (int64_t c = 0; c < n; ++c) b.data<float>()[c] = bias[c] * scale[c];
+    epilogue.bias = im.constant_tensor(std::move(b), node.name() + "/channel_bias");
+  }
+  if (im.has_input(node, kChannelsFirstResidual))
+    epilogue.residual = g.add_view(im.tensor(node, kChannelsFirstResidual), {x[0], n, s});
+  const TensorRef a =
+      im.constant_tensor(std::move(wt), node.input(kChannelsFirstW) + "/channels_first");
+  const TensorRef b = g.add_view(im.tensor(node, kChannelsFirstX), {x[0], s, k});
+  TensorRef y = ops::matmul_permuted(g, {a, {}}, {b, {0, 2, 1}}, epilogue);
+  Shape ys{x[0], n};
+  ys.insert(ys.end(), x.begin() + 1, x.end() - 1);
+  return {out(im, g.add_view(y, ys))};
+}
+
 // MaxPool's flat row-major Indices into `x` with the spatial part renumbered column-major
 // (storage_order=1): (n, c) keep their offset, spatial coordinates (i0, i1, ..) of sizes
 // (S0, S1, ..) count as i0 + i1 * S0 + i2 * S0 * S1 + ..., as onnxruntime numbers them.
@@ -722,6 +773,8 @@ void register_nn(LoweringTable& t) {
   t[fuse::fused_key("FusedConv")] = {lower_fused_conv, shaders::conv::float16};
   t[fuse::fused_key("FusedGemm")] = {lower_gemm, shaders::matmul_tiled::float16};
   t[fuse::fused_key("FusedMatMul")] = {lower_matmul, shaders::matmul_tiled::float16};
+  t[fuse::fused_key("ChannelsFirstMatMul")] = {lower_channels_first_matmul,
+                                               shaders::matmul_tiled::float16};
   t[fuse::fused_key("SiblingMatMul")] = {lower_sibling_matmul, shaders::matmul_tiled::float16};
   t["ConvTranspose"] = {lower_conv_transpose, shaders::conv::float16};
   t["Gemm"] = {lower_gemm, shaders::matmul_tiled::float16};

@@ -345,6 +345,91 @@ TEST_F(OnnxFusion, TransposeThatIsAModelOutputIsCopied) {
   EXPECT_EQ(r.plain_nodes, 2u);
 }
 
+// ConvNeXt's block: x (NCHW) -> Transpose to channels-last -> MatMul + bias -> Relu -> MatMul +
+// bias -> Transpose back -> Mul(layer scale [C, 1, 1]) -> Add(x). Pattern matmul_channels_first
+// makes the second MatMul write channels-first with the bias, the scale and the residual in
+// its epilogue: 3 nodes fewer (the first Transpose is already a view the MatMul reads). Also a
+// batch of 2 in rank 3 with a scalar scale before the residual's Add (the residual its first
+// input) and no bias, in fp32 and fp16 mode.
+TEST_F(OnnxFusion, MatMulBeforeTransposeToChannelsFirstWritesChannelsFirst) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    ModelBuilder m(14);
+    m.input("x", kFloat, {1, 8, 5, 6});
+    m.input("z", kFloat, {2, 7, 16});
+    m.input("r", kFloat, {2, 24, 7});
+    m.output("y", kFloat);
+    m.output("u", kFloat);
+    m.initializer("w1", Shape{8, 16}, random_floats(128));
+    m.initializer("b1", Shape{16}, random_floats(16));
+    m.initializer("w2", Shape{16, 8}, random_floats(128));
+    m.initializer("b2", Shape{8}, random_floats(8));
+    m.initializer("gamma", Shape{8, 1, 1}, random_floats(8));
+    m.initializer("w3", Shape{16, 24}, random_floats(384));
+    m.initializer("half", Shape{}, std::vector<float>{0.5f});
+    set_ints(m.node("Transpose", {"x"}, {"xl"}), "perm", {0, 2, 3, 1});
+    m.node("MatMul", {"xl", "w1"}, {"h"});
+    m.node("Add", {"h", "b1"}, {"hb"});
+    m.node("Relu", {"hb"}, {"hr"});
+    m.node("MatMul", {"hr", "w2"}, {"o"});
+    m.node("Add", {"b2", "o"}, {"ob"});
+    set_ints(m.node("Transpose", {"ob"}, {"oc"}), "perm", {0, 3, 1, 2});
+    m.node("Mul", {"gamma", "oc"}, {"os"});
+    m.node("Add", {"os", "x"}, {"y"});
+    m.node("MatMul", {"z", "w3"}, {"p"});
+    set_ints(m.node("Transpose", {"p"}, {"pc"}), "perm", {0, 2, 1});
+    m.node("Mul", {"pc", "half"}, {"ps"});
+    m.node("Add", {"r", "ps"}, {"u"});
+    Runs r = run_both(m,
+                      {{"x", random_tensor(rng, DType::Float32, {1, 8, 5, 6})},
+                       {"z", random_tensor(rng, DType::Float32, {2, 7, 16})},
+                       {"r", random_tensor(rng, DType::Float32, {2, 24, 7})}},
+                      fp16);
+    ASSERT_EQ(r.fused.size(), 2u);
+    EXPECT_EQ(r.fused[0].shape, (Shape{1, 8, 5, 6}));
+    EXPECT_EQ(r.fused[1].shape, (Shape{2, 24, 7}));
+    for (size_t i = 0; i < 2; ++i) expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 1e-5f);
+    // Fused: matmul+bias+relu reading x's view, the two channels-first matmuls. Unfused: 9 + 4.
+    const size_t casts = input_casts(fp16, 3);
+    EXPECT_EQ(r.fused_nodes, 3u + casts);
+    EXPECT_EQ(r.plain_nodes, 13u + casts);
+  }
+}
+
+// Pattern matmul_channels_first must not fire where the Transpose does not move the last dim to
+// dim 1, the weight is not a host constant, or the product has a second reader; a Mul by a
+// constant along another dim stays a node of its own.
+TEST_F(OnnxFusion, ChannelsFirstMatMulOnlyWhereItIsOne) {
+  ModelBuilder m(14);
+  std::map<std::string, HostTensor> feeds;
+  for (const char* x : {"x1", "x2", "x3", "x4"}) {
+    m.input(x, kFloat, {1, 3, 4, 8});
+    feeds[x] = random_tensor(rng, DType::Float32, {1, 3, 4, 8});
+  }
+  m.input("w_dyn", kFloat, {8, 5});
+  feeds["w_dyn"] = random_tensor(rng, DType::Float32, {8, 5});
+  for (const char* y : {"y1", "y2", "y3", "y4", "y5"}) m.output(y, kFloat);
+  m.initializer("w", Shape{8, 5}, random_floats(40));
+  m.initializer("per_w", Shape{4}, random_floats(4));
+  m.node("MatMul", {"x1", "w"}, {"m1"});
+  set_ints(m.node("Transpose", {"m1"}, {"y1"}), "perm", {0, 3, 2, 1});
+  m.node("MatMul", {"x2", "w_dyn"}, {"m2"});
+  set_ints(m.node("Transpose", {"m2"}, {"y2"}), "perm", {0, 3, 1, 2});
+  m.node("MatMul", {"x3", "w"}, {"m3"});
+  set_ints(m.node("Transpose", {"m3"}, {"y3"}), "perm", {0, 3, 1, 2});
+  m.node("Relu", {"m3"}, {"y4"});
+  m.node("MatMul", {"x4", "w"}, {"m4"});
+  set_ints(m.node("Transpose", {"m4"}, {"t4"}), "perm", {0, 3, 1, 2});
+  m.node("Mul", {"t4", "per_w"}, {"y5"});
+  Runs r = run_both(m, feeds);
+  ASSERT_EQ(r.fused.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) expect_near(r.fused[i], r.plain[i], 1e-5f);
+  // Only the last MatMul and its Transpose become one node.
+  EXPECT_EQ(r.plain_nodes, 10u);
+  EXPECT_EQ(r.fused_nodes, 9u);
+}
+
 TEST_F(OnnxFusion, BadPermutationIsAnError) {
   ModelBuilder m(14);
   m.input("x", kFloat, {2, 3});
