@@ -520,6 +520,9 @@ constexpr Pattern kPatterns[] = {
     {"Mul", activation_chain},
     {"Pow", activation_chain},
     {"Add", activation_chain},
+    // Transpose(x, channels-last) -> LayerNormalization(last axis) [-> Transpose back]
+    // => ChannelLayerNorm
+    {"Transpose", channel_layer_norm},
     // Transpose/Reshape/Squeeze/Unsqueeze/Gather/Slice/Split/Expand read as a view
     // (fuse_view.h) => elided
     {"Transpose", view_node},
@@ -538,6 +541,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"FusedGemm", "Gemm"},
       {"FusedMatMul", "MatMul"},
       {"ChannelsFirstMatMul", "MatMul"},
+      {"ChannelLayerNorm", "LayerNormalization"},
       {"FusedAttention", "MatMul"},
       {"FusedRope", "Mul"},
       {"SiblingMatMul", "MatMul"},

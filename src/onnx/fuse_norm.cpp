@@ -117,4 +117,66 @@ std::optional<Fusion> rms_norm(const NodeProto& square, Pass& p) {
   return f;
 }
 
+namespace {
+
+// Whether `perm` of rank >= 3 is [0, 2, ..., r - 1, 1] (channels-first to channels-last), or
+// with `back` [0, r - 1, 1, ..., r - 2] (channels-last to channels-first).
+bool channel_move(const std::vector<int64_t>& perm, bool back) {
+  const int64_t r = static_cast<int64_t>(perm.size());
+  if (r < 3 || perm[0] != 0) return false;
+  for (int64_t d = 1; d < r; ++d)
+    if (perm[d] != (back ? (d == 1 ? r - 1 : d - 1) : (d == r - 1 ? 1 : d + 1))) return false;
+  return true;
+}
+
+const std::vector<int64_t>* perm_of(Pass& p, const NodeProto* t) {
+  return t && t->op_type() == "Transpose" && t->domain().empty() && t->input_size() == 1
+             ? p.attrs(*t).find_ints("perm")
+             : nullptr;
+}
+
+}  // namespace
+
+std::optional<Fusion> channel_layer_norm(const NodeProto& t, Pass& p) {
+  const Importer& im = p.importer();
+  if (t.input(0).empty() || p.view(t.input(0)) || !im.available(t, 0) ||
+      p.knob("fuse.channel_norm", 1) == 0)
+    return std::nullopt;
+  const std::vector<int64_t>* perm = perm_of(p, &t);
+  const Shape& x = im.input(t, 0).shape;
+  if (!perm || perm->size() != x.size() || !channel_move(*perm, false)) return std::nullopt;
+  const NodeProto* ln = p.sole_consumer(t.output(0));
+  if (!ln || ln->op_type() != "LayerNormalization" || !ln->domain().empty() ||
+      ln->input_size() < 2 || ln->input_size() > 3 || ln->input(0) != t.output(0) ||
+      ln->input(1) == t.output(0) || (ln->input_size() == 3 && ln->input(2) == t.output(0)))
+    return std::nullopt;
+  for (int i = 1; i < ln->output_size(); ++i)
+    if (!ln->output(i).empty()) return std::nullopt;  // Mean and InvStdDev are not computed
+  const fold::Attrs& attrs = p.attrs(*ln);
+  const int64_t axis = attrs.get_int("axis", -1);
+  // Carried to the fused node, whose lowering reads them as LayerNormalization's does.
+  attrs.ignore("epsilon");
+  attrs.ignore("stash_type");
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (axis != -1 && axis != rank - 1) return std::nullopt;
+  for (int i = 1; i < ln->input_size(); ++i)
+    if (!ln->input(i).empty() && (!im.available(*ln, i) || im.input(*ln, i).shape != Shape{x[1]}))
+      return std::nullopt;
+  NodeProto n = fused_node(t, "ChannelLayerNorm");
+  *n.mutable_attribute() = ln->attribute();
+  n.add_input(t.input(0));
+  for (int i = 1; i < ln->input_size(); ++i) n.add_input(ln->input(i));
+  Fusion f;
+  f.absorbed.push_back(ln);
+  const NodeProto* back = p.sole_consumer(ln->output(0));
+  const std::vector<int64_t>* back_perm = perm_of(p, back);
+  if (back_perm && back->input(0) == ln->output(0) && back_perm->size() == x.size() &&
+      channel_move(*back_perm, true))
+    f.absorbed.push_back(back);
+  set_attr(n, "channels_last", int64_t{f.absorbed.size() == 1 ? 1 : 0});
+  n.add_output(f.absorbed.back()->output(0));
+  f.node = std::move(n);
+  return f;
+}
+
 }  // namespace vkgraph::onnx_import::fuse

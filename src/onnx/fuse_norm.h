@@ -20,4 +20,11 @@ namespace vkgraph::onnx_import::fuse {
 // Rooted at the Pow (or Mul) squaring x.
 std::optional<Fusion> rms_norm(const onnx::NodeProto& square, Pass& pass);
 
+// Transpose(x, [0, 2, ..., 1]) -> LayerNormalization(last axis, [C] scale and bias) [->
+// Transpose back to channels-first] => ChannelLayerNorm(x, scale[, bias]): ops::channel_layer_norm
+// reads the channels of x in place (attribute "channels_last": whether y stays channels-last,
+// the second Transpose absent), one dispatch instead of two or three (ConvNeXt's LayerNorms;
+// knob fuse.channel_norm=0 keeps the nodes). Rooted at the first Transpose.
+std::optional<Fusion> channel_layer_norm(const onnx::NodeProto& transpose, Pass& pass);
+
 }  // namespace vkgraph::onnx_import::fuse

@@ -597,6 +597,15 @@ std::vector<Value> lower_layer_norm(Importer& im, const onnx::NodeProto& node,
   return outs;
 }
 
+// ChannelLayerNorm (fuse_norm.h): LayerNormalization's operands and attributes, x
+// channels-first.
+std::vector<Value> lower_channel_layer_norm(Importer& im, const onnx::NodeProto& node,
+                                            const fold::Attrs& a) {
+  const LayerNormArgs args = layer_norm_args(im, node, a);
+  return {out(im, ops::channel_layer_norm(im.graph(), args.x, args.scale, args.bias, args.epsilon,
+                                          a.get_int("channels_last", 1) != 0))};
+}
+
 // LayerNormRange (fuse_dynamic_quant.h, float32 only): a LayerNormalization of one output, and
 // the range partials of it that the DynamicQuantRange reading it takes instead of its range pass.
 std::vector<Value> lower_layer_norm_range(Importer& im, const onnx::NodeProto& node,
@@ -785,6 +794,7 @@ void register_nn(LoweringTable& t) {
   t["GlobalMaxPool"] = {lower_global_pool, shaders::pool::float16};
   t["BatchNormalization"] = {lower_batch_norm, shaders::norm::float16};
   t["LayerNormalization"] = {lower_layer_norm, shaders::norm::float16};
+  t[fuse::fused_key("ChannelLayerNorm")] = {lower_channel_layer_norm, shaders::norm::float16};
   t[fuse::fused_key("LayerNormRange")] = {lower_layer_norm_range, shaders::norm::float16};
   t[fuse::fused_key("FusedRmsNorm")] = {lower_fused_rms_norm, shaders::norm::float16};
   t["InstanceNormalization"] = {lower_instance_norm, shaders::norm::float16};

@@ -1,6 +1,6 @@
 #version 450
-// Layer, instance, group and RMS normalization: one workgroup per row of `cols` contiguous
-// elements, normalized by the row's mean and variance (two passes over the row: the variance
+// Layer, instance, group and RMS normalization: one workgroup per row of `cols` elements
+// (contiguous, or a channels-first tensor's channels at one position: Params.x_inner, y_inner), normalized by the row's mean and variance (two passes over the row: the variance
 // sums squared deviations, which stays accurate when the mean is large), then scaled and
 // shifted. RMS takes the mean as 0: one pass for the mean square. The affine index of element `col` of row `row` is
 //   ((row % groups) * cols + col) / div % mod
@@ -24,6 +24,9 @@ layout(push_constant) uniform Params {
   int rows, cols, groups;
   int scale_div, scale_mod, bias_div, bias_mod;
   float epsilon;
+  // 0: x's (y's) rows are contiguous. S > 0: x (y) is [N, cols, S] and row n * S + s is its
+  // cols elements at (n, ., s), S apart: a channels-first tensor normalized over its channels.
+  int x_inner, y_inner;
 } p;
 
 layout(constant_id = 3) const bool HAS_BIAS = false;
@@ -34,6 +37,13 @@ layout(constant_id = 4) const bool RMS = false;
 // three (mean, deviations, output), which at transformer widths (768..4096) is what a row's
 // time is made of. Longer rows stream x three times.
 const int CACHED = 16;
+
+// The element index of (row, col) in a tensor of the layout `inner` says (see Params).
+int element(int row, int col, int inner) {
+  if (inner == 0) return row * p.cols + col;
+  const int n = row / inner;
+  return n * p.cols * inner + (row - n * inner) + col * inner;
+}
 
 // scale / bias index of element `col` of row `row` (see above); layer norm's plain [cols]
 // parameters (div 1, mod cols, groups 1) skip the integer divisions.
@@ -66,7 +76,6 @@ void store_range(int row, vec2 range) {
 void main() {
   int row = row_index();
   if (row >= p.rows) return;  // uniform across the workgroup
-  int base = row * p.cols;
   int first = int(gl_LocalInvocationID.x), step = int(gl_WorkGroupSize.x);
   float mean = 0.0;
   vec2 range = vec2(0.0);  // the range always includes 0
@@ -75,7 +84,7 @@ void main() {
     float s = 0.0;
     [[unroll]] for (int j = 0; j < CACHED; ++j) {
       const int i = first + j * step;
-      v[j] = i < p.cols ? T(x[base + i]) : 0.0;
+      v[j] = i < p.cols ? T(x[element(row, i, p.x_inner)]) : 0.0;
       s += v[j];
     }
     if (!RMS) mean = workgroup_reduce(s, false) / float(p.cols);
@@ -87,23 +96,25 @@ void main() {
     const float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
     [[unroll]] for (int j = 0; j < CACHED; ++j) {
       const int i = first + j * step;
-      if (i < p.cols) store(base + i, normalized(v[j], mean, inv_std, row, i), range);
+      if (i < p.cols)
+        store(element(row, i, p.y_inner), normalized(v[j], mean, inv_std, row, i), range);
     }
     store_range(row, range);
     return;
   }
   if (!RMS) {
     float s = 0.0;
-    for (int i = first; i < p.cols; i += step) s += T(x[base + i]);
+    for (int i = first; i < p.cols; i += step) s += T(x[element(row, i, p.x_inner)]);
     mean = workgroup_reduce(s, false) / float(p.cols);
   }
   float sq = 0.0;
   for (int i = first; i < p.cols; i += step) {
-    float d = T(x[base + i]) - mean;
+    float d = T(x[element(row, i, p.x_inner)]) - mean;
     sq = fma(d, d, sq);
   }
   float inv_std = 1.0 / sqrt(workgroup_reduce(sq, false) / float(p.cols) + p.epsilon);
   for (int i = first; i < p.cols; i += step)
-    store(base + i, normalized(T(x[base + i]), mean, inv_std, row, i), range);
+    store(element(row, i, p.y_inner),
+          normalized(T(x[element(row, i, p.x_inner)]), mean, inv_std, row, i), range);
   store_range(row, range);
 }

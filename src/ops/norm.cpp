@@ -70,20 +70,24 @@ AffineIndex broadcast_index(ComputeGraph& g, TensorRef param, const Shape& dims,
 struct RowLayout {
   int64_t rows, cols, groups;
   AffineIndex scale, bias;
+  // norm.comp's x_inner, y_inner: 0 for contiguous rows, else x (y) is [N, cols, inner].
+  int64_t x_inner = 0, y_inner = 0;
 };
 
 // `range`, where given, receives a Float32 [rows, 2] tensor of each row's (min, max) of y as
 // stored, 0 included: dynamic_quant_range's partials.
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
                     std::optional<TensorRef> bias, const RowLayout& layout, float epsilon,
-                    bool rms = false, TensorRef* range = nullptr) {
+                    bool rms = false, TensorRef* range = nullptr,
+                    std::optional<Shape> y_shape = std::nullopt) {
   const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
-  TensorRef y = g.add_tensor(g.info(x).shape, g.info(x).dtype);
+  TensorRef y = g.add_tensor(y_shape.value_or(g.info(x).shape), g.info(x).dtype);
   PushConstants pc;
   for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
                     layout.bias.div, layout.bias.mod})
     pc.add(static_cast<int32_t>(v));
   pc.add(epsilon);
+  pc.add(static_cast<int32_t>(layout.x_inner)).add(static_cast<int32_t>(layout.y_inner));
   DispatchDesc d;
   d.shader = declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype, range != nullptr), op);
   d.bindings = {{x, Access::Read},
@@ -157,6 +161,27 @@ TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale, std::optiona
   const std::string op = "layer_norm";
   const RowLayout layout = trailing_rows(g, op, x, axis, scale, bias);
   return norm_rows(g, op, x, scale, bias, layout, epsilon);
+}
+
+TensorRef channel_layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
+                             std::optional<TensorRef> bias, float epsilon, bool channels_last) {
+  const std::string op = "channel_layer_norm";
+  const Shape xs = checked_input(g, x, 3, op, "[N, C, D1, ...]");
+  const int64_t spatial = product(xs.begin() + 2, xs.end());
+  check(xs[1] > 0 && spatial > 0, ErrorKind::InvalidArgument,
+        op + ": input " + shape_str(xs) + " is empty");
+  RowLayout layout{xs[0] * spatial, xs[1], 1, {}, {}};
+  layout.scale = broadcast_index(g, scale, {xs[1]}, op, "scale");
+  if (bias) layout.bias = broadcast_index(g, *bias, {xs[1]}, op, "bias");
+  layout.x_inner = spatial;
+  Shape ys = xs;
+  if (channels_last) {
+    ys.erase(ys.begin() + 1);
+    ys.push_back(xs[1]);
+  } else {
+    layout.y_inner = spatial;
+  }
+  return norm_rows(g, op, x, scale, bias, layout, epsilon, /*rms=*/false, nullptr, ys);
 }
 
 NormWithRange layer_norm_with_range(ComputeGraph& g, TensorRef x, TensorRef scale,

@@ -140,6 +140,52 @@ TEST_F(OpsNorm, LayerNorm) {
   }
 }
 
+// channel_layer_norm: layer_norm over the channels of a channels-first x, read in place, y
+// channels-last or channels-first; rows in registers and streamed (4500 channels), batches.
+TEST_F(OpsNorm, ChannelLayerNormIsLayerNormOfTheTransposedInput) {
+  const Shape cases[] = {{2, 33, 3, 5}, {1, 96, 7}, {2, 300, 2, 2}, {1, 4500, 3}, {3, 8, 1}};
+  for (const Shape& xs : cases)
+    for (bool channels_last : {true, false})
+      for (bool with_bias : {true, false}) {
+        SCOPED_TRACE(shape_str(xs) + (channels_last ? " channels-last" : " channels-first") +
+                     (with_bias ? " bias" : ""));
+        const int64_t n = xs[0], c = xs[1], spatial = product(xs, 2, xs.size());
+        std::vector<float> xv = random_floats(numel(xs), -2.f, 3.f);
+        std::vector<float> sv = random_floats(c, 0.5f, 2.f), bv = random_floats(c);
+        graph_ = std::make_unique<ComputeGraph>(context());
+        ComputeGraph& g = *graph_;
+        TensorRef x = g.add_input(xs, DType::Float32, "x");
+        std::optional<TensorRef> b;
+        if (with_bias) b = constant({c}, bv);
+        TensorRef y = ops::channel_layer_norm(g, x, constant({c}, sv), b, 1e-5f, channels_last);
+        Shape want_shape{n};
+        if (channels_last) want_shape.insert(want_shape.end(), xs.begin() + 2, xs.end());
+        want_shape.push_back(c);
+        if (!channels_last) want_shape.insert(want_shape.end(), xs.begin() + 2, xs.end());
+        ASSERT_EQ(g.info(y).shape, want_shape);
+        g.add_output(y, "y");
+        // x moved to channels-last: row (i, s) holds x[i, :, s].
+        std::vector<float> rows(xv.size());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t s = 0; s < spatial; ++s)
+              rows[(i * spatial + s) * c + ch] = xv[(i * c + ch) * spatial + s];
+        std::vector<double> want =
+            normalize_rows(rows, n * spatial, c, 1e-5, [&](int64_t, int64_t col) {
+              return std::pair<double, double>{sv[col], with_bias ? bv[col] : 0.0};
+            });
+        if (!channels_last) {
+          std::vector<double> back(want.size());
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t ch = 0; ch < c; ++ch)
+              for (int64_t s = 0; s < spatial; ++s)
+                back[(i * c + ch) * spatial + s] = want[(i * spatial + s) * c + ch];
+          want = std::move(back);
+        }
+        expect_close(run_graph(g, xv), want, 1e-4);
+      }
+}
+
 // layer_norm_with_range: y bit for bit layer_norm's, and per row the (min, max) of y as read
 // back, 0 included, as DynamicQuantizeLinear's range pass finds it. Rows in registers and
 // streamed (4500 elements), a bias shifting whole rows above or below 0 (the range still

@@ -430,6 +430,62 @@ TEST_F(OnnxFusion, ChannelsFirstMatMulOnlyWhereItIsOne) {
   EXPECT_EQ(r.fused_nodes, 9u);
 }
 
+// Pattern channel_layer_norm: ConvNeXt's LayerNorm2d (Transpose to channels-last ->
+// LayerNormalization -> Transpose back) is one node reading and writing channels-first, and
+// a block's (Transpose -> LayerNormalization -> MatMul) one node writing channels-last for the
+// MatMul; in fp32 and fp16 mode. Not: a Transpose of another permutation, a LayerNormalization
+// over more than the channels, a channels-last tensor something else reads too.
+TEST_F(OnnxFusion, LayerNormOverChannelsReadsThemInPlace) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    ModelBuilder m(17);
+    std::map<std::string, HostTensor> feeds;
+    for (const char* x : {"x1", "x2", "x3", "x4", "x5"}) {
+      m.input(x, kFloat, {2, 8, 3, 5});
+      feeds[x] = random_tensor(rng, DType::Float32, {2, 8, 3, 5});
+    }
+    for (const char* y : {"y1", "y2", "y3", "y4", "y5", "t5"}) m.output(y, kFloat);
+    m.initializer("scale", Shape{8}, random_floats(8, 0.5f, 2.f));
+    m.initializer("bias", Shape{8}, random_floats(8));
+    m.initializer("w", Shape{8, 4}, random_floats(32));
+    m.initializer("scale_wide", Shape{5, 8}, random_floats(40, 0.5f, 2.f));
+    auto layer_norm = [&](const std::string& in, const std::string& out, bool bias,
+                          int64_t axis = -1) {
+      onnx::NodeProto& n = bias ? m.node("LayerNormalization", {in, "scale", "bias"}, {out})
+                                : m.node("LayerNormalization", {in, "scale"}, {out});
+      set_int(n, "axis", axis);
+      onnx::AttributeProto* eps = n.add_attribute();
+      eps->set_name("epsilon");
+      eps->set_type(onnx::AttributeProto::FLOAT);
+      eps->set_f(1e-6f);
+    };
+    set_ints(m.node("Transpose", {"x1"}, {"l1"}), "perm", {0, 2, 3, 1});
+    layer_norm("l1", "n1", true);
+    set_ints(m.node("Transpose", {"n1"}, {"y1"}), "perm", {0, 3, 1, 2});
+    set_ints(m.node("Transpose", {"x2"}, {"l2"}), "perm", {0, 2, 3, 1});
+    layer_norm("l2", "n2", false);
+    m.node("MatMul", {"n2", "w"}, {"y2"});
+    set_ints(m.node("Transpose", {"x3"}, {"l3"}), "perm", {0, 3, 2, 1});  // [2, 5, 3, 8]
+    layer_norm("l3", "y3", true);
+    set_ints(m.node("Transpose", {"x4"}, {"l4"}), "perm", {0, 2, 3, 1});  // [2, 3, 5, 8]
+    onnx::NodeProto& wide = m.node("LayerNormalization", {"l4", "scale_wide"}, {"y4"});
+    set_int(wide, "axis", 2);
+    set_ints(m.node("Transpose", {"x5"}, {"t5"}), "perm", {0, 2, 3, 1});
+    layer_norm("t5", "y5", true);
+    Runs r = run_both(m, feeds, fp16);
+    ASSERT_EQ(r.fused.size(), 6u);
+    EXPECT_EQ(r.fused[0].shape, (Shape{2, 8, 3, 5}));
+    EXPECT_EQ(r.fused[1].shape, (Shape{2, 3, 5, 4}));
+    for (size_t i = 0; i < 6; ++i) expect_near(r.fused[i], r.plain[i], fp16 ? 1e-2f : 1e-5f);
+    // Fused: the channels-first norm, the channels-last norm and the MatMul, then the three
+    // cases left as they are (Transpose and norm each). Unfused: 3 + 3 + 2 + 2 + 2.
+    const size_t casts = input_casts(fp16, 5);
+    EXPECT_EQ(r.fused_nodes, 9u + casts);
+    EXPECT_EQ(r.plain_nodes, 12u + casts);
+  }
+}
+
 TEST_F(OnnxFusion, BadPermutationIsAnError) {
   ModelBuilder m(14);
   m.input("x", kFloat, {2, 3});

@@ -128,6 +128,12 @@ TensorRef batch_norm_inference(ComputeGraph& g, TensorRef x, TensorRef scale, Te
 TensorRef layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
                      std::optional<TensorRef> bias = std::nullopt, int64_t axis = -1,
                      float epsilon = 1e-5f);
+// LayerNormalization over the channels (dim 1) of a channels-first x [N, C, D1, ...], as a
+// Transpose to channels-last followed by layer_norm over the last dim: y is [N, D1, ..., C]
+// with `channels_last`, else x's shape (torchvision's LayerNorm2d, ConvNeXt's downsampling).
+// scale and bias: [C]. One dispatch, no transposed copy.
+TensorRef channel_layer_norm(ComputeGraph& g, TensorRef x, TensorRef scale,
+                             std::optional<TensorRef> bias, float epsilon, bool channels_last);
 // layer_norm, and from the same kernel DynamicQuantizeLinear's range partials of y: a Float32
 // [rows, 2] tensor (rows: the product of x's dims before `axis`, at least 1) of each row's
 // (min, max) of y, 0 included. As dynamic_quant_range's partials, they stand for its pass over
