@@ -520,6 +520,8 @@ constexpr Pattern kPatterns[] = {
     {"Mul", activation_chain},
     {"Pow", activation_chain},
     {"Add", activation_chain},
+    // Concat of elided views => ViewConcat (fuse_view.h)
+    {"Concat", concat_of_views},
     // Transpose(x, channels-last) -> LayerNormalization(last axis) [-> Transpose back]
     // => ChannelLayerNorm
     {"Transpose", channel_layer_norm},
@@ -542,6 +544,7 @@ const std::map<std::string, std::string>& model_op_types() {
       {"FusedMatMul", "MatMul"},
       {"ChannelsFirstMatMul", "MatMul"},
       {"ChannelLayerNorm", "LayerNormalization"},
+      {"ViewConcat", "Concat"},
       {"FusedAttention", "MatMul"},
       {"FusedRope", "Mul"},
       {"SiblingMatMul", "MatMul"},

@@ -226,6 +226,9 @@ bool reads_views(Pass& p, const std::string& value, const Shape& shape) {
                            std::count(r->input().begin(), r->input().end(), value) == 1 &&
                            r->domain().empty();
     if (r->op_type() == "MatMul" && r->domain().empty()) continue;
+    // concat_of_views copies each view into its place.
+    if (r->op_type() == "Concat" && r->domain().empty() && p.knob("fuse.concat_views", 1) != 0)
+      continue;
     if (data_only && (is_view_op(r->op_type()) || r->op_type() == "Shape")) continue;
     if (r->domain().empty() && scale_for_matmul(p, *r, value)) continue;
     if (r->domain().empty() && reads_for_rope(p, *r, value, shape)) continue;
@@ -416,6 +419,27 @@ std::optional<Fusion> view_node(const NodeProto& n, Pass& p) {
   if (!v) return std::nullopt;
   p.elide(n.output(0), std::move(*v));
   return Fusion{};
+}
+
+std::optional<Fusion> concat_of_views(const NodeProto& cat, Pass& p) {
+  if (!cat.domain().empty() || cat.input_size() < 1 || p.knob("fuse.concat_views", 1) == 0)
+    return std::nullopt;
+  bool any = false;
+  for (const std::string& in : cat.input()) {
+    const Pass::View* v = in.empty() ? nullptr : p.view(in);
+    if (v && v->group != 1) return std::nullopt;  // only the attention reads grouped views
+    any |= v != nullptr;
+  }
+  if (!any) return std::nullopt;
+  NodeProto n = fused_node(cat, "ViewConcat");
+  set_attr(n, "axis", p.attrs(cat).get_int("axis", 0));
+  for (int i = 0; i < cat.input_size(); ++i) {
+    const Pass::View v = p.resolve(cat, i);
+    n.add_input(v.source);
+    set_view(n, "x" + std::to_string(i), v);
+  }
+  n.add_output(cat.output(0));
+  return Fusion{std::move(n), {}};
 }
 
 }  // namespace vkgraph::onnx_import::fuse

@@ -23,7 +23,7 @@
 // Reshape that would merge dims the strides keep apart is not: it is lowered, reading its input
 // copied out); a Transpose, Gather or Slice of a computed tensor only where every reader reads
 // views (`reads_views`): MatMul, a data-movement node, Shape, a Mul/Div by a scalar constant
-// whose only reader is a MatMul (the attention's scale), or the first nodes of a rotary
+// whose only reader is a MatMul (the attention's scale), a Concat, or the first nodes of a rotary
 // embedding (fuse_rope.h). A Reshape, Squeeze or Unsqueeze of a
 // computed tensor is a free view of its bytes already (lower_tensor.cpp) and is left to that.
 #include <onnx/onnx_pb.h>
@@ -38,6 +38,12 @@ namespace vkgraph::onnx_import::fuse {
 
 // Whether `op` (of the default domain) is one of the data-movement ops above.
 bool is_view_op(const std::string& op);
+
+// Concat of inputs some of which are elided views => ViewConcat, which copies each view into
+// its place (ops::concat_views; inputs the views' sources, fuse::set_view's attributes "x<i>"):
+// the Slices of a cyclic shift (Swin's torch.roll as the exporters write it) and the strided
+// Slices of a patch merging cost no copies of their own. Knob fuse.concat_views=0 keeps them.
+std::optional<Fusion> concat_of_views(const onnx::NodeProto& concat, Pass& pass);
 
 // Rooted at any of the data-movement ops above: elided (a Fusion without a node) or nullopt.
 std::optional<Fusion> view_node(const onnx::NodeProto& node, Pass& pass);

@@ -5,16 +5,14 @@
 #include "onnx/fuse_attention.h"
 #include "onnx/fuse_rope.h"
 #include "onnx/importer.h"
+#include "onnx/lower_util.h"
 #include "vkgraph/ops/attention.h"
 #include "vkgraph/ops/rope.h"
 
 namespace vkgraph::onnx_import {
-namespace {
 
-// Operand `x` (q, k, v) at `input` as the kernel reads it (fuse_attention.h's attributes): a
-// strided view, a permutation, or as stored.
-ops::StridedView view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a, int input,
-                      const std::string& x) {
+ops::StridedView fused_view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                            int input, const std::string& x) {
   const TensorRef t = im.tensor(node, input);
   const std::vector<int64_t>* shape = a.find_ints("shape_" + x);
   const std::vector<int64_t>* strides = a.find_ints("strides_" + x);
@@ -26,6 +24,7 @@ ops::StridedView view(Importer& im, const onnx::NodeProto& node, const fold::Att
   const std::vector<int64_t>* p = a.find_ints("perm_" + x);
   return ops::strided_view(im.graph(), {t, p ? *p : std::vector<int64_t>{}});
 }
+namespace {
 
 HostTensor float_scalar(float v) {
   HostTensor t(DType::Float32, {});
@@ -161,9 +160,9 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
         im.fail(node, "unknown mask_kind");
     }
   }
-  TensorRef y = ops::attention_strided(im.graph(), view(im, node, a, fuse::kAttnQ, "q"),
-                                       view(im, node, a, fuse::kAttnKt, "k"),
-                                       view(im, node, a, fuse::kAttnV, "v"), mask, params);
+  TensorRef y = ops::attention_strided(im.graph(), fused_view(im, node, a, fuse::kAttnQ, "q"),
+                                       fused_view(im, node, a, fuse::kAttnKt, "k"),
+                                       fused_view(im, node, a, fuse::kAttnV, "v"), mask, params);
   return {Importer::device_value(im.graph(), y)};
 }
 
@@ -171,7 +170,7 @@ std::vector<Value> lower_fused_attention(Importer& im, const onnx::NodeProto& no
 std::vector<Value> lower_fused_rope(Importer& im, const onnx::NodeProto& node,
                                     const fold::Attrs& a) {
   im.require_inputs(node, fuse::kRopeInputs, fuse::kRopeInputs);
-  TensorRef y = ops::rope(im.graph(), view(im, node, a, fuse::kRopeX, "x"),
+  TensorRef y = ops::rope(im.graph(), fused_view(im, node, a, fuse::kRopeX, "x"),
                           im.tensor(node, fuse::kRopeCos), im.tensor(node, fuse::kRopeSin));
   return {Importer::device_value(im.graph(), y)};
 }

@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "core/shape_rules.h"
+#include "onnx/fuse.h"
 #include "onnx/importer.h"
+#include "onnx/lower_util.h"
 #include "vkgraph/error.h"
 #include "vkgraph/onnx_tensor.h"
 #include "vkgraph/shaders/gather.h"
@@ -120,6 +122,16 @@ std::vector<Value> lower_concat(Importer& im, const onnx::NodeProto& node, const
   std::vector<TensorRef> inputs;
   for (size_t i = 0; i < im.num_inputs(node); ++i) inputs.push_back(im.tensor(node, i));
   return {out(im, ops::concat(im.graph(), inputs, a.get_int("axis", 0)))};
+}
+
+// ViewConcat (fuse_view.h): the inputs read through the views the pass wrote.
+std::vector<Value> lower_view_concat(Importer& im, const onnx::NodeProto& node,
+                                     const fold::Attrs& a) {
+  im.require_inputs(node, 1, 1u << 16);
+  std::vector<ops::StridedView> parts;
+  for (int i = 0; i < node.input_size(); ++i)
+    parts.push_back(fused_view(im, node, a, i, "x" + std::to_string(i)));
+  return {out(im, ops::concat_views(im.graph(), parts, a.get_int("axis", 0)))};
 }
 
 std::vector<Value> lower_split(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a) {
@@ -413,6 +425,7 @@ void register_tensor(LoweringTable& t) {
   t["Unsqueeze"] = {lower_unsqueeze, shaders::strided_copy::float16};
   t["Transpose"] = {lower_transpose, shaders::strided_copy::float16};
   t["Concat"] = {lower_concat, shaders::strided_copy::float16};
+  t[fuse::fused_key("ViewConcat")] = {lower_view_concat, shaders::strided_copy::float16};
   t["Split"] = {lower_split, shaders::strided_copy::float16};
   t["Slice"] = {lower_slice, shaders::strided_copy::float16};
   t["Gather"] = {lower_gather, shaders::gather::float16};

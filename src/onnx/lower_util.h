@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "onnx/importer.h"
+#include "vkgraph/ops/attention.h"
 
 namespace vkgraph::onnx_import {
 
@@ -26,6 +27,12 @@ auto with_node(const Importer& im, const onnx::NodeProto& node, F&& f) {
     throw Error(e.kind(), im.where(node) + ": " + e.message());
   }
 }
+
+// Input `input` of a fused node as its kernel reads it, where the pattern wrote the view with
+// fuse::set_view under the name `x`: a strided view ("shape_x", "strides_x", "offset_x"), a
+// permutation ("perm_x"), or the tensor as stored.
+ops::StridedView fused_view(Importer& im, const onnx::NodeProto& node, const fold::Attrs& a,
+                            int input, const std::string& x);
 
 // MaxPool / AveragePool by the model node's op type (so also a fused QdqMaxPool, whose input 0
 // is the 8-bit x) over `in`, with the node's window attributes (lower_nn.cpp).

@@ -239,32 +239,41 @@ TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& pe
 }
 
 TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t axis) {
-  check(!inputs.empty(), ErrorKind::InvalidArgument, "concat: no inputs");
-  const TensorInfo first = g.info(inputs[0]);
-  if (first.shape.empty()) throw Error(ErrorKind::InvalidArgument, "concat: inputs are scalars");
-  int a = normalize_axis(axis, first.shape.size(), "concat");
-  Shape out = first.shape;
-  out[a] = 0;
+  std::vector<StridedView> parts;
   for (TensorRef t : inputs) {
-    const TensorInfo ti = g.info(t);
-    if (ti.dtype != first.dtype || !shapes::concat_compatible(first.shape, ti.shape, a))
-      throw Error(ErrorKind::InvalidArgument,
-                  "concat: input '" + ti.name + "' " + shape_str(ti.shape) + " " +
-                      dtype_name(ti.dtype) + " does not match " + shape_str(first.shape) + " " +
-                      dtype_name(first.dtype) + " outside axis " + std::to_string(a));
-    out[a] += ti.shape[a];
+    const Shape shape = g.info(t).shape;
+    parts.push_back({t, shape, shapes::contiguous_strides(shape), 0});
   }
-  elem_bits(g, first.dtype, "concat");
-  TensorRef result = g.add_tensor(out, first.dtype);
+  return concat_views(g, parts, axis);
+}
+
+TensorRef concat_views(ComputeGraph& g, const std::vector<StridedView>& parts, int64_t axis) {
+  check(!parts.empty(), ErrorKind::InvalidArgument, "concat: no inputs");
+  const Shape& first = parts[0].shape;
+  const DType dtype = g.info(parts[0].tensor).dtype;
+  if (first.empty()) throw Error(ErrorKind::InvalidArgument, "concat: inputs are scalars");
+  int a = normalize_axis(axis, first.size(), "concat");
+  Shape out = first;
+  out[a] = 0;
+  for (const StridedView& v : parts) {
+    const TensorInfo ti = g.info(v.tensor);
+    if (ti.dtype != dtype || !shapes::concat_compatible(first, v.shape, a))
+      throw Error(ErrorKind::InvalidArgument,
+                  "concat: input '" + ti.name + "' " + shape_str(v.shape) + " " +
+                      dtype_name(ti.dtype) + " does not match " + shape_str(first) + " " +
+                      dtype_name(dtype) + " outside axis " + std::to_string(a));
+    check_strided_read(g, v.tensor, v.shape, v.strides, v.offset, "concat");
+    out[a] += v.shape[a];
+  }
+  elem_bits(g, dtype, "concat");
+  TensorRef result = g.add_tensor(out, dtype);
   std::vector<int64_t> out_strides = shapes::contiguous_strides(out);
   int64_t offset = 0;
-  for (TensorRef t : inputs) {
-    Shape shape = g.info(t).shape;
-    add_strided_copy(
-        g, t, result,
-        {shape, shapes::contiguous_strides(shape), out_strides, 0, offset * out_strides[a]},
-        "concat");
-    offset += shape[a];
+  for (const StridedView& v : parts) {
+    add_strided_copy(g, v.tensor, result,
+                     {v.shape, v.strides, out_strides, v.offset, offset * out_strides[a]},
+                     "concat");
+    offset += v.shape[a];
   }
   return result;
 }

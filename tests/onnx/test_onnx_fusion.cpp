@@ -5,6 +5,8 @@
 // (SessionOptions::fuse), which must agree, and the fused graph must have fewer nodes.
 #include <onnx/onnx_pb.h>
 
+#include <limits>
+
 #include "model_builder.h"
 #include "shape_test_util.h"
 
@@ -483,6 +485,68 @@ TEST_F(OnnxFusion, LayerNormOverChannelsReadsThemInPlace) {
     const size_t casts = input_casts(fp16, 5);
     EXPECT_EQ(r.fused_nodes, 9u + casts);
     EXPECT_EQ(r.plain_nodes, 12u + casts);
+  }
+}
+
+// Pattern concat_of_views: Swin's cyclic shift (torch.roll on H and W as Slice, Slice, Concat
+// per dim) and patch merging (four Slices of step 2 concatenated on channels): the Slices cost
+// no copies of their own, each Concat copies its views into place. Not: a Concat of computed
+// tensors, a Slice that is also a model output.
+TEST_F(OnnxFusion, ConcatReadsSlicesInPlace) {
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !context()->features().storage_buffer_16bit) continue;
+    SCOPED_TRACE(fp16 ? "fp16" : "fp32");
+    ModelBuilder m(14);
+    m.input("x", kFloat, {1, 6, 8, 4});
+    m.output("rolled", kFloat);
+    m.output("merged", kFloat);
+    m.output("plain", kFloat);
+    m.output("s_out", kFloat);
+    auto ints = [&](const std::string& name, std::vector<int64_t> v) { m.initializer(name, v); };
+    ints("two", {2});
+    ints("end", {std::numeric_limits<int64_t>::max()});
+    ints("zero", {0});
+    ints("m2", {-2});
+    ints("three", {3});
+    ints("ax1", {1});
+    ints("ax2", {2});
+    ints("ax12", {1, 2});
+    ints("s00", {0, 0});
+    ints("s01", {0, 1});
+    ints("s10", {1, 0});
+    ints("s11", {1, 1});
+    ints("ends", {6, 8});
+    ints("steps", {2, 2});
+    m.node("Relu", {"x"}, {"r"});
+    // roll by -2 along H: cat(r[:, 2:], r[:, :2]); by 3 along W: cat(h[:, :, -3:], h[:, :, :-3])
+    m.node("Slice", {"r", "two", "end", "ax1"}, {"a1"});
+    m.node("Slice", {"r", "zero", "two", "ax1"}, {"a2"});
+    set_int(m.node("Concat", {"a1", "a2"}, {"h"}), "axis", 1);
+    ints("m3", {-3});
+    m.node("Slice", {"h", "m3", "end", "ax2"}, {"b1"});
+    m.node("Slice", {"h", "zero", "m3", "ax2"}, {"b2"});
+    set_int(m.node("Concat", {"b1", "b2"}, {"rolled"}), "axis", 2);
+    // patch merging: x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]
+    const char* starts[] = {"s00", "s10", "s01", "s11"};
+    std::vector<std::string> quarters;
+    for (int q = 0; q < 4; ++q) {
+      quarters.push_back("q" + std::to_string(q));
+      m.node("Slice", {"r", starts[q], "ends", "ax12", "steps"}, {quarters.back()});
+    }
+    set_int(m.node("Concat", {quarters[0], quarters[1], quarters[2], quarters[3]}, {"merged"}),
+            "axis", -1);
+    m.node("Sigmoid", {"x"}, {"sg"});
+    set_int(m.node("Concat", {"r", "sg"}, {"plain"}), "axis", 3);
+    m.node("Slice", {"sg", "zero", "three", "ax1"}, {"s_out"});
+    Runs r = run_both(m, {{"x", random_tensor(rng, DType::Float32, {1, 6, 8, 4})}}, fp16);
+    ASSERT_EQ(r.fused.size(), 4u);
+    EXPECT_EQ(r.fused[1].shape, (Shape{1, 3, 4, 16}));
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.fused[i].bytes, r.plain[i].bytes) << i;
+    // Unfused: relu, sigmoid, the 8 slices, the concats' 2 + 2 + 4 + 2 copies and the output
+    // slice (21). Fused: the same without the 8 slices.
+    const size_t casts = input_casts(fp16, 1);
+    EXPECT_EQ(r.plain_nodes, 21u + casts);
+    EXPECT_EQ(r.fused_nodes, 13u + casts);
   }
 }
 

@@ -34,16 +34,6 @@ TensorRef attention(ComputeGraph& g, const PermutedView& q, const PermutedView& 
                     const PermutedView& v, std::optional<TensorRef> mask,
                     const AttentionParams& params);
 
-// A stored tensor read as `shape` through an element offset and a (non-negative) element
-// stride per dim, without a copy: element (i0, i1, ...) of the view is element
-// offset + i0 * strides[0] + i1 * strides[1] + ... of `tensor` (flat, row-major). Q, K and V
-// split from one packed projection ([S, B, 3E]: Q at offset 0, K at E, V at 2E) are such views.
-struct StridedView {
-  TensorRef tensor;
-  Shape shape;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-};
 // The view `p` is: its permuted shape, the stored tensor's row-major strides permuted.
 StridedView strided_view(ComputeGraph& g, const PermutedView& p);
 // attention of strided views (rank 3 or 4, the shapes as above); every element a view reads

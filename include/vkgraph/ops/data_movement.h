@@ -42,6 +42,16 @@ struct ResizeOptions {
   double extrapolation_value = 0.0;
 };
 
+// A stored tensor read as `shape` through an element offset and a (non-negative) element
+// stride per dim, without a copy: element (i0, i1, ...) of the view is element
+// offset + i0 * strides[0] + i1 * strides[1] + ... of `tensor` (flat, row-major). Q, K and V
+// split from one packed projection ([S, B, 3E]: Q at offset 0, K at E, V at 2E) are such views.
+struct StridedView {
+  TensorRef tensor;
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
 // ONNX Reshape: 0 copies the input's dim (unless allowzero), one -1 is inferred. A view, no copy.
 TensorRef reshape(ComputeGraph& g, TensorRef x, const Shape& shape, bool allowzero = false);
 // perm empty: reverse the dims.
@@ -51,6 +61,10 @@ TensorRef transpose(ComputeGraph& g, TensorRef x, const std::vector<int64_t>& pe
 std::vector<int64_t> resolve_perm(const Shape& shape, std::vector<int64_t> perm,
                                   const std::string& op);
 TensorRef concat(ComputeGraph& g, const std::vector<TensorRef>& inputs, int64_t axis);
+// concat of views: each part's elements read through its strides straight into their place in
+// the result, one copy per part and none of the views themselves (a Slice, Transpose or
+// strided Gather the fusion pass elided; Swin's cyclic shifts and patch merging).
+TensorRef concat_views(ComputeGraph& g, const std::vector<StridedView>& parts, int64_t axis);
 // One output per entry of `sizes`, which must sum to the axis length.
 std::vector<TensorRef> split(ComputeGraph& g, TensorRef x, int64_t axis,
                              const std::vector<int64_t>& sizes);
