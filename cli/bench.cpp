@@ -258,10 +258,13 @@ int run_bench(Session& session, const std::map<std::string, HostTensor>& feeds, 
   std::printf("load: parse %.1f ms, build %.1f ms, prepare (plan, upload, pipelines) %.1f ms\n",
               lt.parse_ms, lt.build_ms, lt.prepare_ms);
   print_pipeline_cache(session.context());
+  // More than one graph for one input shape: the Session runs segments (values the model
+  // computes from data and the build needs), each replayed before the graph on every run.
   std::printf(
-      "graph: %zu nodes in %zu command buffers; activations %.2f MiB (%.2f MiB unplanned), "
-      "constants %.2f MiB; context peak device memory %.2f MiB (all graphs, whole blocks)\n",
-      st.nodes, st.command_buffers, st.activation_bytes / 1048576.0,
+      "graph: %zu nodes in %zu command buffers (%d graphs built); activations %.2f MiB (%.2f MiB "
+      "unplanned), constants %.2f MiB; context peak device memory %.2f MiB (all graphs, whole "
+      "blocks)\n",
+      st.nodes, st.command_buffers, lt.builds, st.activation_bytes / 1048576.0,
       st.unplanned_activation_bytes / 1048576.0, st.constant_bytes / 1048576.0,
       st.context_peak_device_bytes / 1048576.0);
   std::printf("run x%d: host p50 %.3f ms, p90 %.3f ms; GPU p50 %.3f ms, p90 %.3f ms\n", runs,
