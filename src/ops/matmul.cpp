@@ -226,6 +226,22 @@ std::optional<bool> coopmat_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
   return std::nullopt;
 }
 
+// How matmul_coopmat.comp reads B for `p` where only its K_TAIL and B_SCALAR loads take it
+// (knob mm16.unaligned, default 1): K a multiple of 8 but of no slice depth (a convolution's
+// 40 or 240 input channels), or B row-major with rows not of whole 16-byte words (a
+// convolution's 49 or 196 pixels: its activations as B) or N ending inside a tile. As
+// coopmat_b_layout; nullopt when it cannot.
+std::optional<bool> coopmat_unaligned_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
+                                               const GemmProblem& p) {
+  const vk::DeviceFeatures& f = g.context().features();
+  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || p.rows.size() != 1 || p.a_sk != 1 ||
+      p.a_rows.back() % 8 != 0 || p.k % 8 != 0 || tuned(g, "mm16.unaligned", 1) == 0)
+    return std::nullopt;
+  if (cfg.coopmat_b_t && p.b_sk == 1 && p.b_sn % 8 == 0) return true;
+  if (p.b_sn == 1) return false;
+  return std::nullopt;
+}
+
 // Whole tiles of K, and of N unless B is stored [N, K] (whose loads check N).
 bool coopmat_fits(ComputeGraph& g, const MatmulConfig& cfg, const GemmProblem& p,
                   const CoopmatTile& t) {
@@ -249,32 +265,43 @@ std::vector<CoopmatTile> declared_coopmat_tiles(const vk::Context& context, bool
   return tiles;
 }
 
-// The cooperative-matrix tile for `p`: with MatmulConfig::coopmat_pick, the shape-based choice
-// among the declared variants; else the default, or the small one when the default would give
-// too few workgroups. nullopt when none fits, or when a deep K over few tiles would leave each
-// of a handful of workgroups a long serial walk that neither splits (coopmat_split_k) nor the
-// tiled kernel's split-K takes over (H200, M 128, N 512, K 2048: 0.033 ms on 16 tensor-core
-// tiles, 0.021 ms split-K fp32).
-std::optional<CoopmatTile> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg,
-                                        const GemmProblem& p) {
+// The cooperative-matrix tile for `p` and how it reads B (stored [N, K]: `b_t`): with
+// MatmulConfig::coopmat_pick, the shape-based choice among the declared variants; else the
+// default, or the small one when the default would give too few workgroups. nullopt when none
+// fits, or when a deep K over few tiles would leave each of a handful of workgroups a long
+// serial walk that neither splits (coopmat_split_k) nor the tiled kernel's split-K takes over
+// (H200, M 128, N 512, K 2048: 0.033 ms on 16 tensor-core tiles, 0.021 ms split-K fp32).
+struct CoopmatChoice {
+  CoopmatTile tile;
+  bool b_t = false;
+};
+std::optional<CoopmatChoice> coopmat_tile(ComputeGraph& g, const MatmulConfig& cfg,
+                                          const GemmProblem& p) {
   if (!cfg.use_coopmat) return std::nullopt;
   auto tiles = [&](const CoopmatTile& t) {
     return uint64_t{tiles_covering(p.n, t.tile_n())} * tiles_covering(p.m(), t.tile_m());
   };
   std::optional<CoopmatTile> t;
+  std::optional<bool> b_t = coopmat_b_layout(g, cfg, p);
   if (cfg.coopmat_pick) {
-    if (std::optional<bool> b_t = coopmat_b_layout(g, cfg, p))
+    if (b_t)
       t = pick_coopmat_tile(declared_coopmat_tiles(g.context(), *b_t), p.m(), p.n, p.k, cfg, *b_t);
+    // Else the K_TAIL / B_SCALAR loads: the choice as for K rounded up to whole slices, N
+    // ending anywhere.
+    if (!t && (b_t = coopmat_unaligned_b_layout(g, cfg, p))) {
+      const int64_t bk = cfg.coopmat_pick_bk, k = (p.k + bk - 1) / bk * bk;
+      t = pick_coopmat_tile(declared_coopmat_tiles(g.context(), *b_t), p.m(), p.n, k, cfg, true);
+    }
   } else if (cfg.coopmat_small && tiles(cfg.coopmat) < cfg.coopmat_small_below &&
              coopmat_fits(g, cfg, p, *cfg.coopmat_small)) {
     t = cfg.coopmat_small;
   } else if (coopmat_fits(g, cfg, p, cfg.coopmat)) {
     t = cfg.coopmat;
   }
-  if (t && !cfg.coopmat_split_k &&
-      static_cast<uint64_t>(p.k) > cfg.coopmat_max_k_per_tile * tiles(*t))
+  if (!t ||
+      (!cfg.coopmat_split_k && static_cast<uint64_t>(p.k) > cfg.coopmat_max_k_per_tile * tiles(*t)))
     return std::nullopt;
-  return t;
+  return CoopmatChoice{*t, *b_t};
 }
 
 // Adds the dispatch `d` (its bindings, spec constants and push constants set; C bound to `out`)
@@ -362,10 +389,11 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& problem, const Epilog
   // A few rows (a classifier's batch-1 head) take the GEMV, as in fp32: a tensor-core tile
   // would compute 16 rows or more for them (H200: mobilenet_v3's 1 x 1280 x 960 head 16.4 us on
   // tensor cores, 10.0 us as an fp32 GEMV).
-  std::optional<CoopmatTile> coopmat =
+  std::optional<CoopmatChoice> coopmat =
       fp16 && p.m() > cfg.gemv_rows ? coopmat_tile(g, cfg, p) : std::nullopt;
   if (coopmat) {
-    const CoopmatTile& t = *coopmat;
+    const CoopmatTile& t = coopmat->tile;
+    const bool b_t = coopmat->b_t;
     const bool epilogue =
         e.bias || e.residual || e.activation != EpilogueActivation::None || e.alpha != 1.f;
     d.groups = {tiles_covering(p.n, t.tile_n()), tiles_covering(p.m(), t.tile_m()), 1};
@@ -374,8 +402,11 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& problem, const Epilog
     const bool fused = splits && cfg.coopmat_fused_split;
     using shaders::matmul_coopmat::Split;
     const Split mode = !splits ? Split::None : fused ? Split::Fused : Split::Partials;
-    const bool b_t = *coopmat_b_layout(g, cfg, p);
-    const std::string variant = t.name() + (b_t ? " bt" : "");
+    // matmul_coopmat.comp's K_TAIL and B_SCALAR (coopmat_unaligned_b_layout).
+    const bool k_tail = p.k % t.bk != 0;
+    const bool b_scalar = !b_t && (p.b_sk % 8 != 0 || p.n % t.tile_n() != 0);
+    const std::string variant =
+        t.name() + (b_t ? " bt" : "") + (k_tail ? " ktail" : "") + (b_scalar ? " bscalar" : "");
     std::optional<vk::ShaderId> shader = shaders::matmul_coopmat::find(
         t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.bk, t.stages, t.depth, mode, b_t, DType::Float16);
     check(shader.has_value(), ErrorKind::Unsupported,
@@ -390,7 +421,8 @@ void add_gemm_dispatch(ComputeGraph& g, const GemmProblem& problem, const Epilog
     d.bindings[3].access = Access::ReadWrite;
     d.local = {t.threads(), 1, 1};
     // The split partial pass stores raw sums; the reduce pass applies the epilogue.
-    d.spec = {t.group_m, epilogue && (!splits || fused) ? 1u : 0u};
+    d.spec = {t.group_m, epilogue && (!splits || fused) ? 1u : 0u, k_tail ? 1u : 0u,
+              b_scalar ? 1u : 0u};
     d.push = push_constants(p, e, split.k_chunk);
     // The variant in the label, so profiles (and tests) show which kernel ran.
     d.label = op + " (coopmat " + variant +

@@ -7,9 +7,13 @@
 #extension GL_KHR_shader_subgroup_basic : require
 // fp16 GEMM on tensor cores through GL_NV_cooperative_matrix (16x16x16 fp16 fragments, fp32
 // accumulators): C = act(alpha A B + beta bias + residual), A [M, K] and B [K, N] row-major, C [M, N]
-// fp16. The host sends only shapes that fill whole tiles in N and K (N % BN, K % BK == 0) and no
-// batch; others take matmul_tiled.comp's DTYPE_F16 variant. M may end inside the last row of
-// tiles (ViT's 197 tokens): rows past M load as zeros and their results are not stored.
+// fp16. The host sends shapes without batch, K % 8 == 0 and rows of A of whole 16-byte words;
+// others take matmul_tiled.comp's DTYPE_F16 variant. M may end inside the last row of tiles
+// (ViT's 197 tokens): rows past M load as zeros and their results are not stored. K_TAIL
+// (spec constant): K may end inside the last slice, whose loads past K are zeros (a
+// convolution's 40 or 240 input channels). B_SCALAR (spec constant, row-major B): B's rows
+// are not whole 16-byte words or N ends inside the last tile (a convolution's 49 or 196
+// pixels), so its slices load element by element, columns past N as zeros.
 // A workgroup of SG_M x SG_N subgroups (of 32) computes a BM x BN tile; each subgroup holds
 // FM x FN accumulator fragments (a 16 FM x 16 FN block). BK-deep slices of A and B are copied
 // to shared memory with 16-byte loads: the next slice is in registers while the current one
@@ -41,6 +45,8 @@ layout(constant_id = 3) const uint GROUP_M = 1;
 // Without an epilogue (alpha 1, no bias, no residual, no activation) fragments go straight to C; with one,
 // each goes through shared memory, where the subgroup's lanes apply it element by element.
 layout(constant_id = 4) const bool EPILOGUE = false;
+layout(constant_id = 5) const bool K_TAIL = false;
+layout(constant_id = 6) const bool B_SCALAR = false;
 
 const uint BM = SG_M * 16 * FM;
 const uint BN = SG_N * 16 * FN;
@@ -51,6 +57,7 @@ const uint THREADS = SG_M * SG_N * 32;
 // uvec4 = 8 halves: every global and shared access moves 16 bytes.
 layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
+layout(std430, binding = 1) readonly buffer B16 { float16_t b16[]; };  // B, for B_SCALAR
 layout(std430, binding = 2) readonly buffer Bias { float16_t bias[]; };  // A when absent
 #if SPLIT_K == 1
 layout(std430, binding = 3) writeonly buffer C { float c[]; };
@@ -89,20 +96,41 @@ const uint FRAGMENT = 16 * 16 / 4;
 uvec4 ra[DEPTH][A_LOADS];
 uvec4 rb[DEPTH][B_LOADS];
 
+// Eight halves of B from element `at` on, those of columns `col` .. past N zeros (B_SCALAR).
+uvec4 b_scalar_word(int at, int col) {
+  uint w[4];
+  [[unroll]] for (int e = 0; e < 4; ++e) {
+    const int c = col + 2 * e;
+    const float16_t lo = c < p.N ? b16[at + 2 * e] : float16_t(0);
+    const float16_t hi = c + 1 < p.N ? b16[at + 2 * e + 1] : float16_t(0);
+    w[e] = packFloat2x16(f16vec2(lo, hi));
+  }
+  return uvec4(w[0], w[1], w[2], w[3]);
+}
+
 void fetch(uint set, int m0, int n0, int k0) {
   [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
     uint r = i / (BK / 8), v = i % (BK / 8);
-    ra[set][l] = m0 + int(r) < p.M ? a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)] : uvec4(0);
+    const bool in_k = !K_TAIL || k0 + int(v * 8) < p.K;
+    ra[set][l] = m0 + int(r) < p.M && in_k ? a[((m0 + int(r)) * p.a_sm + k0) / 8 + int(v)]
+                                           : uvec4(0);
   }
   [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
     uint i = gl_LocalInvocationIndex + l * THREADS;
 #if B_T
     uint r = i / (BK / 8), v = i % (BK / 8);
-    rb[set][l] = n0 + int(r) < p.N ? b[((n0 + int(r)) * p.b_sn + k0) / 8 + int(v)] : uvec4(0);
+    const bool in_k = !K_TAIL || k0 + int(v * 8) < p.K;
+    rb[set][l] = n0 + int(r) < p.N && in_k ? b[((n0 + int(r)) * p.b_sn + k0) / 8 + int(v)]
+                                           : uvec4(0);
 #else
     uint r = i / (BN / 8), v = i % (BN / 8);
-    rb[set][l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
+    if (K_TAIL && k0 + int(r) >= p.K)
+      rb[set][l] = uvec4(0);
+    else if (B_SCALAR)
+      rb[set][l] = b_scalar_word((k0 + int(r)) * p.b_sk + n0 + int(v * 8), n0 + int(v * 8));
+    else
+      rb[set][l] = b[((k0 + int(r)) * p.b_sk + n0) / 8 + int(v)];
 #endif
   }
 }
@@ -149,7 +177,7 @@ void main() {
 #endif
   // Set d holds slice s with s % DEPTH == d: at the top of step s, slices s + 1 .. s + DEPTH - 1
   // are in flight and slice s is in shared memory, so its set takes slice s + DEPTH.
-  const int slices = (k_end - k_begin) / int(BK);
+  const int slices = (k_end - k_begin + int(BK) - 1) / int(BK);  // the last one partial: K_TAIL
   [[unroll]] for (uint d = 0; d < DEPTH; ++d)
     if (int(d) < slices) fetch(d, m0, n0, k_begin + int(d * BK));
   stash(0, 0);

@@ -517,10 +517,64 @@ TEST_F(MatmulFloat16, ConstantBWithUnalignedRowsIsStoredTransposed) {
   }
 }
 
+// Products the tensor cores take only through K_TAIL (K a multiple of 8, not of the slice) and
+// B_SCALAR (B row-major with rows of no whole 16-byte words, or N off the tiles): a float16
+// convolution's 1x1 layers as matmul (W [M, K] by the activations [K, pixels]: 49, 196, 784
+// pixels; 40, 112, 240 channels), linear with K 40, split-K over a tail; mm16.unaligned=0 gives
+// the portable kernel the same results. Outputs poisoned; the label names the loads used.
+TEST_F(MatmulFloat16, CoopmatUnalignedBAndKTail) {
+  struct Case {
+    int64_t m, k, n;
+    bool linear, residual;
+    bool k_tail, b_scalar;  // expected on the tensor cores
+  };
+  const Case cases[] = {
+      {1152, 192, 49, false, false, false, true}, {80, 480, 196, false, true, false, true},
+      {240, 40, 784, false, false, true, false},  {40, 240, 784, false, true, true, false},
+      {672, 112, 196, false, false, true, true},  {128, 40, 64, true, false, true, false},
+      {64, 1000, 49, false, false, true, true}};
+  for (bool unaligned : {true, false})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << c.m << "x" << c.k << "x" << c.n << " linear " << c.linear
+                                        << " mm16.unaligned=" << unaligned);
+      tuning_ = ops::Tuning::from_knobs(unaligned ? "mm16.unaligned=1" : "mm16.unaligned=0");
+      GraphOptions options = graph_options();
+      options.profile = true;
+      ComputeGraph g(context(), options);
+      TensorRef ta = g.add_input({c.m, c.k}, DType::Float16, "a");
+      TensorRef tb = g.add_input(c.linear ? Shape{c.n, c.k} : Shape{c.k, c.n}, DType::Float16, "b");
+      TensorRef tc = g.add_input({c.n}, DType::Float16, "bias");
+      TensorRef tr = g.add_input({c.m, c.n}, DType::Float16, "residual");
+      ops::MatmulEpilogue e{tc, UnaryOp::Relu, {}, std::nullopt};
+      if (c.residual) e.residual = tr;
+      g.add_output(c.linear ? ops::linear(g, ta, tb, e) : ops::matmul(g, ta, tb, e), "y");
+      const std::vector<uint16_t> a = to_half(random_floats(c.m * c.k)),
+                                  b = to_half(random_floats(c.k * c.n)),
+                                  bias = to_half(random_floats(c.n)),
+                                  r = to_half(random_floats(c.m * c.n, -2, 2));
+      g.copy_to_input(0, a.data(), a.size() * 2);
+      g.copy_to_input(1, b.data(), b.size() * 2);
+      g.copy_to_input(2, bias.data(), bias.size() * 2);
+      g.copy_to_input(3, r.data(), r.size() * 2);
+      g.execute();
+      std::vector<uint16_t> got(c.m * c.n, 0xFFFF);
+      g.copy_from_output(0, got.data(), got.size() * 2);
+      ASSERT_TRUE(matches_product(got, a, b, bias, r, c.m, c.k, c.n, c.linear, true, c.residual,
+                                  UnaryOp::Relu));
+      if (!has_coopmat()) continue;
+      const std::string label = g.node_times()[0].label;
+      EXPECT_EQ(label.find("coopmat") != std::string::npos, unaligned) << label;
+      if (!unaligned) continue;
+      EXPECT_EQ(label.find(" ktail") != std::string::npos, c.k_tail) << label;
+      EXPECT_EQ(label.find(" bscalar") != std::string::npos, c.b_scalar) << label;
+    }
+}
+
 // The shape-based choice with split-K (mm16.pick=1 mm16.split=1) on batch-1 transformer
 // products with their epilogues, for 32- and 64-deep slices, B row-major (matmul) and stored
-// [N, K] (linear, mm16.bt). K off the slices (1000; 800 at bk 64), and N off the tiles (776)
-// with B row-major, take the portable kernel; linear takes N 776 on the tensor cores.
+// [N, K] (linear, mm16.bt). K off the slices (1000; 800 at bk 64) takes the last slice
+// zero-filled (K_TAIL), N off the tiles (776) with B row-major element loads (B_SCALAR);
+// linear takes N 776 as it is.
 TEST_F(MatmulFloat16, CoopmatPickedTilesOnTransformerShapes) {
   if (!has_coopmat()) GTEST_SKIP() << "no 16x16x16 fp16 cooperative matrices";
   runs_ = 2;
