@@ -32,6 +32,9 @@ layout(push_constant) uniform Params {
 layout(constant_id = 3) const bool HAS_BIAS = false;
 // RMSNorm: no mean subtracted, the rows scaled by their root mean square.
 layout(constant_id = 4) const bool RMS = false;
+// x or y channels-first (Params.x_inner, y_inner may be nonzero); false keeps the index
+// arithmetic of contiguous rows out of the other norms' code.
+layout(constant_id = 5) const bool CHANNELS = false;
 
 // Rows of at most CACHED elements per invocation (4096 at 256 invocations) stay in registers: one read of x, not
 // three (mean, deviations, output), which at transformer widths (768..4096) is what a row's
@@ -40,7 +43,7 @@ const int CACHED = 16;
 
 // The element index of (row, col) in a tensor of the layout `inner` says (see Params).
 int element(int row, int col, int inner) {
-  if (inner == 0) return row * p.cols + col;
+  if (!CHANNELS || inner == 0) return row * p.cols + col;
   const int n = row / inner;
   return n * p.cols * inner + (row - n * inner) + col * inner;
 }

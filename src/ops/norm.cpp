@@ -105,7 +105,7 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
   d.local = {static_cast<uint32_t>(
                  std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(layout.cols)), 32, 256)),
              1, 1};
-  d.spec = {bias ? 1u : 0u, rms ? 1u : 0u};
+  d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, layout.x_inner || layout.y_inner ? 1u : 0u};
   d.push = pc.take();
   d.label = op;
   g.add_dispatch(std::move(d));
