@@ -62,6 +62,14 @@ void set_activation(NodeProto& n, ops::UnaryOp op, const ops::UnaryParams& param
 
 }  // namespace
 
+bool moves_channels(const std::vector<int64_t>& perm, bool back) {
+  const int64_t r = static_cast<int64_t>(perm.size());
+  if (r < 3 || perm[0] != 0) return false;
+  for (int64_t d = 1; d < r; ++d)
+    if (perm[d] != (back ? (d == 1 ? r - 1 : d - 1) : (d == r - 1 ? 1 : d + 1))) return false;
+  return true;
+}
+
 NodeProto fused_node(const NodeProto& root, const char* op_type) {
   NodeProto n;
   n.set_name(root.name());
@@ -361,16 +369,6 @@ std::optional<Fusion> matmul_epilogue(const NodeProto& mm, Pass& p) {
   return f;
 }
 
-// Whether `perm` moves the last of its dims to dim 1 and keeps the others in order
-// ([0, 3, 1, 2]: channels-last to channels-first).
-bool moves_last_to_channels(const std::vector<int64_t>& perm) {
-  const int64_t rank = static_cast<int64_t>(perm.size());
-  if (rank < 3 || perm[0] != 0 || perm[1] != rank - 1) return false;
-  for (int64_t d = 2; d < rank; ++d)
-    if (perm[d] != d - 1) return false;
-  return true;
-}
-
 // MatMul(x, constant W [K, N]) [-> Add(constant [N] bias)] -> Transpose moving the last dim to
 // dim 1 [-> Mul(a constant per channel)] [-> Add(residual)] => ChannelsFirstMatMul, which
 // writes the product channels-first itself. ConvNeXt's block ends so (a Linear on
@@ -403,7 +401,7 @@ std::optional<Fusion> matmul_channels_first(const NodeProto& mm, Pass& p) {
   const NodeProto* t = p.sole_consumer(tail->output(0));
   if (!t || t->op_type() != "Transpose" || t->input_size() != 1) return std::nullopt;
   const std::vector<int64_t>* perm = p.attrs(*t).find_ints("perm");
-  if (!perm || !moves_last_to_channels(*perm) || perm->size() != x.size()) return std::nullopt;
+  if (!perm || !moves_channels(*perm, true) || perm->size() != x.size()) return std::nullopt;
   f.absorbed.push_back(tail = t);
   Shape y{x[0], channels};
   y.insert(y.end(), x.begin() + 1, x.end() - 1);

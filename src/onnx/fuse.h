@@ -155,6 +155,10 @@ int residual_input(Pass& p, const onnx::NodeProto& tail, const Shape& shape);
 void take_activation(Pass& p, const onnx::NodeProto& tail, size_t rank,
                      bool (*can_fuse)(ops::UnaryOp), Fusion& f, onnx::NodeProto& n);
 
+// Whether `perm` (rank >= 3) moves dim 1 to the end and keeps the others in order ([0, 2, 3, 1]:
+// channels-first to channels-last), or with `back` the last dim to dim 1 ([0, 3, 1, 2]).
+bool moves_channels(const std::vector<int64_t>& perm, bool back);
+
 // A node of the private domain, named after the model's node `root` it replaces.
 onnx::NodeProto fused_node(const onnx::NodeProto& root, const char* op_type);
 

@@ -119,16 +119,6 @@ std::optional<Fusion> rms_norm(const NodeProto& square, Pass& p) {
 
 namespace {
 
-// Whether `perm` of rank >= 3 is [0, 2, ..., r - 1, 1] (channels-first to channels-last), or
-// with `back` [0, r - 1, 1, ..., r - 2] (channels-last to channels-first).
-bool channel_move(const std::vector<int64_t>& perm, bool back) {
-  const int64_t r = static_cast<int64_t>(perm.size());
-  if (r < 3 || perm[0] != 0) return false;
-  for (int64_t d = 1; d < r; ++d)
-    if (perm[d] != (back ? (d == 1 ? r - 1 : d - 1) : (d == r - 1 ? 1 : d + 1))) return false;
-  return true;
-}
-
 const std::vector<int64_t>* perm_of(Pass& p, const NodeProto* t) {
   return t && t->op_type() == "Transpose" && t->domain().empty() && t->input_size() == 1
              ? p.attrs(*t).find_ints("perm")
@@ -144,7 +134,7 @@ std::optional<Fusion> channel_layer_norm(const NodeProto& t, Pass& p) {
     return std::nullopt;
   const std::vector<int64_t>* perm = perm_of(p, &t);
   const Shape& x = im.input(t, 0).shape;
-  if (!perm || perm->size() != x.size() || !channel_move(*perm, false)) return std::nullopt;
+  if (!perm || perm->size() != x.size() || !moves_channels(*perm, false)) return std::nullopt;
   const NodeProto* ln = p.sole_consumer(t.output(0));
   if (!ln || ln->op_type() != "LayerNormalization" || !ln->domain().empty() ||
       ln->input_size() < 2 || ln->input_size() > 3 || ln->input(0) != t.output(0) ||
@@ -171,7 +161,7 @@ std::optional<Fusion> channel_layer_norm(const NodeProto& t, Pass& p) {
   const NodeProto* back = p.sole_consumer(ln->output(0));
   const std::vector<int64_t>* back_perm = perm_of(p, back);
   if (back_perm && back->input(0) == ln->output(0) && back_perm->size() == x.size() &&
-      channel_move(*back_perm, true))
+      moves_channels(*back_perm, true))
     f.absorbed.push_back(back);
   set_attr(n, "channels_last", int64_t{f.absorbed.size() == 1 ? 1 : 0});
   n.add_output(f.absorbed.back()->output(0));
