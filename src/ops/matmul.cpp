@@ -210,17 +210,20 @@ void check_groups(ComputeGraph& g, const std::array<uint32_t, 3>& groups, const 
               std::to_string(i) + ", above the device's " + std::to_string(limit[i]));
 }
 
-// Whether matmul_coopmat.comp takes `p`: fp16 tensor cores, for the plain product of
-// row-major operands in whole tiles of N and K (its loads are 16-byte vectors; only rows past
-// M are checked).
-// How matmul_coopmat.comp reads B for `p`: row-major [K, N] (false) or, with
-// MatmulConfig::coopmat_b_t, stored [N, K] (true, its B_T variants); nullopt when it cannot.
+// Whether matmul_coopmat.comp can read A of `p`: fp16 16x16x16 fragments and subgroups of 32
+// on the device, no batch, A row-major with rows of whole 16-byte words (its loads).
+bool coopmat_reads_a(ComputeGraph& g, const GemmProblem& p) {
+  const vk::DeviceFeatures& f = g.context().features();
+  return f.coopmat_f16_16x16x16 && f.subgroup_size == 32 && p.rows.size() == 1 && p.a_sk == 1 &&
+         p.a_rows.back() % 8 == 0;
+}
+
+// How matmul_coopmat.comp reads B for `p` with its 16-byte loads: row-major [K, N] (false) or,
+// with MatmulConfig::coopmat_b_t, stored [N, K] (true, its B_T variants); nullopt when it
+// cannot. The product then needs whole tiles of K, and of N with B row-major (coopmat_fits).
 std::optional<bool> coopmat_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
                                      const GemmProblem& p) {
-  const vk::DeviceFeatures& f = g.context().features();
-  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || p.rows.size() != 1 || p.a_sk != 1 ||
-      p.a_rows.back() % 8 != 0)
-    return std::nullopt;
+  if (!coopmat_reads_a(g, p)) return std::nullopt;
   if (p.b_sn == 1 && p.b_sk % 8 == 0) return false;
   if (cfg.coopmat_b_t && p.b_sk == 1 && p.b_sn % 8 == 0) return true;
   return std::nullopt;
@@ -230,15 +233,12 @@ std::optional<bool> coopmat_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
 // (knob mm16.unaligned, default 1): K a multiple of 8 but of no slice depth (a convolution's
 // 40 or 240 input channels), or B row-major with rows not of whole 16-byte words (a
 // convolution's 49 or 196 pixels: its activations as B) or N ending inside a tile. As
-// coopmat_b_layout; nullopt when it cannot.
+// coopmat_b_layout, plus row-major B of any row length; nullopt when it cannot.
 std::optional<bool> coopmat_unaligned_b_layout(ComputeGraph& g, const MatmulConfig& cfg,
                                                const GemmProblem& p) {
-  const vk::DeviceFeatures& f = g.context().features();
-  if (!f.coopmat_f16_16x16x16 || f.subgroup_size != 32 || p.rows.size() != 1 || p.a_sk != 1 ||
-      p.a_rows.back() % 8 != 0 || p.k % 8 != 0 || tuned(g, "mm16.unaligned", 1) == 0)
-    return std::nullopt;
-  if (cfg.coopmat_b_t && p.b_sk == 1 && p.b_sn % 8 == 0) return true;
-  if (p.b_sn == 1) return false;
+  if (p.k % 8 != 0 || tuned(g, "mm16.unaligned", 1) == 0) return std::nullopt;
+  if (std::optional<bool> b_t = coopmat_b_layout(g, cfg, p)) return b_t;
+  if (coopmat_reads_a(g, p) && p.b_sn == 1) return false;
   return std::nullopt;
 }
 
