@@ -1,5 +1,6 @@
 #include "onnx/fuse.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/shape_rules.h"
@@ -418,7 +419,13 @@ std::optional<Fusion> matmul_channels_first(const NodeProto& mm, Pass& p) {
       }
       return true;
     };
-    if (c && c->dtype == DType::Float32 && per_channel(c->shape)) {
+    // Finite values only: the scale is folded into the weight, where inf times a zero
+    // weight would be NaN instead of the unfused product's +-inf.
+    auto finite = [](const HostTensor& t) {
+      const float* v = t.data<float>();
+      return std::all_of(v, v + t.numel(), [](float e) { return std::isfinite(e); });
+    };
+    if (c && c->dtype == DType::Float32 && per_channel(c->shape) && finite(*c)) {
       n.set_input(kChannelsFirstScale, mul->input(other));
       f.absorbed.push_back(tail = mul);
     }

@@ -432,6 +432,42 @@ TEST_F(OnnxFusion, ChannelsFirstMatMulOnlyWhereItIsOne) {
   EXPECT_EQ(r.fused_nodes, 9u);
 }
 
+// The per-channel scale is folded into the weight only where it is finite: an infinite scale
+// times a zero weight is NaN, where the unfused Mul scales a finite product to +-inf.
+TEST_F(OnnxFusion, ChannelsFirstMatMulKeepsAnInfiniteScaleOutside) {
+  ModelBuilder m(14);
+  m.input("x", kFloat, {1, 3, 4, 8});
+  std::map<std::string, HostTensor> feeds{{"x", random_tensor(rng, DType::Float32, {1, 3, 4, 8})}};
+  m.output("y", kFloat);
+  std::vector<float> w = random_floats(40);
+  std::fill(w.begin(), w.begin() + 5, 0.f);  // row k = 0: a zero in every column
+  m.initializer("w", Shape{8, 5}, w);
+  const float inf = std::numeric_limits<float>::infinity();
+  m.initializer("scale", Shape{5, 1, 1}, {1.f, inf, 0.5f, -inf, 2.f});
+  m.node("MatMul", {"x", "w"}, {"mm"});
+  set_ints(m.node("Transpose", {"mm"}, {"t"}), "perm", {0, 3, 1, 2});
+  m.node("Mul", {"t", "scale"}, {"y"});
+  Runs r = run_both(m, feeds);
+  ASSERT_EQ(r.fused.size(), 1u);
+  const HostTensor& got = r.fused[0];
+  const HostTensor& want = r.plain[0];
+  ASSERT_EQ(got.numel(), want.numel());
+  int infinite = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float a = got.data<float>()[i], b = want.data<float>()[i];
+    ASSERT_FALSE(std::isnan(b)) << i;
+    if (std::isinf(b)) {
+      ++infinite;
+      EXPECT_EQ(a, b) << i;
+    } else {
+      EXPECT_NEAR(a, b, 1e-5f * (1.f + std::fabs(b))) << i;
+    }
+  }
+  EXPECT_EQ(infinite, 2 * 12);  // channels 1 and 3, 12 pixels each
+  EXPECT_EQ(r.plain_nodes, 3u);
+  EXPECT_EQ(r.fused_nodes, 2u);  // MatMul and Transpose fused; the Mul stays
+}
+
 // Pattern channel_layer_norm: ConvNeXt's LayerNorm2d (Transpose to channels-last ->
 // LayerNormalization -> Transpose back) is one node reading and writing channels-first, and
 // a block's (Transpose -> LayerNormalization -> MatMul) one node writing channels-last for the
