@@ -97,14 +97,17 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   return t;
 }
 
-// attention_coopmat.comp's shared memory with `subgroups` subgroups, as it declares it: K and V
-// tiles (32 keys at head dim 64, else 16; rows padded by 16 bytes), at least the Q rows of 4
-// subgroups, then per subgroup 16 rows of fp32 scores (32 + 4 floats) and of fp16 probabilities.
-int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups) {
+// attention_coopmat.comp's shared memory with `subgroups` query-row subgroups and `key_split`
+// subgroups splitting the keys, as it declares it: K and V tiles (32 keys at head dim 64, else
+// 16; rows padded by 16 bytes), one set per key-splitting subgroup or one of at least the Q rows
+// of 4 subgroups, then per subgroup 16 rows of fp32 scores (32 + 4 floats) and of fp16
+// probabilities.
+int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups, uint32_t key_split = 1) {
   const int64_t keys = d == 64 ? 32 : 16, row = d / 8 + 1, key_row = keys / 8 + 1;
-  const int64_t kv = std::max(std::max(keys * row, d * key_row) + keys * row, 4 * 16 * row);
-  return 16 * kv +
-         int64_t{subgroups} * (16 * (std::max<int64_t>(keys, 32) + 4) * 4 + 16 * key_row * 16);
+  const int64_t tiles = std::max(keys * row, d * key_row) + keys * row;
+  const int64_t kv = key_split > 1 ? key_split * tiles : std::max(tiles, 4 * 16 * row);
+  return 16 * kv + int64_t{subgroups} * key_split *
+                       (16 * (std::max<int64_t>(keys, 32) + 4) * 4 + 16 * key_row * 16);
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
@@ -140,6 +143,29 @@ uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
         std::string(kOp) + ": attention.subgroups must be 1, 2 or 4");
   check(coopmat_shared_bytes(d, n) <= limit, ErrorKind::Unsupported,
         std::string(kOp) + ": " + std::to_string(n) + " subgroups at head dim " +
+            std::to_string(d) + " need more shared memory than the device's " +
+            std::to_string(limit) + " bytes");
+  return n;
+}
+
+// Subgroups of one workgroup of attention_coopmat.comp that split its keys, where the grid has
+// one subgroup per workgroup: as many of 3, 2 as give each at least one key tile and fit the
+// device's shared memory (4 do not fit 48 KiB). A batch-1 grid of one-subgroup workgroups puts
+// ~1 subgroup on each SM, which walks every key tile in turn; split, each walks a third.
+// VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
+uint32_t coopmat_key_split(ComputeGraph& g, uint32_t subgroups, int64_t skv, int64_t d) {
+  const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
+  const int64_t tiles = (skv + (d == 64 ? 32 : 16) - 1) / (d == 64 ? 32 : 16);
+  uint32_t n = 1;
+  if (subgroups == 1)
+    for (uint32_t wider : {2u, 3u})
+      if (tiles >= wider && coopmat_shared_bytes(d, 1, wider) <= limit) n = wider;
+  n = tuned(g, "attention.key_split", n);
+  check(
+      n >= 1 && n <= 4 && (n == 1 || subgroups == 1), ErrorKind::InvalidArgument,
+      std::string(kOp) + ": attention.key_split must be 1..4, and 1 with attention.subgroups > 1");
+  check(coopmat_shared_bytes(d, subgroups, n) <= limit, ErrorKind::Unsupported,
+        std::string(kOp) + ": " + std::to_string(n) + " key-splitting subgroups at head dim " +
             std::to_string(d) + " need more shared memory than the device's " +
             std::to_string(limit) + " bytes");
   return n;
@@ -245,6 +271,7 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
 
   const bool coopmat = coopmat_fits(g, dtype, D, Skv);
   const uint32_t subgroups = coopmat ? coopmat_subgroups(g, S, B * H, D) : 0;
+  const uint32_t key_split = coopmat ? coopmat_key_split(g, subgroups, Skv, D) : 0;
   const Tiling tile = coopmat ? Tiling{16 * subgroups, 32, 2} : tiling(g, D, S, B * H);
   const uint32_t br = tile.br;
   const int64_t row_blocks = (S + br - 1) / br;
@@ -263,8 +290,8 @@ TensorRef attention_strided(ComputeGraph& g, const StridedView& q, const Strided
                 {out, Access::Write}};
   if (mask) d.bindings.push_back({*mask, Access::Read});
   d.groups = {static_cast<uint32_t>(row_blocks), static_cast<uint32_t>(B * H), 1};
-  d.local = {coopmat ? 32 * subgroups : tile.br * tile.tpr, 1, 1};
-  d.spec = coopmat ? std::vector<uint32_t>{subgroups}
+  d.local = {coopmat ? 32 * subgroups * key_split : tile.br * tile.tpr, 1, 1};
+  d.spec = coopmat ? std::vector<uint32_t>{subgroups, key_split}
                    : std::vector<uint32_t>{tile.br, tile.bc, tile.tpr, static_cast<uint32_t>(D)};
   d.push = pc.take();
   d.label = op;

@@ -22,6 +22,13 @@
 // probabilities as fp16 (rounded before P V, as flash attention does; the sum keeps them
 // unrounded); then P V.
 //
+// KSPLIT > 1 (short grids, NSG 1): the workgroup's KSPLIT subgroups share its 16 query rows
+// and split the keys, subgroup g taking tiles g, g + KSPLIT, ...; each stages its own K and V
+// tiles and synchronises only itself, and at the end subgroup 0 merges the others' running
+// maxima, sums and outputs (flash-decoding's split, within one workgroup). A batch-1 grid of
+// ~100-150 one-subgroup workgroups otherwise leaves each SM one subgroup walking every key
+// tile in turn, each step waiting out its own loads, barriers and exponentials.
+//
 // The next tile's K and V words (and each invocation's mask values of it) are loaded into
 // registers while this tile is multiplied, and K and V stored to shared memory after it, so the
 // loads' latency hides behind the arithmetic; words are 16-byte loads where the view allows them
@@ -55,7 +62,8 @@ layout(push_constant) uniform Params {
   uint q_off, k_off, v_off;
 } p;
 
-layout(constant_id = 3) const uint NSG = 1;  // subgroups (of 32) per workgroup: 1, 2 or 4
+layout(constant_id = 3) const uint NSG = 1;  // query-row subgroups (of 32): 1, 2 or 4
+layout(constant_id = 4) const uint KSPLIT = 1;  // subgroups splitting the keys (NSG 1 if > 1)
 // Keys per tile: small, so that the next tile's K and V words (2 BC DH / 8 per workgroup) fit
 // in registers beside the running output (DH / 2 floats per invocation).
 #if DH == 64
@@ -64,31 +72,39 @@ const uint BC = 32;
 const uint BC = 16;
 #endif
 const uint THREADS = NSG * 32;
+// The invocations that stage one set of K and V tiles: the workgroup, or with KSPLIT > 1 each
+// subgroup for itself.
+const uint KV_THREADS = KSPLIT > 1 ? 32 : THREADS;
 // Rows of 16-byte words in shared memory, padded by one so that a fragment's 16 rows spread
 // over the banks.
 const uint ROW4 = DH / 8 + 1;   // a row of DH halves (Q, K, V)
 const uint KT_ROW4 = BC / 8 + 1;  // a row of BC halves (Kᵀ stored with its keys contiguous; P)
 // K's tile is BC key rows of DH, or, where Kᵀ is stored with its keys contiguous (a
 // materialised transpose), DH rows of BC keys; V's tile follows at V_AT. Before the first tile
-// the same words stage the Q rows of up to 4 subgroups.
+// the same words stage the Q rows of up to 4 subgroups. With KSPLIT > 1 each subgroup has a
+// KV_SLOT of its own, which at the end also carries its state to the merge.
 const uint V_AT = max(BC * ROW4, DH * KT_ROW4);
-shared uvec4 kv[max(V_AT + BC * ROW4, 4 * 16 * ROW4)];
+const uint KV_TILES = V_AT + BC * ROW4;
+const uint KV_SLOT = KSPLIT > 1 ? KV_TILES : max(KV_TILES, 4 * 16 * ROW4);
+shared uvec4 kv[KSPLIT * KV_SLOT];
 // Per subgroup, 16 rows of SCOLS floats: a tile's scores, then its P V, SCOLS columns at a time.
 const uint SCOLS = max(BC, 32u);
 const uint SROW = SCOLS + 4;
-shared float scores[NSG * 16 * SROW];
-shared uvec4 probs[NSG * 16 * KT_ROW4];
+shared float scores[NSG * KSPLIT * 16 * SROW];
+shared uvec4 probs[NSG * KSPLIT * 16 * KT_ROW4];
 
-// Each operand tile is BC DH / 8 words; every invocation moves WORDS of K's and of V's.
-const uint WORDS = BC * (DH / 8) / THREADS;
+// Each operand tile is BC DH / 8 words; every staging invocation moves WORDS of K's and V's.
+const uint WORDS = BC * (DH / 8) / KV_THREADS;
 
 #define kNegInf uintBitsToFloat(0xff800000u)
 #define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-// Set once by main(): where this workgroup's K and V start, and how K is stored.
+// Set once by main(): where this workgroup's K and V start, and how K is stored; this
+// invocation's index among those staging its K and V tiles, and where they stage them in kv.
 uint k_base, v_base;
 bool kt_rows;  // Kᵀ stored [D, SKV], its keys contiguous
+uint kv_lane, slot;
 // Two invocations per query row (set by main()): row r = lane / 2 of the subgroup's 16, query
 // row i; `side` = lane % 2 takes scores [side BC / 2, (side + 1) BC / 2) of each tile.
 uint i, side;
@@ -141,7 +157,7 @@ uint mask_row;  // the mask's element (b, h, i, key 0)
 
 void fetch(uint col0) {
   [[unroll]] for (uint n = 0; n < WORDS; ++n) {
-    const uint w = gl_LocalInvocationIndex + n * THREADS;
+    const uint w = kv_lane + n * KV_THREADS;
     next_k[n] = kt_rows ? kt_word(p.k_d, col0, p.skv, w)
                         : row_word(1, k_base, p.k_s, p.k_d, col0, p.skv, w);
     next_v[n] = row_word(2, v_base, p.v_s, p.v_d, col0, p.skv, w);
@@ -169,17 +185,32 @@ void fetch(uint col0) {
 
 void put() {
   [[unroll]] for (uint n = 0; n < WORDS; ++n) {
-    const uint w = gl_LocalInvocationIndex + n * THREADS;
-    kv[kt_rows ? kt_slot(w) : row_slot(w)] = next_k[n];
-    kv[V_AT + row_slot(w)] = next_v[n];
+    const uint w = kv_lane + n * KV_THREADS;
+    kv[slot + (kt_rows ? kt_slot(w) : row_slot(w))] = next_k[n];
+    kv[slot + V_AT + row_slot(w)] = next_v[n];
   }
 #if MASK
   cur_mask = next_mask;
 #endif
 }
 
+// Orders the staging invocations' shared-memory accesses of K and V: the workgroup's, or with
+// KSPLIT > 1 the subgroup's alone (its subgroups walk different numbers of tiles).
+void kv_barrier() {
+  if (KSPLIT > 1) {
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+  } else {
+    barrier();
+  }
+}
+
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  // This subgroup's block of 16 query rows in the workgroup's, and its first key tile.
+  const uint q_sub = KSPLIT > 1 ? 0 : sg, key_sub = KSPLIT > 1 ? sg : 0;
+  kv_lane = KSPLIT > 1 ? lane : gl_LocalInvocationIndex;
+  slot = key_sub * KV_SLOT;
   const uint bh = gl_WorkGroupID.y;
   const uint b = bh / p.heads, h = bh % p.heads;
   const uint kvh = h / p.group;
@@ -190,28 +221,27 @@ void main() {
   kt_rows = p.k_s == 1;
   const uint r = lane / 2;
   side = lane % 2;
-  i = wg_row0 + sg * 16 + r;
+  i = wg_row0 + q_sub * 16 + r;
 #if MASK
   mask_row = b * p.m_b + h * p.m_h + i * p.m_r;
 #endif
   const uint col_end = (p.flags & 1u) != 0 ? min(p.skv, wg_row0 + NSG * 16) : p.skv;
 
-  // Q's 16 NSG rows (DH / 16 words per invocation) and the first K / V tile, loaded together.
+  // Q's 16 NSG rows (DH / 16 words per invocation) and the first K / V tile, loaded together
+  // (with KSPLIT > 1 each subgroup loads the workgroup's 16 rows for itself).
   uvec4 qw[DH / 16];
   [[unroll]] for (uint n = 0; n < DH / 16; ++n)
-    qw[n] = row_word(0, q_base, p.q_s, p.q_d, wg_row0, p.s,
-                     gl_LocalInvocationIndex + n * THREADS);
-  fetch(0);
-  [[unroll]] for (uint n = 0; n < DH / 16; ++n)
-    kv[row_slot(gl_LocalInvocationIndex + n * THREADS)] = qw[n];
-  barrier();
+    qw[n] = row_word(0, q_base, p.q_s, p.q_d, wg_row0, p.s, kv_lane + n * KV_THREADS);
+  fetch(key_sub * BC);
+  [[unroll]] for (uint n = 0; n < DH / 16; ++n) kv[slot + row_slot(kv_lane + n * KV_THREADS)] = qw[n];
+  kv_barrier();
   // Q's rows stay in registers as fragments.
   FRAG16 fq[DH / 16];
   [[unroll]] for (uint kd = 0; kd < DH / 16; ++kd)
-    coopMatLoadNV(fq[kd], kv, sg * 16 * ROW4 + kd * 2, ROW4, false);
-  barrier();  // every subgroup holds its Q fragments: kv is free
+    coopMatLoadNV(fq[kd], kv, slot + q_sub * 16 * ROW4 + kd * 2, ROW4, false);
+  kv_barrier();  // every subgroup holds its Q fragments: kv is free
   put();
-  barrier();
+  kv_barrier();
 
   // The row's two invocations also split each SCOLS-wide block of its output columns:
   // `side` takes [side SCOLS / 2, (side + 1) SCOLS / 2).
@@ -221,9 +251,9 @@ void main() {
   float acc[DH / 2];
   [[unroll]] for (uint c = 0; c < DH / 2; ++c) acc[c] = 0.0;
 
-  for (uint col0 = 0; col0 < col_end; col0 += BC) {
-    const bool more = col0 + BC < col_end;
-    if (more) fetch(col0 + BC);
+  for (uint col0 = key_sub * BC; col0 < col_end; col0 += KSPLIT * BC) {
+    const bool more = col0 + KSPLIT * BC < col_end;
+    if (more) fetch(col0 + KSPLIT * BC);
 
     // S = Q Kᵀ into this subgroup's score rows.
     [[unroll]] for (uint nc = 0; nc < BC / 16; ++nc) {
@@ -231,9 +261,9 @@ void main() {
       [[unroll]] for (uint kd = 0; kd < DH / 16; ++kd) {
         FRAG16 fk;
         if (kt_rows)
-          coopMatLoadNV(fk, kv, kd * 16 * KT_ROW4 + nc * 2, KT_ROW4, false);
+          coopMatLoadNV(fk, kv, slot + kd * 16 * KT_ROW4 + nc * 2, KT_ROW4, false);
         else
-          coopMatLoadNV(fk, kv, nc * 16 * ROW4 + kd * 2, ROW4, true);
+          coopMatLoadNV(fk, kv, slot + nc * 16 * ROW4 + kd * 2, ROW4, true);
         st = coopMatMulAddNV(fq[kd], fk, st);
       }
       coopMatStoreNV(st, scores, sg * 16 * SROW + nc * 16, SROW, false);
@@ -285,7 +315,8 @@ void main() {
         FRAG32 pv = FRAG32(0.0);
         [[unroll]] for (uint kc = 0; kc < BC / 16; ++kc) {
           FRAG16 fv;
-          coopMatLoadNV(fv, kv, V_AT + kc * 16 * ROW4 + (blk * SCOLS / 16 + f) * 2, ROW4, false);
+          coopMatLoadNV(fv, kv, slot + V_AT + kc * 16 * ROW4 + (blk * SCOLS / 16 + f) * 2, ROW4,
+                        false);
           pv = coopMatMulAddNV(fp[kc], fv, pv);
         }
         coopMatStoreNV(pv, scores, sg * 16 * SROW + f * 16, SROW, false);
@@ -299,11 +330,44 @@ void main() {
       subgroupBarrier();  // every lane has read the block before the next one lands
     }
 
-    barrier();  // every subgroup is done with this K / V tile
+    kv_barrier();  // every subgroup is done with this K / V tile
     if (more) {
       put();
-      barrier();
+      kv_barrier();
     }
+  }
+
+  if (KSPLIT > 1) {
+    // Each subgroup but the first leaves its running maximum, half sum, verdict and half row
+    // of output in its own slot (its last kv_barrier has passed: no lane reads it any more);
+    // the first scales every part to the common maximum and adds them up.
+    const uint at = slot + lane * (DH / 8 + 1);
+    if (sg > 0) {
+      kv[at] = uvec4(floatBitsToUint(m), floatBitsToUint(l), uint(bad), 0u);
+      [[unroll]] for (uint w = 0; w < DH / 8; ++w)
+        kv[at + 1 + w] = floatBitsToUint(vec4(acc[4 * w], acc[4 * w + 1], acc[4 * w + 2],
+                                              acc[4 * w + 3]));
+    }
+    barrier();
+    if (sg > 0) return;
+    float m_all = m;
+    for (uint g = 1; g < KSPLIT; ++g) m_all = max(m_all, uintBitsToFloat(kv[g * KV_SLOT + at].x));
+    // A part whose scores were all -inf (or that had no keys) holds nothing: weight 0.
+    float f = m == kNegInf ? 0.0 : exp(m - m_all);
+    l *= f;
+    [[unroll]] for (uint c = 0; c < DH / 2; ++c) acc[c] *= f;
+    for (uint g = 1; g < KSPLIT; ++g) {
+      const uvec4 head = kv[g * KV_SLOT + at];
+      const float m_g = uintBitsToFloat(head.x);
+      f = m_g == kNegInf ? 0.0 : exp(m_g - m_all);
+      l += f * uintBitsToFloat(head.y);
+      bad = bad || head.z != 0u;
+      [[unroll]] for (uint w = 0; w < DH / 8; ++w) {
+        const vec4 part = uintBitsToFloat(kv[g * KV_SLOT + at + 1 + w]);
+        [[unroll]] for (uint e = 0; e < 4; ++e) acc[4 * w + e] += f * part[e];
+      }
+    }
+    m = m_all;
   }
 
   // The row's sum and verdict from its two halves.
