@@ -223,6 +223,9 @@ std::vector<Value> lower_matmul_nbits(Importer& im, const onnx::NodeProto& node,
   p.n = a.get_int("N", 0);
   p.bits = a.get_int("bits", 4);
   p.block_size = a.get_int("block_size", 0);
+  p.accuracy_level = a.get_int("accuracy_level", 0);
+  if (p.accuracy_level < 0 || p.accuracy_level > 4)
+    im.fail(node, "accuracy_level must be 0..4, got " + std::to_string(p.accuracy_level));
   if (a.get_int("weight_prepacked", 0) != 0) im.fail(node, "prepacked weights are not supported");
   std::optional<TensorRef> zero_points;
   if (im.has_input(node, 3)) {

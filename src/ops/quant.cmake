@@ -134,3 +134,9 @@ foreach(frag 16 8 1)
     endforeach()
   endforeach()
 endforeach()
+# The decode GEMV on integer dot products for 4-bit codes with a quantized to int8
+# (MatMulNBits accuracy_level 4).
+foreach(dtype f32 f16)
+  string(TOUPPER ${dtype} DT)
+  vkgraph_shader(quant_nbits_gemv_dot_${dtype} ${OPS}/quant_nbits_gemv_dot.comp DTYPE_${DT}=1)
+endforeach()

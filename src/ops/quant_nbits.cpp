@@ -163,6 +163,45 @@ void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, 
   g.add_dispatch(std::move(d));
 }
 
+// The integer-dot-product GEMV (quant_nbits_gemv_dot.comp) where accuracy_level 4 allows a in
+// int8: 4-bit codes, blocks of 32..256 (whole quads of one block; a block's quads on lanes of
+// one subgroup), the device's 4x8-bit dot products accelerated (knob nbits.dot: 2, the default,
+// accelerated only; 1 whenever the device has them; 0 never) and subgroup shuffles for a block
+// wider than 32. A workgroup owns nbits.dot_rows rows (default 8, fewer below 512 workgroups)
+// and T <= 256 invocations covering a row's quads in as few even passes as possible.
+bool gemv_dot_fits(ComputeGraph& g, const NBitsLayout& l, int64_t accuracy_level) {
+  const vk::DeviceFeatures& f = g.context().features();
+  const uint32_t knob = nbits_knob(g, "nbits.dot", 2);
+  const bool dot = knob == 2 ? f.integer_dot_4x8_accelerated : knob == 1 && f.integer_dot_product;
+  return dot && accuracy_level == 4 && l.bits == 4 && l.block >= 32 && l.block <= 256 &&
+         f.subgroup_arithmetic && f.subgroup_size >= l.block / 32 &&
+         (l.block == 32 || f.subgroup_shuffle);
+}
+
+void add_gemv_dot(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
+                  TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
+                  bool has_bias, const std::string& suffix) {
+  const std::string op = "matmul_nbits";
+  uint32_t rows = 8;
+  while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
+  rows = std::clamp(nbits_knob(g, "nbits.dot_rows", rows), 1u, 16u);
+  const int64_t quads = (l.words() + 3) / 4;
+  const int64_t passes = (quads + 255) / 256;
+  const int64_t threads = std::min<int64_t>(256, ((quads + passes - 1) / passes + 31) / 32 * 32);
+  const int64_t groups = (l.n + rows - 1) / rows;
+  check(groups <= 65535, ErrorKind::Unsupported,
+        op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  DispatchDesc d;
+  d.shader = "quant_nbits_gemv_dot_" + suffix;
+  d.bindings = gemv_bindings(a, b, scales, zp_packed, zp_float, bias, y);
+  d.groups = {static_cast<uint32_t>(groups), 1, 1};
+  d.local = {static_cast<uint32_t>(threads), 1, 1};
+  d.spec = {rows, static_cast<uint32_t>(l.block), uint32_t{l.row_words % 4 == 0}};
+  d.push = gemv_push(l, l.row_words, has_bias);
+  d.label = op + " (int8 dot)";
+  g.add_dispatch(std::move(d));
+}
+
 // Whether M rows of a take the dequantize-then-GEMM path: from nbits.dequant_min_m rows (default
 // 16, where the float GEMM's tiles and split-K beat the tiled kernel's one workgroup per 64 x 64
 // tile; H200, M 128, K = N = 4096: 1.9 TFLOP/s there); nbits.dequant = 0 keeps the tiled kernel.
@@ -282,7 +321,9 @@ TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scal
     // nbits.gemv: 2 the wide-load GEMV (needs subgroup arithmetic), 1 the first one. 2 by
     // default: on the H200 (2026-12-02) 716 against 427 GB/s at K = N = 4096, 1024 against
     // 743 at N = 14336, faster at every shape measured.
-    if (g.context().features().subgroup_arithmetic && nbits_knob(g, "nbits.gemv", 2) == 2)
+    if (gemv_dot_fits(g, layout, params.accuracy_level))
+      add_gemv_dot(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
+    else if (g.context().features().subgroup_arithmetic && nbits_knob(g, "nbits.gemv", 2) == 2)
       add_gemv_wide(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);
     else
       add_gemv(g, a, b, scales, zp_packed, zp_float, bs, y, layout, bias.has_value(), suffix);

@@ -4,8 +4,10 @@
 // and float16 activations, weights as inputs and as constants (the GEMV's re-laid layout),
 // garbage codes in the padding past K, outputs poisoned (tests/onnx/test_onnx_quant.cpp: the
 // ONNX lowering).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "gpu_test.h"
 #include "quant_test_util.h"
@@ -87,12 +89,27 @@ class MatMulNBitsTest : public GpuTest {
  protected:
   // Runs matmul_nbits on a [m, k] (float16 when `half`: a, scales, float zeros, bias) into a
   // poisoned output and checks it against the double reference, relative to the sum of
-  // |a| |w| of each result.
+  // |a| |w| of each result. accuracy_level 4: the reference quantizes a to int8 per block as
+  // the integer GEMV does (float32 steps), and a dispatch labelled `label` must have run.
   void check(int64_t m, const NBitsWeight& wt, bool half, Zeros zeros, GraphOptions go = {},
-             Weights weights = Weights::Input) {
+             Weights weights = Weights::Input, int64_t accuracy_level = 0,
+             const std::string& label = "") {
     std::vector<float> a = random_floats(m * wt.k);
     if (half)
       for (float& v : a) v = half_to_float(float_to_half(v));
+    std::vector<float> a_ref = a;  // a as the kernel computes with it
+    if (accuracy_level == 4)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t b0 = 0; b0 < wt.k; b0 += wt.block) {
+          float* row = a_ref.data() + i * wt.k;
+          const int64_t end = std::min(wt.k, b0 + wt.block);
+          float amax = 0.f;
+          for (int64_t l = b0; l < end; ++l) amax = std::max(amax, std::abs(row[l]));
+          const float inv = amax > 0.f ? 1.f / amax : 0.f, scale = amax / 127.f;
+          for (int64_t l = b0; l < end; ++l)
+            row[l] = std::nearbyint(std::clamp(row[l] * inv, -1.f, 1.f) * 127.f) * scale;
+        }
+    if (!label.empty()) go.profile = true;
     auto fl = [&](Shape s, const std::vector<float>& v) {
       HostTensor t = HostTensor::from(DType::Float32, std::move(s), v);
       return half ? to_half(t) : t;
@@ -124,7 +141,7 @@ class MatMulNBitsTest : public GpuTest {
     }
     if (!wt.g_idx.empty()) gt = in(HostTensor::from(DType::Int32, {wt.k}, wt.g_idx));
     if (!wt.bias.empty()) biast = in(fl({wt.n}, wt.bias));
-    ops::NBitsParams p{wt.k, wt.n, wt.bits, wt.block};
+    ops::NBitsParams p{wt.k, wt.n, wt.bits, wt.block, accuracy_level};
     TensorRef y = ops::matmul_nbits(g, at, bt, st, p, zt, gt, biast);
     HostTensor got(half ? DType::Float16 : DType::Float32, {m, wt.n});
     PoisonedBuffer out(*context(), got.nbytes());
@@ -151,7 +168,7 @@ class MatMulNBitsTest : public GpuTest {
             double sh = half_to_float(float_to_half(float(s)));
             wv = wv / s * sh;
           }
-          want += double(a[i * wt.k + l]) * wv;
+          want += double(a_ref[i * wt.k + l]) * wv;
           mag += std::abs(double(a[i * wt.k + l]) * wv);
         }
         const double v = got.as_double(i * wt.n + j);
@@ -161,6 +178,11 @@ class MatMulNBitsTest : public GpuTest {
                         << tol << ")";
       }
     EXPECT_EQ(bad, 0);
+    if (!label.empty()) {
+      bool ran = false;
+      for (const NodeTime& t : g.node_times()) ran |= t.label.find(label) != std::string::npos;
+      EXPECT_TRUE(ran) << "no dispatch labelled " << label;
+    }
   }
 };
 
@@ -427,6 +449,64 @@ TEST_F(MatMulNBitsTest, Float16Activations) {
   for (Zeros z : {Zeros::Default, Zeros::Float}) {
     NBitsWeight wt(rng, 96, 40, 4, 32, z, false, true);
     for (int64_t m : {1, 6}) check(m, wt, true, z);
+  }
+}
+
+// accuracy_level 4 at M = 1: a quantized to int8 per block, summed on 4x8-bit integer dot
+// products (quant_nbits_gemv_dot.comp), against a reference that quantizes a the same way:
+// blocks of 32..256 (a block over 2-8 lanes), K ending inside a block and inside a quad, a
+// loaded element by element (K % 8 != 0), every zero-point form, bias, rows per workgroup,
+// float32 and float16 activations. Other accuracy levels and M > 1 keep the float kernels.
+TEST_F(MatMulNBitsTest, IntegerDotGemvForAccuracyLevel4) {
+  const auto& f = context()->features();
+  if (!f.integer_dot_product || !f.subgroup_arithmetic || !f.subgroup_shuffle)
+    GTEST_SKIP() << "no integer dot products or subgroup operations";
+  struct Case {
+    int64_t k, n, block;
+    Zeros zeros;
+    uint32_t rows;
+  };
+  const bool fp16 = f.storage_buffer_16bit;
+  for (const Case& c : {Case{1104, 67, 32, Zeros::Default, 8}, Case{777, 33, 64, Zeros::Packed, 3},
+                        Case{1030, 19, 128, Zeros::Float, 16}, Case{4099, 21, 32, Zeros::Packed, 1},
+                        Case{520, 9, 256, Zeros::Default, 4}, Case{90, 7, 32, Zeros::Float, 8}}) {
+    if (f.subgroup_size < c.block / 32) continue;
+    NBitsWeight wt(rng, c.k, c.n, 4, c.block, c.zeros, false, c.n % 2 == 1);
+    for (bool half : {false, true}) {
+      if (half && !fp16) continue;
+      GraphOptions go;
+      auto tuning = std::make_shared<ops::Tuning>();
+      tuning->knobs["nbits.dot"] = 1;
+      tuning->knobs["nbits.dot_rows"] = c.rows;
+      go.tuning = tuning;
+      SCOPED_TRACE("block " + std::to_string(c.block) + " k " + std::to_string(c.k) + " n " +
+                   std::to_string(c.n) + " rows " + std::to_string(c.rows) +
+                   (half ? " fp16" : " fp32"));
+      check(1, wt, half, c.zeros, go, Weights::Constant, 4, "(int8 dot)");
+    }
+  }
+  // Not taken: M > 1, another accuracy level, 8-bit codes.
+  GraphOptions go;
+  auto tuning = std::make_shared<ops::Tuning>();
+  tuning->knobs["nbits.dot"] = 1;
+  go.tuning = tuning;
+  NBitsWeight four(rng, 256, 16, 4, 32, Zeros::Default, false, false);
+  NBitsWeight eight(rng, 256, 16, 8, 32, Zeros::Default, false, false);
+  for (auto [m, level, wt] :
+       {std::tuple{int64_t{3}, int64_t{4}, &four}, std::tuple{int64_t{1}, int64_t{0}, &four},
+        std::tuple{int64_t{1}, int64_t{4}, &eight}}) {
+    go.profile = true;
+    ComputeGraph g(context(), go);
+    TensorRef at = g.add_input({m, 256}, DType::Float32, "a");
+    HostTensor b(DType::UInt8, {16, 8, 32 * wt->bits / 8});
+    TensorRef y = ops::matmul_nbits(g, at, g.add_constant(b),
+                                    g.add_constant(HostTensor(DType::Float32, {16, 8})),
+                                    {256, 16, wt->bits, 32, level});
+    g.add_output(y, "y");
+    g.prepare();
+    g.execute();
+    for (const NodeTime& t : g.node_times())
+      EXPECT_EQ(t.label.find("int8 dot"), std::string::npos) << "m " << m << " level " << level;
   }
 }
 

@@ -234,7 +234,8 @@ TEST_F(QuantTest, BlockedLowBitWeightMatMulRunsAsWeightOnlyKernel) {
 // MatMulNBits as onnxruntime's quantizers write it (weights, scales and zero points here as
 // model inputs), fp32 and fp16 mode. In fp16 mode the node computes in float16: A and the scales
 // enter as float16 (one cast each) and the result leaves as float16, so a 4-bit LLM's linear
-// layers need no cast between them and their float16 neighbours.
+// layers need no cast between them and their float16 neighbours. accuracy_level 4 (int8 a
+// allowed) changes nothing at M > 1; a level outside 0..4 is an error naming it.
 TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
   NBitsWeight wt(rng, 50, 12, 4, 16, Zeros::Packed, false, false);
   const int64_t m = 3, blob = wt.block / 2;
@@ -247,8 +248,11 @@ TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
   mb.output("Y", onnx::TensorProto::FLOAT);
   onnx::NodeProto& node = mb.node("MatMulNBits", {"A", "B", "scales", "zp"}, {"Y"});
   node.set_domain("com.microsoft");
-  for (auto [name, v] :
-       {std::pair{"K", wt.k}, {"N", wt.n}, {"bits", int64_t{4}}, {"block_size", wt.block}}) {
+  for (auto [name, v] : {std::pair{"K", wt.k},
+                         {"N", wt.n},
+                         {"bits", int64_t{4}},
+                         {"block_size", wt.block},
+                         {"accuracy_level", int64_t{4}}}) {
     onnx::AttributeProto* at = node.add_attribute();
     at->set_name(name);
     at->set_type(onnx::AttributeProto::INT);
@@ -283,6 +287,13 @@ TEST_F(MatMulNBitsTest, OnnxLoweringComMicrosoft) {
         }
         EXPECT_NEAR(out[0].data<float>()[i * wt.n + j], want, tol * (mag + 1e-3)) << i << "," << j;
       }
+  }
+  node.mutable_attribute(4)->set_i(5);
+  try {
+    mb.session({});
+    ADD_FAILURE() << "accuracy_level 5 loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("accuracy_level"), std::string::npos) << e.what();
   }
 }
 

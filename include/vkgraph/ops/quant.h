@@ -204,6 +204,11 @@ TensorRef qlinear_conv(ComputeGraph& g, const QuantizedOperand& x, const Quantiz
 // unpacked in registers; sums are float32. M = 1 runs a GEMV that reads b once.
 struct NBitsParams {
   int64_t k = 0, n = 0, bits = 4, block_size = 32;
+  // MatMulNBits' accuracy_level: the least precision a may be computed in. 4 (int8) lets the
+  // decode GEMV (M = 1) quantize a to int8 per block and sum on integer dot products where the
+  // device has them accelerated (4-bit codes, blocks of 32..256); other levels compute in the
+  // graph's float type.
+  int64_t accuracy_level = 0;
 };
 TensorRef matmul_nbits(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales,
                        const NBitsParams& params,
