@@ -142,9 +142,11 @@ NBitsOperands nbits_operands(int64_t m, int64_t n, int64_t k, int64_t bits, int6
 }
 
 // Reads y [m, n] back and compares 256 sampled entries with double-precision sums over the
-// dequantized weights (zero point 2^(bits-1)).
+// dequantized weights (zero point 2^(bits-1)). accuracy_level 4 (a in int8 per block) widens
+// the tolerance to the quantization's bound: half a step of 1/127 of the block's max |a|.
 bool check_nbits(vk::Context& ctx, const vk::Buffer& out, const NBitsOperands& o, DType dtype,
-                 int64_t m, int64_t n, int64_t k, int64_t bits, int64_t block) {
+                 int64_t m, int64_t n, int64_t k, int64_t bits, int64_t block,
+                 int64_t accuracy_level) {
   const HostTensor y = read_result(ctx, out, dtype, m, n);
   const int64_t blocks = (k + block - 1) / block, row_bits = blocks * block * bits;
   double worst = 0;
@@ -161,7 +163,8 @@ bool check_nbits(vk::Context& ctx, const vk::Buffer& out, const NBitsOperands& o
       scale_sum += std::abs(a) * scale * (1 << bits);
     }
     const double err = std::abs(element(y, i * n + j) - want);
-    const double tol = (dtype == DType::Float16 ? 2e-3 : 1e-5) * scale_sum + 1e-4;
+    const double rel = accuracy_level == 4 ? 1.0 / 254 : dtype == DType::Float16 ? 2e-3 : 1e-5;
+    const double tol = rel * scale_sum + 1e-4;
     worst = std::max(worst, err);
     ok &= err <= tol;
   }
@@ -487,7 +490,7 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     // the L2 cache), in one run: the run's GPU time / C is the time per matmul with the
     // dispatch and timestamp overhead of one run spread over C.
     nbits = nbits_operands(gm, gn, gk, bits, block, dt);
-    ops::NBitsParams p{gk, gn, bits, block};
+    ops::NBitsParams p{gk, gn, bits, block, args.accuracy_level};
     TensorRef a = g.add_constant(nbits->a);
     for (int64_t c = 0; c < copies; ++c) {
       TensorRef yc =
@@ -499,8 +502,10 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     flops = 2.0 * gm * gn * gk;
     what = "nbits " + std::to_string(gm) + "x" + std::to_string(gn) + "x" + std::to_string(gk) +
            " " + std::to_string(bits) + "-bit block " + std::to_string(block) +
-           (fp16 ? " fp16" : " fp32") + " (" + std::to_string(nbits->b.nbytes()) +
-           " packed weight bytes, " + std::to_string(nbits->scales.nbytes()) + " scale bytes)";
+           (fp16 ? " fp16" : " fp32") +
+           (args.accuracy_level ? " accuracy_level " + std::to_string(args.accuracy_level) : "") +
+           " (" + std::to_string(nbits->b.nbytes()) + " packed weight bytes, " +
+           std::to_string(nbits->scales.nbytes()) + " scale bytes)";
     if (copies > 1) what += " x" + std::to_string(copies) + " copies";
   } else if (args.op == "conv" || args.op == "qconv") {
     // A K x K convolution padded K / 2: float (conv2d, --fp16 for float16 tensors) or QDQ-style
@@ -637,7 +642,8 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
     std::printf(", %.1f GB/s (best %.1f)", bytes / (p50 * 1e-3) / 1e9, bytes / (best * 1e-3) / 1e9);
   std::printf("\n");
   if (check && nbits) {
-    if (!check_nbits(*ctx, out, *nbits, ti.dtype, gm, gn, gk, bits, block)) return 1;
+    if (!check_nbits(*ctx, out, *nbits, ti.dtype, gm, gn, gk, bits, block, args.accuracy_level))
+      return 1;
   } else if (check && gm &&
              !check_gemm(*ctx, out, kept[0], kept[1], ti.dtype, gm, gn, gk, args.trans_b)) {
     return 1;

@@ -49,6 +49,7 @@ struct BenchOpArgs {
   int64_t m = 0, n = 0, k = 0;   // gemm, nbits
   int64_t bits = 4, block = 32;  // nbits
   int64_t copies = 1;            // nbits: independent copies of the weights in one run
+  int64_t accuracy_level = 0;    // nbits: MatMulNBits' accuracy_level (4: int8 a allowed)
   int64_t batch = 0, heads = 0, seq = 0, dim = 0;  // attention (batch: conv, qconv too)
   // conv, qconv: N (batch) C H W, M (n) output channels, K (k) window, stride, groups
   int64_t channels = 0, height = 0, width = 0, stride = 1, groups = 1;

@@ -129,6 +129,8 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
   add_integer(nbits, "BLOCK", args.block, 16, 4096, "weights per scale (32)");
   add_integer(nbits, "--copies", args.copies, 1, 64,
               "independent matmuls, each on its own weights, in one run (time per copy)");
+  add_integer(nbits, "--accuracy-level", args.accuracy_level, 0, 4,
+              "MatMulNBits' accuracy_level (4: a may be quantized to int8)");
   CLI::App& attention =
       op("attention", "fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)");
   size(attention, "B", args.batch, "batch");
