@@ -106,8 +106,10 @@ int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups, uint32_t key_split =
   const int64_t keys = d == 64 ? 32 : 16, row = d / 8 + 1, key_row = keys / 8 + 1;
   const int64_t tiles = std::max(keys * row, d * key_row) + keys * row;
   const int64_t kv = key_split > 1 ? key_split * tiles : std::max(tiles, 4 * 16 * row);
-  return 16 * kv + int64_t{subgroups} * key_split *
-                       (16 * (std::max<int64_t>(keys, 32) + 4) * 4 + 16 * key_row * 16);
+  // With a key split the probabilities reuse each subgroup's K tile (one word declared).
+  const int64_t probs = key_split > 1 ? 16 : int64_t{subgroups} * 16 * key_row * 16;
+  return 16 * kv + int64_t{subgroups} * key_split * 16 * (std::max<int64_t>(keys, 32) + 4) * 4 +
+         probs;
 }
 
 // Whether attention_coopmat.comp takes the problem: float16 storage on a device with 16x16x16
@@ -149,16 +151,16 @@ uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
 }
 
 // Subgroups of one workgroup of attention_coopmat.comp that split its keys, where the grid has
-// one subgroup per workgroup: as many of 3, 2 as give each at least one key tile and fit the
-// device's shared memory (4 do not fit 48 KiB). A batch-1 grid of one-subgroup workgroups puts
-// ~1 subgroup on each SM, which walks every key tile in turn; split, each walks a third.
-// VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
+// one subgroup per workgroup: as many of 4, 3, 2 as give each at least one key tile and fit
+// the device's shared memory (48 KiB: 4 at head dim 64, 3 at 128). A batch-1 grid of one-subgroup
+// workgroups puts ~1 subgroup on each SM, which walks every key tile in turn; split, each walks a
+// third. VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
 uint32_t coopmat_key_split(ComputeGraph& g, uint32_t subgroups, int64_t skv, int64_t d) {
   const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
   const int64_t tiles = (skv + (d == 64 ? 32 : 16) - 1) / (d == 64 ? 32 : 16);
   uint32_t n = 1;
   if (subgroups == 1)
-    for (uint32_t wider : {2u, 3u})
+    for (uint32_t wider : {2u, 3u, 4u})
       if (tiles >= wider && coopmat_shared_bytes(d, 1, wider) <= limit) n = wider;
   n = tuned(g, "attention.key_split", n);
   check(

@@ -91,7 +91,9 @@ shared uvec4 kv[KSPLIT * KV_SLOT];
 const uint SCOLS = max(BC, 32u);
 const uint SROW = SCOLS + 4;
 shared float scores[NSG * KSPLIT * 16 * SROW];
-shared uvec4 probs[NSG * KSPLIT * 16 * KT_ROW4];
+// A tile's fp16 probabilities, 16 rows of BC per subgroup. With KSPLIT > 1 they go to the
+// subgroup's own K tile instead, dead once S is computed (so 4 subgroups fit 48 KiB at DH 64).
+shared uvec4 probs[KSPLIT > 1 ? 1 : NSG * 16 * KT_ROW4];
 
 // Each operand tile is BC DH / 8 words; every staging invocation moves WORDS of K's and V's.
 const uint WORDS = BC * (DH / 8) / KV_THREADS;
@@ -301,7 +303,11 @@ void main() {
       uvec4 packed;
       [[unroll]] for (uint e = 0; e < 4; ++e)
         packed[e] = packFloat2x16(f16vec2(pr[w * 8 + e * 2], pr[w * 8 + e * 2 + 1]));
-      probs[(sg * 16 + r) * KT_ROW4 + side * (BC / 16) + w] = packed;
+      const uint at = r * KT_ROW4 + side * (BC / 16) + w;
+      if (KSPLIT > 1)
+        kv[slot + at] = packed;
+      else
+        probs[sg * 16 * KT_ROW4 + at] = packed;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
@@ -309,7 +315,10 @@ void main() {
     // P V, SCOLS output columns at a time, folded into the running output.
     FRAG16 fp[BC / 16];
     [[unroll]] for (uint kc = 0; kc < BC / 16; ++kc)
-      coopMatLoadNV(fp[kc], probs, sg * 16 * KT_ROW4 + kc * 2, KT_ROW4, false);
+      if (KSPLIT > 1)
+        coopMatLoadNV(fp[kc], kv, slot + kc * 2, KT_ROW4, false);
+      else
+        coopMatLoadNV(fp[kc], probs, sg * 16 * KT_ROW4 + kc * 2, KT_ROW4, false);
     [[unroll]] for (uint blk = 0; blk < DH / SCOLS; ++blk) {
       [[unroll]] for (uint f = 0; f < SCOLS / 16; ++f) {
         FRAG32 pv = FRAG32(0.0);
