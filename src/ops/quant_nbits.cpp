@@ -167,8 +167,13 @@ void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, 
 // int8: 4-bit codes, blocks of 32..256 (whole quads of one block; a block's quads on lanes of
 // one subgroup), the device's 4x8-bit dot products accelerated (knob nbits.dot: 2, the default,
 // accelerated only; 1 whenever the device has them; 0 never) and subgroup shuffles for a block
-// wider than 32. A workgroup owns nbits.dot_rows rows (default 8, fewer below 512 workgroups)
-// and T <= 256 invocations covering a row's quads in as few even passes as possible.
+// wider than 32. A workgroup owns nbits.dot_rows rows (default 8 with float32 activations, 4
+// with float16, fewer below 512 workgroups) and T <= 256 invocations covering a row's quads in
+// as few even passes as possible. Measured on an H100 (docs/bench/2026-12-07-session23.md,
+// GB/s over the packed weights, the float GEMV in brackets): float32 activations 807 (747) at
+// 4096 x 4096, 1115 (1024) at 14336 x 4096, 1198 (1025) at 4096 x 14336; float16 with 4 rows
+// 877 (872), 1276 (1250), 1320 (1292), with 8 rows 824, 998, 1073. The per-code arithmetic
+// was not what bound the float kernel: both stay below half of the memory's speed.
 bool gemv_dot_fits(ComputeGraph& g, const NBitsLayout& l, int64_t accuracy_level) {
   const vk::DeviceFeatures& f = g.context().features();
   const uint32_t knob = nbits_knob(g, "nbits.dot", 2);
@@ -182,7 +187,7 @@ void add_gemv_dot(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, T
                   TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
                   bool has_bias, const std::string& suffix) {
   const std::string op = "matmul_nbits";
-  uint32_t rows = 8;
+  uint32_t rows = suffix == "f16" ? 4 : 8;
   while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
   rows = std::clamp(nbits_knob(g, "nbits.dot_rows", rows), 1u, 16u);
   const int64_t quads = (l.words() + 3) / 4;
