@@ -153,8 +153,12 @@ uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
 // Subgroups of one workgroup of attention_coopmat.comp that split its keys, where the grid has
 // one subgroup per workgroup: as many of 4, 3, 2 as give each at least one key tile and fit
 // the device's shared memory (48 KiB: 4 at head dim 64, 3 at 128). A batch-1 grid of one-subgroup
-// workgroups puts ~1 subgroup on each SM, which walks every key tile in turn; split, each walks a
-// third. VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
+// workgroups puts ~1 subgroup on each SM, which walks every key tile in turn. On an H100
+// (docs/bench/2026-12-07-session23.md; bench-op attention 1 12 S D --fp16, GPU us, split 1 / 2 /
+// 3 / 4): D 64 S 128 23.0 / 19.2 / 18.9 / 14.8, S 197 30.0 / 23.3 / 21.0 / 18.9; D 128 S 128
+// 35.3 / 26.1 / 23.8, S 197 47.4 / 33.3 / 28.7; whole models, fp16 GPU ms, split 1 against the
+// default: vit_b_16 1.465 -> 1.333, bert 1.165 -> 1.043, gpt2 1.507 -> 1.438, llama 1.407 ->
+// 1.315. VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
 uint32_t coopmat_key_split(ComputeGraph& g, uint32_t subgroups, int64_t skv, int64_t d) {
   const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
   const int64_t tiles = (skv + (d == 64 ? 32 : 16) - 1) / (d == 64 ? 32 : 16);
