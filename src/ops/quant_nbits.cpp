@@ -201,7 +201,7 @@ void add_gemv_dot(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, T
   d.bindings = gemv_bindings(a, b, scales, zp_packed, zp_float, bias, y);
   d.groups = {static_cast<uint32_t>(groups), 1, 1};
   d.local = {static_cast<uint32_t>(threads), 1, 1};
-  d.spec = {rows, static_cast<uint32_t>(l.block), uint32_t{l.row_words % 4 == 0}};
+  d.spec = {rows, static_cast<uint32_t>(l.block)};  // rows of whole quads: block >= 32
   d.push = gemv_push(l, l.row_words, has_bias);
   d.label = op + " (int8 dot)";
   g.add_dispatch(std::move(d));

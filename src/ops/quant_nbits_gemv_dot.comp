@@ -28,7 +28,7 @@
 
 layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
 layout(std430, binding = 0) readonly buffer A16 { uvec4 a16[]; };
-layout(std430, binding = 1) readonly buffer B { uint b[]; };
+// Rows of whole quads: a block of >= 32 4-bit codes is a multiple of 4 words.
 layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
 layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
 layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
@@ -48,8 +48,7 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(constant_id = 3) const int ROWS = 8;       // rows per workgroup (knob nbits.dot_rows)
-layout(constant_id = 4) const int BLOCK = 32;     // block_size: 32, 64, 128 or 256
-layout(constant_id = 5) const bool QUADS = true;  // row_stride % 4 == 0: 16-byte loads
+layout(constant_id = 4) const int BLOCK = 32;  // block_size: 32, 64, 128 or 256
 const int CLUSTER = BLOCK / 32;                   // lanes (quads) per block
 const int MAX_SUBGROUPS = 256;  // quant_nbits.cpp keeps workgroups at <= 256 invocations
 #if defined(DTYPE_F16)
@@ -120,14 +119,7 @@ void main() {
     uvec4 wq[ROWS];
     float sw[ROWS], zw[ROWS];
     [[unroll]] for (int r = 0; r < ROWS; ++r) {
-      const int at = row[r] * p.row_stride + w0;
-      if (!valid) {
-        wq[r] = uvec4(0);
-      } else if (QUADS) {
-        wq[r] = b4[at / 4];
-      } else {
-        [[unroll]] for (int j = 0; j < 4; ++j) wq[r][j] = w0 + j < p.words ? b[at + j] : 0u;
-      }
+      wq[r] = valid ? b4[(row[r] * p.row_stride + w0) / 4] : uvec4(0);
       sw[r] = valid ? float(scales[row[r] * p.blocks + blk]) : 0.0;
       zw[r] = valid ? zero_of(row[r], blk) : 0.0;
     }
