@@ -235,7 +235,8 @@ void main() {
   [[unroll]] for (uint n = 0; n < DH / 16; ++n)
     qw[n] = row_word(0, q_base, p.q_s, p.q_d, wg_row0, p.s, kv_lane + n * KV_THREADS);
   fetch(key_sub * BC);
-  [[unroll]] for (uint n = 0; n < DH / 16; ++n) kv[slot + row_slot(kv_lane + n * KV_THREADS)] = qw[n];
+  [[unroll]] for (uint n = 0; n < DH / 16; ++n)
+    kv[slot + row_slot(kv_lane + n * KV_THREADS)] = qw[n];
   kv_barrier();
   // Q's rows stay in registers as fragments.
   FRAG16 fq[DH / 16];
