@@ -97,13 +97,18 @@ Tiling tiling(ComputeGraph& g, int64_t d, int64_t s, int64_t bh) {
   return t;
 }
 
+// attention_coopmat.comp's keys per K / V tile (its BC) at head dim d.
+int64_t coopmat_tile_keys(int64_t d) {
+  return d == 64 ? 32 : 16;
+}
+
 // attention_coopmat.comp's shared memory with `subgroups` query-row subgroups and `key_split`
 // subgroups splitting the keys, as it declares it: K and V tiles (32 keys at head dim 64, else
 // 16; rows padded by 16 bytes), one set per key-splitting subgroup or one of at least the Q rows
-// of 4 subgroups, then per subgroup 16 rows of fp32 scores (32 + 4 floats) and of fp16
-// probabilities.
+// of 4 subgroups, then per subgroup 16 rows of fp32 scores (32 + 4 floats) and, without a key
+// split, of fp16 probabilities.
 int64_t coopmat_shared_bytes(int64_t d, uint32_t subgroups, uint32_t key_split = 1) {
-  const int64_t keys = d == 64 ? 32 : 16, row = d / 8 + 1, key_row = keys / 8 + 1;
+  const int64_t keys = coopmat_tile_keys(d), row = d / 8 + 1, key_row = keys / 8 + 1;
   const int64_t tiles = std::max(keys * row, d * key_row) + keys * row;
   const int64_t kv = key_split > 1 ? key_split * tiles : std::max(tiles, 4 * 16 * row);
   // With a key split the probabilities reuse each subgroup's K tile (one word declared).
@@ -161,7 +166,7 @@ uint32_t coopmat_subgroups(ComputeGraph& g, int64_t s, int64_t bh, int64_t d) {
 // 1.315. VKGRAPH_TUNE=attention.key_split=N overrides (1: no split), to measure.
 uint32_t coopmat_key_split(ComputeGraph& g, uint32_t subgroups, int64_t skv, int64_t d) {
   const uint32_t limit = g.context().limits().maxComputeSharedMemorySize;
-  const int64_t tiles = (skv + (d == 64 ? 32 : 16) - 1) / (d == 64 ? 32 : 16);
+  const int64_t tiles = (skv + coopmat_tile_keys(d) - 1) / coopmat_tile_keys(d);
   uint32_t n = 1;
   if (subgroups == 1)
     for (uint32_t wider : {2u, 3u, 4u})

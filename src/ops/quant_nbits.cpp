@@ -119,12 +119,32 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
   g.add_dispatch(std::move(d));
 }
 
+// The grid of a GEMV of row sets (quant_nbits_gemv_wide.comp, quant_nbits_gemv_dot.comp): `rows`
+// rows a workgroup, the most of `most`, most / 2, ... 1 that still gives >= 512 workgroups
+// unless the knob `rows_knob` says otherwise (1..16), and T <= max_threads invocations, a
+// multiple of 32 covering a row's quads (4 words) in as few even passes as possible, so every
+// invocation has work in each pass.
+struct RowSetGrid {
+  uint32_t rows, threads, groups;
+};
+RowSetGrid row_set_grid(ComputeGraph& g, const NBitsLayout& l, uint32_t most, const char* rows_knob,
+                        int64_t max_threads) {
+  uint32_t rows = most;
+  while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
+  rows = std::clamp(nbits_knob(g, rows_knob, rows), 1u, 16u);
+  const int64_t quads = (l.words() + 3) / 4;
+  const int64_t passes = (quads + max_threads - 1) / max_threads;
+  const int64_t threads = std::min(max_threads, ((quads + passes - 1) / passes + 31) / 32 * 32);
+  const int64_t groups = (l.n + rows - 1) / rows;
+  check(groups <= 65535, ErrorKind::Unsupported,
+        "matmul_nbits: N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  return {rows, static_cast<uint32_t>(threads), static_cast<uint32_t>(groups)};
+}
+
 // The wide-load GEMV (quant_nbits_gemv_wide.comp, knob nbits.gemv = 2; needs subgroup
-// arithmetic). A workgroup owns nbits.wide_rows rows (1..16; default the most of 8, 4, 2, 1
-// that still gives >= 512 workgroups, about 4 per SM on a 132-SM GPU, and at most 2 with
-// float16 activations) and T <= nbits.wide_threads invocations (default 256, 64 with float16
-// activations), T a multiple of 32 covering a row's quads (4 words) in as few even passes as
-// possible, so every invocation has work in each pass. Natural layout: no prepacked copy.
+// arithmetic). row_set_grid with nbits.wide_rows rows (8, at most 2 with float16 activations;
+// >= 512 workgroups is about 4 per SM on a 132-SM GPU) and nbits.wide_threads invocations at
+// most (default 256, 64 with float16 activations). Natural layout: no prepacked copy.
 // The float16 defaults are the H100 sweep's (docs/bench/2026-12-07-session19.md): 2 rows and
 // 64 invocations against 8 and 128 gave 4096 x 4096 872 against 716 GB/s, 14336 x 4096 1253
 // against 1126, 4096 x 14336 1294 against 1092, 11008 x 4096 (block 128) 1163 against 1014,
@@ -134,19 +154,10 @@ void add_gemv(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, Tenso
 void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
                    TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
                    bool has_bias, const std::string& suffix) {
-  const std::string op = "matmul_nbits";
   const bool half = suffix == "f16";
-  uint32_t rows = half ? 2 : 8;
-  while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
-  rows = std::clamp(nbits_knob(g, "nbits.wide_rows", rows), 1u, 16u);
   const int64_t max_threads =
       std::clamp(nbits_knob(g, "nbits.wide_threads", half ? 64 : 256), 32u, 256u) / 32 * 32;
-  const int64_t quads = (l.words() + 3) / 4;
-  const int64_t passes = (quads + max_threads - 1) / max_threads;
-  const int64_t threads = std::min(max_threads, ((quads + passes - 1) / passes + 31) / 32 * 32);
-  const int64_t groups = (l.n + rows - 1) / rows;
-  check(groups <= 65535, ErrorKind::Unsupported,
-        op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  const RowSetGrid grid = row_set_grid(g, l, half ? 2 : 8, "nbits.wide_rows", max_threads);
   // 4-bit codes in fp16 mode: float16 arithmetic, two codes an instruction (default off until
   // measured: docs/notes/gemv4-6.md).
   const bool half_math = suffix == "f16" && l.bits == 4 && g.context().features().shader_float16 &&
@@ -154,12 +165,12 @@ void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, 
   DispatchDesc d;
   d.shader = half_math ? "quant_nbits_gemv_wide_half_f16" : "quant_nbits_gemv_wide_" + suffix;
   d.bindings = gemv_bindings(a, b, scales, zp_packed, zp_float, bias, y);
-  d.groups = {static_cast<uint32_t>(groups), 1, 1};
-  d.local = {static_cast<uint32_t>(threads), 1, 1};
-  d.spec = {rows, static_cast<uint32_t>(l.bits), static_cast<uint32_t>(l.block),
+  d.groups = {grid.groups, 1, 1};
+  d.local = {grid.threads, 1, 1};
+  d.spec = {grid.rows, static_cast<uint32_t>(l.bits), static_cast<uint32_t>(l.block),
             uint32_t{l.row_words % 4 == 0}, nbits_knob(g, "nbits.wide_prefetch", 0) != 0 ? 1u : 0u};
   d.push = gemv_push(l, l.row_words, has_bias);
-  d.label = op;
+  d.label = "matmul_nbits";
   g.add_dispatch(std::move(d));
 }
 
@@ -167,9 +178,8 @@ void add_gemv_wide(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, 
 // int8: 4-bit codes, blocks of 32..256 (whole quads of one block; a block's quads on lanes of
 // one subgroup), the device's 4x8-bit dot products accelerated (knob nbits.dot: 2, the default,
 // accelerated only; 1 whenever the device has them; 0 never) and subgroup shuffles for a block
-// wider than 32. A workgroup owns nbits.dot_rows rows (default 8 with float32 activations, 4
-// with float16, fewer below 512 workgroups) and T <= 256 invocations covering a row's quads in
-// as few even passes as possible. Measured on an H100 (docs/bench/2026-12-07-session23.md,
+// wider than 32. row_set_grid with nbits.dot_rows rows (8 with float32 activations, 4 with
+// float16) and at most 256 invocations. Measured on an H100 (docs/bench/2026-12-07-session23.md,
 // GB/s over the packed weights, the float GEMV in brackets): float32 activations 807 (747) at
 // 4096 x 4096, 1115 (1024) at 14336 x 4096, 1198 (1025) at 4096 x 14336; float16 with 4 rows
 // 877 (872), 1276 (1250), 1320 (1292), with 8 rows 824, 998, 1073. The per-code arithmetic
@@ -186,24 +196,15 @@ bool gemv_dot_fits(ComputeGraph& g, const NBitsLayout& l, int64_t accuracy_level
 void add_gemv_dot(ComputeGraph& g, TensorRef a, TensorRef b, TensorRef scales, TensorRef zp_packed,
                   TensorRef zp_float, TensorRef bias, TensorRef y, const NBitsLayout& l,
                   bool has_bias, const std::string& suffix) {
-  const std::string op = "matmul_nbits";
-  uint32_t rows = suffix == "f16" ? 4 : 8;
-  while (rows > 1 && (l.n + rows - 1) / rows < 512) rows /= 2;
-  rows = std::clamp(nbits_knob(g, "nbits.dot_rows", rows), 1u, 16u);
-  const int64_t quads = (l.words() + 3) / 4;
-  const int64_t passes = (quads + 255) / 256;
-  const int64_t threads = std::min<int64_t>(256, ((quads + passes - 1) / passes + 31) / 32 * 32);
-  const int64_t groups = (l.n + rows - 1) / rows;
-  check(groups <= 65535, ErrorKind::Unsupported,
-        op + ": N = " + std::to_string(l.n) + " exceeds the dispatch limits");
+  const RowSetGrid grid = row_set_grid(g, l, suffix == "f16" ? 4 : 8, "nbits.dot_rows", 256);
   DispatchDesc d;
   d.shader = "quant_nbits_gemv_dot_" + suffix;
   d.bindings = gemv_bindings(a, b, scales, zp_packed, zp_float, bias, y);
-  d.groups = {static_cast<uint32_t>(groups), 1, 1};
-  d.local = {static_cast<uint32_t>(threads), 1, 1};
-  d.spec = {rows, static_cast<uint32_t>(l.block)};  // rows of whole quads: block >= 32
+  d.groups = {grid.groups, 1, 1};
+  d.local = {grid.threads, 1, 1};
+  d.spec = {grid.rows, static_cast<uint32_t>(l.block)};  // rows of whole quads: block >= 32
   d.push = gemv_push(l, l.row_words, has_bias);
-  d.label = op + " (int8 dot)";
+  d.label = "matmul_nbits (int8 dot)";
   g.add_dispatch(std::move(d));
 }
 

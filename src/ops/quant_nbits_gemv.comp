@@ -35,24 +35,6 @@
 
 layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
 layout(std430, binding = 0) readonly buffer A4 { ELEM4 a4[]; };
-layout(std430, binding = 1) readonly buffer B { uint b[]; };
-layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
-layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
-layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
-layout(std430, binding = 4) readonly buffer ZeroFloat { ELEM zero_float[]; };
-layout(std430, binding = 5) readonly buffer Bias { ELEM bias[]; };
-layout(std430, binding = 6) writeonly buffer Y { ELEM y[]; };
-
-layout(push_constant) uniform Params {
-  int N, K;
-  int block_size, blocks;  // blocks per row
-  int row_stride;          // 32-bit words per row of b in memory
-  int words;               // words of a row that hold codes with k < K
-  int zero_row_bytes;      // packed zero points: bytes per row
-  int zero_mode;           // 0: 2^(BITS-1), 1: packed uint8, 2: float
-  int has_bias;
-} p;
-
 layout(constant_id = 3) const int SG_ROWS = 2;  // rows of w per row set (knob nbits.rows)
 layout(constant_id = 4) const int VEC = 8;      // words per lane and row in flight (nbits.vec)
 layout(constant_id = 5) const int BITS = 4;
@@ -64,14 +46,7 @@ layout(constant_id = 8) const int SPLIT = 1;  // row sets per rows (a divisor of
 const int GROUPS = SETS / SPLIT;  // sets of rows per workgroup
 const int PER_WORD = 32 / BITS;
 const uint MASK = (1u << BITS) - 1u;
-
-float zero_of(int n, int block) {
-  if (p.zero_mode == 0) return float(1 << (BITS - 1));
-  if (p.zero_mode == 2) return float(zero_float[n * p.blocks + block]);
-  const int bit = block * BITS;
-  const uint byte = uint(zero_packed[n * p.zero_row_bytes + bit / 8]);
-  return float((byte >> uint(bit % 8)) & MASK);
-}
+#include "quant_nbits_gemv.glsl"
 
 // 1 + c / 2^BITS for code j of `word`, exactly: the code as the mantissa's top bits of 1.0.
 float code_float(uint word, int j) {

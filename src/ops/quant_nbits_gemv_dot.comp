@@ -28,28 +28,12 @@
 
 layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
 layout(std430, binding = 0) readonly buffer A16 { uvec4 a16[]; };
-// Rows of whole quads: a block of >= 32 4-bit codes is a multiple of 4 words.
-layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
-layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
-layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
-layout(std430, binding = 4) readonly buffer ZeroFloat { ELEM zero_float[]; };
-layout(std430, binding = 5) readonly buffer Bias { ELEM bias[]; };
-layout(std430, binding = 6) writeonly buffer Y { ELEM y[]; };
-
-// The other GEMVs' push constants (quant_nbits.cpp builds them the same way).
-layout(push_constant) uniform Params {
-  int N, K;
-  int block_size, blocks;  // blocks per row
-  int row_stride;          // 32-bit words per row of b in memory
-  int words;               // words of a row that hold codes with k < K
-  int zero_row_bytes;      // packed zero points: bytes per row
-  int zero_mode;           // 0: 8, 1: packed uint8, 2: float
-  int has_bias;
-} p;
-
 layout(constant_id = 3) const int ROWS = 8;       // rows per workgroup (knob nbits.dot_rows)
 layout(constant_id = 4) const int BLOCK = 32;  // block_size: 32, 64, 128 or 256
 const int CLUSTER = BLOCK / 32;                   // lanes (quads) per block
+const int BITS = 4;
+// Rows of whole quads (b4 alone is read): a block of >= 32 4-bit codes is a multiple of 4 words.
+#include "quant_nbits_gemv.glsl"
 const int MAX_SUBGROUPS = 256;  // quant_nbits.cpp keeps workgroups at <= 256 invocations
 #if defined(DTYPE_F16)
 const int A_VEC = 8;  // values of a per 16-byte load
@@ -68,13 +52,6 @@ shared float part[ROWS][MAX_SUBGROUPS];
 
 int row[ROWS];  // the workgroup's rows, clamped to N - 1
 float acc[ROWS];
-
-float zero_of(int n, int block) {
-  if (p.zero_mode == 0) return 8.0;
-  if (p.zero_mode == 2) return float(zero_float[n * p.blocks + block]);
-  const uint byte = uint(zero_packed[n * p.zero_row_bytes + block / 2]);
-  return float((byte >> uint(block % 2 * 4)) & 15u);
-}
 
 // Value k of a, zero past K.
 float a_at(int k) {

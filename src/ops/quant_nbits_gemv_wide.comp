@@ -37,25 +37,6 @@
 
 layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
 layout(std430, binding = 0) readonly buffer A16 { uvec4 a16[]; };
-layout(std430, binding = 1) readonly buffer B { uint b[]; };
-layout(std430, binding = 1) readonly buffer B4 { uvec4 b4[]; };
-layout(std430, binding = 2) readonly buffer Scales { ELEM scales[]; };
-layout(std430, binding = 3) readonly buffer ZeroPacked { uint8_t zero_packed[]; };
-layout(std430, binding = 4) readonly buffer ZeroFloat { ELEM zero_float[]; };
-layout(std430, binding = 5) readonly buffer Bias { ELEM bias[]; };
-layout(std430, binding = 6) writeonly buffer Y { ELEM y[]; };
-
-// The first kernel's push constants (quant_nbits.cpp builds both the same way).
-layout(push_constant) uniform Params {
-  int N, K;
-  int block_size, blocks;  // blocks per row
-  int row_stride;          // 32-bit words per row of b in memory
-  int words;               // words of a row that hold codes with k < K
-  int zero_row_bytes;      // packed zero points: bytes per row
-  int zero_mode;           // 0: 2^(BITS-1), 1: packed uint8, 2: float
-  int has_bias;
-} p;
-
 layout(constant_id = 3) const int ROWS = 8;  // rows per workgroup (knob nbits.wide_rows)
 layout(constant_id = 4) const int BITS = 4;
 layout(constant_id = 5) const int BLOCK = 32;     // block_size, as a constant for the unrolling
@@ -67,6 +48,7 @@ const int CODES = 4 * PER_WORD;                // codes per quad
 const int QB = CODES > BLOCK ? CODES / BLOCK : 1;  // blocks per quad (blocks are whole words)
 const int QB_CODES = CODES / QB;                   // codes of a quad in one block
 const uint MASK = (1u << BITS) - 1u;
+#include "quant_nbits_gemv.glsl"
 const int MAX_SUBGROUPS = 256;  // quant_nbits.cpp keeps workgroups at <= 256 invocations
 #if defined(DTYPE_F16)
 const int A_VEC = 8;  // values of a per 16-byte load
@@ -98,14 +80,6 @@ float a_value(const Pass s, const int c) {
 #else
   return s.x[c];
 #endif
-}
-
-float zero_of(int n, int block) {
-  if (p.zero_mode == 0) return float(1 << (BITS - 1));
-  if (p.zero_mode == 2) return float(zero_float[n * p.blocks + block]);
-  const int bit = block * BITS;
-  const uint byte = uint(zero_packed[n * p.zero_row_bytes + bit / 8]);
-  return float((byte >> uint(bit % 8)) & MASK);
 }
 
 // 1 + c / 2^BITS for code j of `word`, exactly: the code as the mantissa's top bits of 1.0.
