@@ -74,6 +74,27 @@ struct RowLayout {
   int64_t x_inner = 0, y_inner = 0;
 };
 
+// norm_subgroup.comp's launch for `layout`, where it applies: contiguous rows whose scale and
+// bias are plain [cols] vectors, short enough for one subgroup's registers (GROUPS <= 8 groups
+// of four columns a lane: 1024 columns at subgroups of 32), on a device with subgroup sums.
+// Knobs: norm.subgroup = 0 keeps norm.comp; norm.subgroup_rows rows (subgroups) a workgroup.
+struct SubgroupRows {
+  uint32_t rows_per_group, groups;
+};
+std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layout, bool has_bias,
+                                          bool range) {
+  constexpr int64_t kMaxGroups = 8;
+  const vk::DeviceFeatures& f = g.context().features();
+  auto plain = [&](const AffineIndex& a) { return a.div == 1 && a.mod == layout.cols; };
+  const int64_t width = f.subgroup_size;
+  if (range || layout.x_inner || layout.y_inner || layout.groups != 1 || !plain(layout.scale) ||
+      (has_bias && !plain(layout.bias)) || !f.subgroup_arithmetic || width < 4 ||
+      layout.cols > 4 * kMaxGroups * width || tuned(g, "norm.subgroup", 1) == 0)
+    return std::nullopt;
+  const uint32_t rows = std::clamp(tuned(g, "norm.subgroup_rows", 2), 1u, 256u / f.subgroup_size);
+  return SubgroupRows{rows, static_cast<uint32_t>((layout.cols + 4 * width - 1) / (4 * width))};
+}
+
 // `range`, where given, receives a Float32 [rows, 2] tensor of each row's (min, max) of y as
 // stored, 0 included: dynamic_quant_range's partials.
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
@@ -82,6 +103,24 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
                     std::optional<Shape> y_shape = std::nullopt) {
   const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
   TensorRef y = g.add_tensor(y_shape.value_or(g.info(x).shape), g.info(x).dtype);
+  if (auto sub = subgroup_rows(g, layout, bias.has_value(), range != nullptr)) {
+    DispatchDesc d;
+    d.shader = declared(shaders::norm::find(shaders::norm::Kind::SubgroupRows, dtype, false), op);
+    d.bindings = {{x, Access::Read},
+                  {scale, Access::Read},
+                  {bias.value_or(scale), Access::Read},
+                  {y, Access::Write}};
+    PushConstants pc;
+    pc.add(static_cast<int32_t>(layout.rows)).add(static_cast<int32_t>(layout.cols)).add(epsilon);
+    d.push = pc.take();
+    d.groups = groups_for(static_cast<uint64_t>(layout.rows), sub->rows_per_group);
+    d.local = {sub->rows_per_group * g.context().features().subgroup_size, 1, 1};
+    d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, sub->rows_per_group, sub->groups,
+              layout.cols % 4 == 0 ? 1u : 0u};
+    d.label = op + " (subgroup rows)";
+    g.add_dispatch(std::move(d));
+    return y;
+  }
   PushConstants pc;
   for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
                     layout.bias.div, layout.bias.mod})

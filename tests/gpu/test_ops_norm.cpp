@@ -8,6 +8,7 @@
 #include "gpu_test.h"
 #include "vkgraph/error.h"
 #include "vkgraph/ops.h"
+#include "vkgraph/ops/tuning.h"
 
 namespace vkgraph::testing {
 namespace {
@@ -209,7 +210,13 @@ TEST_F(OpsNorm, LayerNormWithRangeIsLayerNormsRange) {
     std::vector<float> sv = random_floats(cols, 0.5f, 4.f), bv = random_floats(cols);
     for (float& v : bv) v += c.shift;
     if (c.nan_bias) bv[7] = NAN;
-    graph_ = std::make_unique<ComputeGraph>(context());
+    // The same row kernel for both: layer_norm's subgroup rows (norm_subgroup.comp) sum in
+    // another order than the range kernel and may differ in the last bit.
+    GraphOptions go;
+    auto tuning = std::make_shared<ops::Tuning>();
+    tuning->knobs["norm.subgroup"] = 0;
+    go.tuning = tuning;
+    graph_ = std::make_unique<ComputeGraph>(context(), go);
     ComputeGraph& g = *graph_;
     TensorRef x = g.add_input(c.x, DType::Float32, "x");
     TensorRef scale = g.add_constant(tensor_of(sv, dims, false));
@@ -269,6 +276,67 @@ TEST_F(OpsNorm, RmsNorm) {
       for (int64_t i = 0; i < cols; ++i) want[r * cols + i] = xv[r * cols + i] * inv * sv[i];
     }
     expect_close(run_graph(g, xv), want, 1e-5);
+  }
+}
+
+// norm_subgroup.comp (a subgroup per row) against fp64: LayerNorm with and without bias and
+// RMSNorm, float32 and float16, 1..3 rows a workgroup over 13 rows (a partial last
+// workgroup), rows of 7 and 33 columns (element loads, a row shorter than a lane's group),
+// 64 and 100 (four-column loads, the last groups past the row) and the longest row the kernel
+// takes (8 groups a lane), a large offset (the two-pass variance). Outputs are poisoned first.
+TEST_F(OpsNorm, SubgroupRowsAgainstFp64) {
+  const auto& f = context()->features();
+  if (!f.subgroup_arithmetic || f.subgroup_size < 4) GTEST_SKIP() << "no subgroup sums";
+  const int64_t longest = 32 * int64_t{f.subgroup_size};
+  for (bool fp16 : {false, true}) {
+    if (fp16 && !f.storage_buffer_16bit) continue;
+    for (uint32_t per_group : {1u, 2u, 3u})
+      for (int64_t cols : {int64_t{7}, int64_t{33}, int64_t{64}, int64_t{100}, longest})
+        for (int kind = 0; kind < 3; ++kind) {  // LayerNorm with bias, without, RMSNorm
+          SCOPED_TRACE((fp16 ? "fp16" : "fp32") + std::string(" rows a group ") +
+                       std::to_string(per_group) + " cols " + std::to_string(cols) + " kind " +
+                       std::to_string(kind));
+          const int64_t rows = 13;
+          const float offset = kind == 1 ? 50.f : 1.f;
+          std::vector<float> xv = random_floats(rows * cols, -2.f, 2.f);
+          for (float& v : xv) v += offset;
+          xv = stored(xv, fp16);
+          const std::vector<float> sv = stored(random_floats(cols, 0.5f, 2.f), fp16);
+          const std::vector<float> bv = stored(random_floats(cols), fp16);
+          GraphOptions go;
+          auto tuning = std::make_shared<ops::Tuning>();
+          tuning->knobs["norm.subgroup_rows"] = per_group;
+          go.tuning = tuning;
+          go.profile = true;  // node labels: which kernel ran
+          ComputeGraph g(context(), go);
+          TensorRef x = g.add_input({rows, cols}, fp16 ? DType::Float16 : DType::Float32, "x");
+          TensorRef scale = g.add_constant(tensor_of(sv, {cols}, fp16));
+          std::optional<TensorRef> bias;
+          if (kind == 0) bias = g.add_constant(tensor_of(bv, {cols}, fp16));
+          g.add_output(kind == 2 ? ops::rms_norm(g, x, scale, -1, 1e-5f)
+                                 : ops::layer_norm(g, x, scale, bias, -1, 1e-5f),
+                       "y");
+          const HostTensor y = run_poisoned(g, {tensor_of(xv, {rows, cols}, fp16)}, fp16);
+          std::vector<float> got(y.numel());
+          for (int64_t i = 0; i < y.numel(); ++i)
+            got[i] = fp16 ? half_to_float(y.data<uint16_t>()[i]) : y.data<float>()[i];
+          std::vector<double> want(xv.size());
+          for (int64_t r = 0; r < rows; ++r) {
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < cols && kind != 2; ++i) mean += xv[r * cols + i];
+            mean /= cols;
+            for (int64_t i = 0; i < cols; ++i) var += std::pow(xv[r * cols + i] - mean, 2);
+            const double inv = 1 / std::sqrt(var / cols + 1e-5);
+            for (int64_t i = 0; i < cols; ++i)
+              want[r * cols + i] =
+                  (xv[r * cols + i] - mean) * inv * sv[i] + (kind == 0 ? bv[i] : 0.0);
+          }
+          // fp32 1e-4 as LayerNorm's: rows around 50 round their sums.
+          expect_close(got, want, fp16 ? 2e-3 : 1e-4);
+          ASSERT_EQ(g.node_times().size(), 1u);
+          EXPECT_NE(g.node_times()[0].label.find("(subgroup rows)"), std::string::npos)
+              << g.node_times()[0].label;
+        }
   }
 }
 

@@ -1,0 +1,94 @@
+#version 450
+// LayerNorm and RMSNorm of contiguous rows that one subgroup holds in registers (norm.cpp's
+// subgroup_rows): a subgroup per row, ROWS rows per workgroup, no shared memory, no barrier.
+// norm.comp gives a row a workgroup and reduces it twice through shared memory (three
+// barriers each); at a transformer's widths (768..1024 columns, a few hundred rows) those
+// reductions, not the row's bytes, were the kernel's time. Here lane l holds the groups of four
+// consecutive columns 4 (j * subgroup size + l), j < GROUPS (one 8- or 16-byte load each where
+// cols % 4 == 0, VEC), and both sums are subgroupAdd. Two passes over the registers as in
+// norm.comp: the variance sums squared deviations from the mean, accurate for large means.
+// Subgroups are the device's subgroupSize (Vulkan's rule for SPIR-V before 1.6 without varying
+// subgroup sizes), which the host used for ROWS and GROUPS.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 0) readonly buffer X4 { ELEM4 x4[]; };
+layout(std430, binding = 1) readonly buffer Scale { ELEM scale[]; };
+layout(std430, binding = 1) readonly buffer Scale4 { ELEM4 scale4[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases scale without bias
+layout(std430, binding = 2) readonly buffer Bias4 { ELEM4 bias4[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
+layout(std430, binding = 3) writeonly buffer Y4 { ELEM4 y4[]; };
+layout(push_constant) uniform Params {
+  int rows, cols;
+  float epsilon;
+} p;
+
+layout(constant_id = 3) const bool HAS_BIAS = false;
+layout(constant_id = 4) const bool RMS = false;  // no mean: rows scaled by their root mean square
+layout(constant_id = 5) const int ROWS = 2;      // rows per workgroup: its subgroups
+layout(constant_id = 6) const int GROUPS = 8;    // cols <= 4 GROUPS subgroupSize
+layout(constant_id = 7) const bool VEC = false;  // cols % 4 == 0: groups move as one ELEM4
+
+// 1 for the columns c..c+3 that lie in the row, 0 past it.
+vec4 in_row(int c) { return vec4(lessThan(ivec4(c) + ivec4(0, 1, 2, 3), ivec4(p.cols))); }
+
+// Group (row start `at`, first column c) of x, or of the scale / bias (at 0); zeros past the row.
+vec4 load_x(int at, int c) {
+  if (VEC) return c < p.cols ? vec4(x4[(at + c) / 4]) : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(x[at + c + e]) : 0.0;
+  return v;
+}
+vec4 load_scale(int c) {
+  if (VEC) return c < p.cols ? vec4(scale4[c / 4]) : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(scale[c + e]) : 0.0;
+  return v;
+}
+vec4 load_bias(int c) {
+  if (VEC) return c < p.cols ? vec4(bias4[c / 4]) : vec4(0.0);
+  vec4 v;
+  [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(bias[c + e]) : 0.0;
+  return v;
+}
+
+void store_y(int at, int c, vec4 v) {
+  if (VEC) {
+    if (c < p.cols) y4[(at + c) / 4] = ELEM4(v);
+    return;
+  }
+  [[unroll]] for (int e = 0; e < 4; ++e)
+    if (c + e < p.cols) y[at + c + e] = ELEM(v[e]);
+}
+
+void main() {
+  const int group = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x);
+  const int row = group * ROWS + int(gl_SubgroupID);
+  if (row >= p.rows) return;  // uniform across the subgroup
+  const int lane = int(gl_SubgroupInvocationID), width = int(gl_SubgroupSize);
+  const int at = row * p.cols;
+  vec4 v[GROUPS];
+  float s = 0.0;
+  [[unroll]] for (int j = 0; j < GROUPS; ++j) {
+    v[j] = load_x(at, 4 * (j * width + lane));
+    s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+  }
+  const float mean = RMS ? 0.0 : subgroupAdd(s) / float(p.cols);
+  float sq = 0.0;
+  [[unroll]] for (int j = 0; j < GROUPS; ++j) {
+    const vec4 d = (v[j] - mean) * in_row(4 * (j * width + lane));
+    sq += dot(d, d);
+  }
+  const float inv_std = 1.0 / sqrt(subgroupAdd(sq) / float(p.cols) + p.epsilon);
+  [[unroll]] for (int j = 0; j < GROUPS; ++j) {
+    const int c = 4 * (j * width + lane);
+    if (c >= p.cols) break;  // every later group is past the row too
+    vec4 r = (v[j] - mean) * inv_std * load_scale(c);
+    if (HAS_BIAS) r += load_bias(c);
+    store_y(at, c, r);
+  }
+}
