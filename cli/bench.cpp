@@ -590,6 +590,14 @@ int run_bench_op(const BenchOpArgs& args, const Common& common) {
                     random_const({n}, DType::Float32));
     bytes = 12.0 * n;
     what = "add " + std::to_string(n) + " fp32";
+  } else if (args.op == "layernorm") {
+    const int64_t rows = args.m, cols = args.n;
+    const DType dt = fp16 ? DType::Float16 : DType::Float32;
+    y = ops::layer_norm(g, random_const({rows, cols}, dt), random_const({cols}, dt),
+                        random_const({cols}, dt), -1, 1e-5f);
+    bytes = 2.0 * rows * cols * dtype_size(dt);
+    what = "layernorm " + std::to_string(rows) + "x" + std::to_string(cols) +
+           (fp16 ? " fp16" : " fp32");
   } else if (args.op == "attention") {
     // Self-attention of one layer: q, k, v [B, H, S, D] (K read transposed, as exports give it).
     const int64_t b = args.batch, h = args.heads, s = args.seq, d = args.dim;

@@ -47,7 +47,7 @@ void add_common(CLI::App& app, cli::Common& common) {
       ->group(group);
   app.add_flag("--fp16", common.fp16,
                "float16 mode: models hold tensors in float16 and compute in float32; "
-               "bench-op gemm, nbits, attention in fp16")
+               "bench-op gemm, nbits, layernorm, attention in fp16")
       ->group(group);
   app.add_option_function<std::string>(
          "--pipeline-cache", [&](const std::string& v) { common.context.pipeline_cache = v; },
@@ -131,6 +131,11 @@ CLI::App& add_bench_op(CLI::App& app, cli::BenchOpArgs& args) {
               "independent matmuls, each on its own weights, in one run (time per copy)");
   add_integer(nbits, "--accuracy-level", args.accuracy_level, 0, 4,
               "MatMulNBits' accuracy_level (4: a may be quantized to int8)");
+  CLI::App& layernorm = op("layernorm",
+                           "LayerNormalization over the last dim, with bias (VKGRAPH_TUNE=norm.* "
+                           "picks the kernel): GB/s over x read and y written");
+  size(layernorm, "ROWS", args.m, "rows");
+  size(layernorm, "COLS", args.n, "columns normalized together");
   CLI::App& attention =
       op("attention", "fused self-attention (VKGRAPH_TUNE=attention.* picks the kernel)");
   size(attention, "B", args.batch, "batch");
