@@ -81,13 +81,12 @@ struct RowLayout {
 struct SubgroupRows {
   uint32_t rows_per_group, groups;
 };
-std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layout, bool has_bias,
-                                          bool range) {
+std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layout, bool has_bias) {
   constexpr int64_t kMaxGroups = 8;
   const vk::DeviceFeatures& f = g.context().features();
   auto plain = [&](const AffineIndex& a) { return a.div == 1 && a.mod == layout.cols; };
   const int64_t width = f.subgroup_size;
-  if (range || layout.x_inner || layout.y_inner || layout.groups != 1 || !plain(layout.scale) ||
+  if (layout.x_inner || layout.y_inner || layout.groups != 1 || !plain(layout.scale) ||
       (has_bias && !plain(layout.bias)) || !f.subgroup_arithmetic || width < 4 ||
       layout.cols > 4 * kMaxGroups * width || tuned(g, "norm.subgroup", 1) == 0)
     return std::nullopt;
@@ -96,39 +95,14 @@ std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layo
 }
 
 // `range`, where given, receives a Float32 [rows, 2] tensor of each row's (min, max) of y as
-// stored, 0 included: dynamic_quant_range's partials.
+// stored, 0 included: dynamic_quant_range's partials. Both row kernels write them.
 TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorRef scale,
                     std::optional<TensorRef> bias, const RowLayout& layout, float epsilon,
                     bool rms = false, TensorRef* range = nullptr,
                     std::optional<Shape> y_shape = std::nullopt) {
   const DType dtype = float_dtype(g, x, {scale, bias.value_or(scale)}, op);
   TensorRef y = g.add_tensor(y_shape.value_or(g.info(x).shape), g.info(x).dtype);
-  if (auto sub = subgroup_rows(g, layout, bias.has_value(), range != nullptr)) {
-    DispatchDesc d;
-    d.shader = declared(shaders::norm::find(shaders::norm::Kind::SubgroupRows, dtype, false), op);
-    d.bindings = {{x, Access::Read},
-                  {scale, Access::Read},
-                  {bias.value_or(scale), Access::Read},
-                  {y, Access::Write}};
-    PushConstants pc;
-    pc.add(static_cast<int32_t>(layout.rows)).add(static_cast<int32_t>(layout.cols)).add(epsilon);
-    d.push = pc.take();
-    d.groups = groups_for(static_cast<uint64_t>(layout.rows), sub->rows_per_group);
-    d.local = {sub->rows_per_group * g.context().features().subgroup_size, 1, 1};
-    d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, sub->rows_per_group, sub->groups,
-              layout.cols % 4 == 0 ? 1u : 0u};
-    d.label = op + " (subgroup rows)";
-    g.add_dispatch(std::move(d));
-    return y;
-  }
-  PushConstants pc;
-  for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
-                    layout.bias.div, layout.bias.mod})
-    pc.add(static_cast<int32_t>(v));
-  pc.add(epsilon);
-  pc.add(static_cast<int32_t>(layout.x_inner)).add(static_cast<int32_t>(layout.y_inner));
   DispatchDesc d;
-  d.shader = declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype, range != nullptr), op);
   d.bindings = {{x, Access::Read},
                 {scale, Access::Read},
                 {bias.value_or(scale), Access::Read},
@@ -139,14 +113,33 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
     *range = g.add_tensor({layout.rows, 2}, DType::Float32);
     d.bindings.push_back({*range, Access::Write});
   }
-  d.groups = groups_for(static_cast<uint64_t>(layout.rows), 1);
-  // A power of two (row_reduce.glsl), no wider than a short row needs.
-  d.local = {static_cast<uint32_t>(
-                 std::clamp<uint64_t>(std::bit_ceil(static_cast<uint64_t>(layout.cols)), 32, 256)),
-             1, 1};
-  d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, layout.x_inner || layout.y_inner ? 1u : 0u};
-  d.push = pc.take();
+  PushConstants pc;
   d.label = op;
+  if (auto sub = subgroup_rows(g, layout, bias.has_value())) {
+    d.shader = declared(
+        shaders::norm::find(shaders::norm::Kind::SubgroupRows, dtype, range != nullptr), op);
+    pc.add(static_cast<int32_t>(layout.rows)).add(static_cast<int32_t>(layout.cols)).add(epsilon);
+    d.groups = groups_for(static_cast<uint64_t>(layout.rows), sub->rows_per_group);
+    d.local = {sub->rows_per_group * g.context().features().subgroup_size, 1, 1};
+    d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, sub->rows_per_group, sub->groups,
+              layout.cols % 4 == 0 ? 1u : 0u};
+    d.label += " (subgroup rows)";
+  } else {
+    d.shader =
+        declared(shaders::norm::find(shaders::norm::Kind::Rows, dtype, range != nullptr), op);
+    for (int64_t v : {layout.rows, layout.cols, layout.groups, layout.scale.div, layout.scale.mod,
+                      layout.bias.div, layout.bias.mod})
+      pc.add(static_cast<int32_t>(v));
+    pc.add(epsilon);
+    pc.add(static_cast<int32_t>(layout.x_inner)).add(static_cast<int32_t>(layout.y_inner));
+    d.groups = groups_for(static_cast<uint64_t>(layout.rows), 1);
+    // A power of two (row_reduce.glsl), no wider than a short row needs.
+    d.local = {static_cast<uint32_t>(std::clamp<uint64_t>(
+                   std::bit_ceil(static_cast<uint64_t>(layout.cols)), 32, 256)),
+               1, 1};
+    d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, layout.x_inner || layout.y_inner ? 1u : 0u};
+  }
+  d.push = pc.take();
   g.add_dispatch(std::move(d));
   return y;
 }

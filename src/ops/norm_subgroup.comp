@@ -7,6 +7,7 @@
 // consecutive columns 4 (j * subgroup size + l), j < GROUPS (one 8- or 16-byte load each where
 // cols % 4 == 0, VEC), and both sums are subgroupAdd. Two passes over the registers as in
 // norm.comp: the variance sums squared deviations from the mean, accurate for large means.
+// RANGE also writes each row's (min, max) of y (ops::layer_norm_with_range), as norm.comp does.
 // Subgroups are the device's subgroupSize (Vulkan's rule for SPIR-V before 1.6 without varying
 // subgroup sizes), which the host used for ROWS and GROUPS.
 #extension GL_KHR_shader_subgroup_basic : require
@@ -22,6 +23,11 @@ layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };  // aliases s
 layout(std430, binding = 2) readonly buffer Bias4 { ELEM4 bias4[]; };
 layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(std430, binding = 3) writeonly buffer Y4 { ELEM4 y4[]; };
+#if RANGE
+// ops::layer_norm_with_range (float32): each row's (min, max) of y as stored, 0 included, in the
+// format of quant_dynamic.comp's MINMAX pass, as norm.comp writes it.
+layout(std430, binding = 4) writeonly buffer Partial { vec2 range_partial[]; };
+#endif
 layout(push_constant) uniform Params {
   int rows, cols;
   float epsilon;
@@ -56,13 +62,18 @@ vec4 load_bias(int c) {
   return v;
 }
 
-void store_y(int at, int c, vec4 v) {
+// Stores the group's columns in the row, widening `range` to them (float32: v as stored).
+void store_y(int at, int c, vec4 v, inout vec2 range) {
   if (VEC) {
     if (c < p.cols) y4[(at + c) / 4] = ELEM4(v);
-    return;
+  } else {
+    [[unroll]] for (int e = 0; e < 4; ++e)
+      if (c + e < p.cols) y[at + c + e] = ELEM(v[e]);
   }
+#if RANGE
   [[unroll]] for (int e = 0; e < 4; ++e)
-    if (c + e < p.cols) y[at + c + e] = ELEM(v[e]);
+    if (c + e < p.cols) range = range_with(range, v[e]);
+#endif
 }
 
 void main() {
@@ -84,11 +95,16 @@ void main() {
     sq += dot(d, d);
   }
   const float inv_std = 1.0 / sqrt(subgroupAdd(sq) / float(p.cols) + p.epsilon);
+  vec2 range = vec2(0.0);  // the range always includes 0
   [[unroll]] for (int j = 0; j < GROUPS; ++j) {
     const int c = 4 * (j * width + lane);
     if (c >= p.cols) break;  // every later group is past the row too
     vec4 r = (v[j] - mean) * inv_std * load_scale(c);
     if (HAS_BIAS) r += load_bias(c);
-    store_y(at, c, r);
+    store_y(at, c, r, range);
   }
+#if RANGE
+  range = vec2(subgroupMin(range.x), subgroupMax(range.y));  // no NaN: range_with skips them
+  if (subgroupElect()) range_partial[row] = range;
+#endif
 }

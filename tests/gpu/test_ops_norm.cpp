@@ -210,38 +210,40 @@ TEST_F(OpsNorm, LayerNormWithRangeIsLayerNormsRange) {
     std::vector<float> sv = random_floats(cols, 0.5f, 4.f), bv = random_floats(cols);
     for (float& v : bv) v += c.shift;
     if (c.nan_bias) bv[7] = NAN;
-    // The same row kernel for both: layer_norm's subgroup rows (norm_subgroup.comp) sum in
-    // another order than the range kernel and may differ in the last bit.
-    GraphOptions go;
-    auto tuning = std::make_shared<ops::Tuning>();
-    tuning->knobs["norm.subgroup"] = 0;
-    go.tuning = tuning;
-    graph_ = std::make_unique<ComputeGraph>(context(), go);
-    ComputeGraph& g = *graph_;
-    TensorRef x = g.add_input(c.x, DType::Float32, "x");
-    TensorRef scale = g.add_constant(tensor_of(sv, dims, false));
-    TensorRef bias = g.add_constant(tensor_of(bv, dims, false));
-    g.add_output(ops::layer_norm(g, x, scale, bias, c.axis, 1e-5f), "plain");
-    const ops::NormWithRange r = ops::layer_norm_with_range(g, x, scale, bias, c.axis, 1e-5f);
-    g.add_output(r.y, "y");
-    g.add_output(r.range, "range");
-    ASSERT_EQ(g.info(r.range).shape, (Shape{rows, 2}));
-    ASSERT_EQ(g.info(r.range).dtype, DType::Float32);
-    g.copy_to_input(0, xv.data(), xv.size() * sizeof(float));
-    g.execute();
-    const HostTensor plain = g.read_output(0), y = g.read_output(1), range = g.read_output(2);
-    ASSERT_EQ(y.bytes, plain.bytes) << "y differs from layer_norm's";
-    for (int64_t row = 0; row < rows; ++row) {
-      float lo = 0.f, hi = 0.f;
-      for (int64_t i = 0; i < cols; ++i) {
-        const float v = y.data<float>()[row * cols + i];
-        if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    // Both row kernels: norm_subgroup.comp where the rows fit a subgroup, and norm.comp.
+    for (uint32_t subgroup : {1u, 0u}) {
+      SCOPED_TRACE("norm.subgroup " + std::to_string(subgroup));
+      GraphOptions go;
+      auto tuning = std::make_shared<ops::Tuning>();
+      tuning->knobs["norm.subgroup"] = subgroup;
+      go.tuning = tuning;
+      graph_ = std::make_unique<ComputeGraph>(context(), go);
+      ComputeGraph& g = *graph_;
+      TensorRef x = g.add_input(c.x, DType::Float32, "x");
+      TensorRef scale = g.add_constant(tensor_of(sv, dims, false));
+      TensorRef bias = g.add_constant(tensor_of(bv, dims, false));
+      g.add_output(ops::layer_norm(g, x, scale, bias, c.axis, 1e-5f), "plain");
+      const ops::NormWithRange r = ops::layer_norm_with_range(g, x, scale, bias, c.axis, 1e-5f);
+      g.add_output(r.y, "y");
+      g.add_output(r.range, "range");
+      ASSERT_EQ(g.info(r.range).shape, (Shape{rows, 2}));
+      ASSERT_EQ(g.info(r.range).dtype, DType::Float32);
+      g.copy_to_input(0, xv.data(), xv.size() * sizeof(float));
+      g.execute();
+      const HostTensor plain = g.read_output(0), y = g.read_output(1), range = g.read_output(2);
+      ASSERT_EQ(y.bytes, plain.bytes) << "y differs from layer_norm's";
+      for (int64_t row = 0; row < rows; ++row) {
+        float lo = 0.f, hi = 0.f;
+        for (int64_t i = 0; i < cols; ++i) {
+          const float v = y.data<float>()[row * cols + i];
+          if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+        }
+        ASSERT_EQ(range.data<float>()[row * 2], lo) << "row " << row << " min";
+        ASSERT_EQ(range.data<float>()[row * 2 + 1], hi) << "row " << row << " max";
       }
-      ASSERT_EQ(range.data<float>()[row * 2], lo) << "row " << row << " min";
-      ASSERT_EQ(range.data<float>()[row * 2 + 1], hi) << "row " << row << " max";
+      if (c.shift != 0.f)  // whole rows on one side of 0
+        EXPECT_EQ(range.data<float>()[c.shift > 0 ? 0 : 1], 0.f);
     }
-    if (c.shift != 0.f)  // whole rows on one side of 0
-      EXPECT_EQ(range.data<float>()[c.shift > 0 ? 0 : 1], 0.f);
   }
   if (!context()->features().storage_buffer_16bit) return;
   graph_ = std::make_unique<ComputeGraph>(context());
