@@ -77,9 +77,11 @@ struct RowLayout {
 // norm_subgroup.comp's launch for `layout`, where it applies: contiguous rows whose scale and
 // bias are plain [cols] vectors, short enough for one subgroup's registers (GROUPS <= 8 groups
 // of four columns a lane: 1024 columns at subgroups of 32), on a device with subgroup sums.
-// Knobs: norm.subgroup = 0 keeps norm.comp; norm.subgroup_rows rows (subgroups) a workgroup.
+// Knobs: norm.subgroup = 0 keeps norm.comp (2: the kernel's path for subgroups that are not
+// full, for tests); norm.subgroup_rows rows (subgroups) a workgroup.
 struct SubgroupRows {
   uint32_t rows_per_group, groups;
+  bool by_workgroup;
 };
 std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layout, bool has_bias) {
   constexpr int64_t kMaxGroups = 8;
@@ -87,11 +89,14 @@ std::optional<SubgroupRows> subgroup_rows(ComputeGraph& g, const RowLayout& layo
   auto plain = [&](const AffineIndex& a) { return a.div == 1 && a.mod == layout.cols; };
   const int64_t width = f.subgroup_size;
   if (layout.x_inner || layout.y_inner || layout.groups != 1 || !plain(layout.scale) ||
-      (has_bias && !plain(layout.bias)) || !f.subgroup_arithmetic || width < 4 ||
-      layout.cols > 4 * kMaxGroups * width || tuned(g, "norm.subgroup", 1) == 0)
+      (has_bias && !plain(layout.bias)) || !f.subgroup_arithmetic || width < 4 || width > 128 ||
+      layout.cols > 4 * kMaxGroups * width)
     return std::nullopt;
+  const uint32_t knob = tuned(g, "norm.subgroup", 1);
+  if (knob == 0) return std::nullopt;
   const uint32_t rows = std::clamp(tuned(g, "norm.subgroup_rows", 2), 1u, 256u / f.subgroup_size);
-  return SubgroupRows{rows, static_cast<uint32_t>((layout.cols + 4 * width - 1) / (4 * width))};
+  return SubgroupRows{rows, static_cast<uint32_t>((layout.cols + 4 * width - 1) / (4 * width)),
+                      knob == 2};
 }
 
 // `range`, where given, receives a Float32 [rows, 2] tensor of each row's (min, max) of y as
@@ -121,8 +126,12 @@ TensorRef norm_rows(ComputeGraph& g, const std::string& op, TensorRef x, TensorR
     pc.add(static_cast<int32_t>(layout.rows)).add(static_cast<int32_t>(layout.cols)).add(epsilon);
     d.groups = groups_for(static_cast<uint64_t>(layout.rows), sub->rows_per_group);
     d.local = {sub->rows_per_group * g.context().features().subgroup_size, 1, 1};
-    d.spec = {bias ? 1u : 0u, rms ? 1u : 0u, sub->rows_per_group, sub->groups,
-              layout.cols % 4 == 0 ? 1u : 0u};
+    d.spec = {bias ? 1u : 0u,
+              rms ? 1u : 0u,
+              sub->rows_per_group,
+              sub->groups,
+              layout.cols % 4 == 0 ? 1u : 0u,
+              sub->by_workgroup ? 1u : 0u};
     d.label += " (subgroup rows)";
   } else {
     d.shader =

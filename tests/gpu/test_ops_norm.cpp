@@ -62,6 +62,13 @@ class OpsNorm : public GpuTest {
     return graph_->add_constant(HostTensor::from(DType::Float32, s, v));
   }
   std::unique_ptr<ComputeGraph> graph_;
+
+  // norm_subgroup.comp against fp64 on its `rows` x `cols` rows: LayerNorm with bias (kind 0),
+  // without (1, offset 50: the two-pass variance) or RMSNorm (2), run first on NaN inputs.
+  // `knob` is norm.subgroup: 1 a subgroup per row, 2 the path of workgroups whose subgroups are
+  // not full (rows one by one, shared-memory sums).
+  void check_subgroup_rows(bool fp16, uint32_t knob, uint32_t per_group, int64_t rows, int64_t cols,
+                           int kind);
 };
 
 TEST_F(OpsNorm, BatchNormInference) {
@@ -217,6 +224,7 @@ TEST_F(OpsNorm, LayerNormWithRangeIsLayerNormsRange) {
       auto tuning = std::make_shared<ops::Tuning>();
       tuning->knobs["norm.subgroup"] = subgroup;
       go.tuning = tuning;
+      go.profile = true;  // node labels: which kernel ran
       graph_ = std::make_unique<ComputeGraph>(context(), go);
       ComputeGraph& g = *graph_;
       TensorRef x = g.add_input(c.x, DType::Float32, "x");
@@ -232,6 +240,11 @@ TEST_F(OpsNorm, LayerNormWithRangeIsLayerNormsRange) {
       g.execute();
       const HostTensor plain = g.read_output(0), y = g.read_output(1), range = g.read_output(2);
       ASSERT_EQ(y.bytes, plain.bytes) << "y differs from layer_norm's";
+      const bool fits = cols <= 32 * int64_t{context()->features().subgroup_size} &&
+                        context()->features().subgroup_arithmetic;
+      for (const NodeTime& t : g.node_times())
+        EXPECT_EQ(t.label.find("(subgroup rows)") != std::string::npos, subgroup == 1 && fits)
+            << t.label;
       for (int64_t row = 0; row < rows; ++row) {
         float lo = 0.f, hi = 0.f;
         for (int64_t i = 0; i < cols; ++i) {
@@ -281,65 +294,71 @@ TEST_F(OpsNorm, RmsNorm) {
   }
 }
 
-// norm_subgroup.comp (a subgroup per row) against fp64: LayerNorm with and without bias and
-// RMSNorm, float32 and float16, 1..3 rows a workgroup over 13 rows (a partial last
-// workgroup), rows of 7 and 33 columns (element loads, a row shorter than a lane's group),
-// 64 and 100 (four-column loads, the last groups past the row) and the longest row the kernel
-// takes (8 groups a lane), a large offset (the two-pass variance). Outputs are poisoned first.
+void OpsNorm::check_subgroup_rows(bool fp16, uint32_t knob, uint32_t per_group, int64_t rows,
+                                  int64_t cols, int kind) {
+  SCOPED_TRACE((fp16 ? "fp16" : "fp32") + std::string(" norm.subgroup ") + std::to_string(knob) +
+               " rows a group " + std::to_string(per_group) + " rows " + std::to_string(rows) +
+               " cols " + std::to_string(cols) + " kind " + std::to_string(kind));
+  const float offset = kind == 1 ? 50.f : 1.f;
+  std::vector<float> xv = random_floats(rows * cols, -2.f, 2.f);
+  for (float& v : xv) v += offset;
+  xv = stored(xv, fp16);
+  const std::vector<float> sv = stored(random_floats(cols, 0.5f, 2.f), fp16);
+  const std::vector<float> bv = stored(random_floats(cols), fp16);
+  GraphOptions go;
+  auto tuning = std::make_shared<ops::Tuning>();
+  tuning->knobs["norm.subgroup"] = knob;
+  tuning->knobs["norm.subgroup_rows"] = per_group;
+  go.tuning = tuning;
+  go.profile = true;  // node labels: which kernel ran
+  ComputeGraph g(context(), go);
+  TensorRef x = g.add_input({rows, cols}, fp16 ? DType::Float16 : DType::Float32, "x");
+  TensorRef scale = g.add_constant(tensor_of(sv, {cols}, fp16));
+  std::optional<TensorRef> bias;
+  if (kind == 0) bias = g.add_constant(tensor_of(bv, {cols}, fp16));
+  g.add_output(kind == 2 ? ops::rms_norm(g, x, scale, -1, 1e-5f)
+                         : ops::layer_norm(g, x, scale, bias, -1, 1e-5f),
+               "y");
+  const HostTensor y = run_poisoned(g, {tensor_of(xv, {rows, cols}, fp16)}, fp16);
+  std::vector<float> got(y.numel());
+  for (int64_t i = 0; i < y.numel(); ++i)
+    got[i] = fp16 ? half_to_float(y.data<uint16_t>()[i]) : y.data<float>()[i];
+  std::vector<double> want(xv.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < cols && kind != 2; ++i) mean += xv[r * cols + i];
+    mean /= cols;
+    for (int64_t i = 0; i < cols; ++i) var += std::pow(xv[r * cols + i] - mean, 2);
+    const double inv = 1 / std::sqrt(var / cols + 1e-5);
+    for (int64_t i = 0; i < cols; ++i)
+      want[r * cols + i] = (xv[r * cols + i] - mean) * inv * sv[i] + (kind == 0 ? bv[i] : 0.0);
+  }
+  // fp32 1e-4 as LayerNorm's: rows around 50 round their sums.
+  expect_close(got, want, fp16 ? 2e-3 : 1e-4);
+  ASSERT_EQ(g.node_times().size(), 1u);
+  EXPECT_NE(g.node_times()[0].label.find("(subgroup rows)"), std::string::npos)
+      << g.node_times()[0].label;
+}
+
+// Both paths of norm_subgroup.comp, float32 and float16, 1..3 rows a workgroup over 13 rows
+// (a partial last workgroup); rows of 7 and 33 columns (element loads, shorter than a lane's
+// group), 8 x subgroup size + 3 (element loads, two groups a lane and part of a third), 64 and
+// 100 (four-column loads, groups past the row) and the longest row the kernel takes (8 groups
+// a lane); 131073 rows of 4, one a workgroup (a 2-D grid of workgroups).
 TEST_F(OpsNorm, SubgroupRowsAgainstFp64) {
   const auto& f = context()->features();
   if (!f.subgroup_arithmetic || f.subgroup_size < 4) GTEST_SKIP() << "no subgroup sums";
-  const int64_t longest = 32 * int64_t{f.subgroup_size};
+  const int64_t width = f.subgroup_size;
   for (bool fp16 : {false, true}) {
     if (fp16 && !f.storage_buffer_16bit) continue;
-    for (uint32_t per_group : {1u, 2u, 3u})
-      for (int64_t cols : {int64_t{7}, int64_t{33}, int64_t{64}, int64_t{100}, longest})
-        for (int kind = 0; kind < 3; ++kind) {  // LayerNorm with bias, without, RMSNorm
-          SCOPED_TRACE((fp16 ? "fp16" : "fp32") + std::string(" rows a group ") +
-                       std::to_string(per_group) + " cols " + std::to_string(cols) + " kind " +
-                       std::to_string(kind));
-          const int64_t rows = 13;
-          const float offset = kind == 1 ? 50.f : 1.f;
-          std::vector<float> xv = random_floats(rows * cols, -2.f, 2.f);
-          for (float& v : xv) v += offset;
-          xv = stored(xv, fp16);
-          const std::vector<float> sv = stored(random_floats(cols, 0.5f, 2.f), fp16);
-          const std::vector<float> bv = stored(random_floats(cols), fp16);
-          GraphOptions go;
-          auto tuning = std::make_shared<ops::Tuning>();
-          tuning->knobs["norm.subgroup_rows"] = per_group;
-          go.tuning = tuning;
-          go.profile = true;  // node labels: which kernel ran
-          ComputeGraph g(context(), go);
-          TensorRef x = g.add_input({rows, cols}, fp16 ? DType::Float16 : DType::Float32, "x");
-          TensorRef scale = g.add_constant(tensor_of(sv, {cols}, fp16));
-          std::optional<TensorRef> bias;
-          if (kind == 0) bias = g.add_constant(tensor_of(bv, {cols}, fp16));
-          g.add_output(kind == 2 ? ops::rms_norm(g, x, scale, -1, 1e-5f)
-                                 : ops::layer_norm(g, x, scale, bias, -1, 1e-5f),
-                       "y");
-          const HostTensor y = run_poisoned(g, {tensor_of(xv, {rows, cols}, fp16)}, fp16);
-          std::vector<float> got(y.numel());
-          for (int64_t i = 0; i < y.numel(); ++i)
-            got[i] = fp16 ? half_to_float(y.data<uint16_t>()[i]) : y.data<float>()[i];
-          std::vector<double> want(xv.size());
-          for (int64_t r = 0; r < rows; ++r) {
-            double mean = 0, var = 0;
-            for (int64_t i = 0; i < cols && kind != 2; ++i) mean += xv[r * cols + i];
-            mean /= cols;
-            for (int64_t i = 0; i < cols; ++i) var += std::pow(xv[r * cols + i] - mean, 2);
-            const double inv = 1 / std::sqrt(var / cols + 1e-5);
-            for (int64_t i = 0; i < cols; ++i)
-              want[r * cols + i] =
-                  (xv[r * cols + i] - mean) * inv * sv[i] + (kind == 0 ? bv[i] : 0.0);
-          }
-          // fp32 1e-4 as LayerNorm's: rows around 50 round their sums.
-          expect_close(got, want, fp16 ? 2e-3 : 1e-4);
-          ASSERT_EQ(g.node_times().size(), 1u);
-          EXPECT_NE(g.node_times()[0].label.find("(subgroup rows)"), std::string::npos)
-              << g.node_times()[0].label;
-        }
+    for (uint32_t knob : {1u, 2u})
+      for (uint32_t per_group : {1u, 2u, 3u})
+        for (int64_t cols :
+             {int64_t{7}, int64_t{33}, 8 * width + 3, int64_t{64}, int64_t{100}, 32 * width})
+          for (int kind = 0; kind < 3; ++kind)
+            check_subgroup_rows(fp16, knob, per_group, 13, cols, kind);
   }
+  for (uint32_t knob : {1u, 2u}) check_subgroup_rows(false, knob, 1, 131073, 4, 0);
 }
 
 TEST_F(OpsNorm, InstanceNorm) {
