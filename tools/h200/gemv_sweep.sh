@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The 4-bit decode GEMV (MatMulNBits, M = 1) on the device: the streaming ceiling (`add` over
-# 768 MB), the dispatch floor (`add 1024`), then the wide kernel's knobs (docs/notes/gemv4-6.md)
-# side by side, printed as one markdown table of GB/s over the packed weights, each
+# 768 MB), the dispatch floor (`add 1024`), fixed cost against size, then the wide kernel's
+# knobs (docs/notes/gemv4-6.md) side by side, printed as one markdown table of GB/s over the
+# packed weights, each
 # `bench-op nbits ... --copies C` (C independent matmuls, each its own weights, past L2).
 # Usage, from the repository root after `source tools/h200/vulkan_env.sh && setup_vulkan`:
 #   tools/h200/gemv_sweep.sh [VKGRAPH_CLI]          (default ./build-h200/vkgraph)
@@ -28,6 +29,13 @@ echo "| bench-op arguments | VKGRAPH_TUNE | GPU p50 ms (per copy) | GB/s | check
 echo "| --- | --- | --- | --- | --- |"
 row "" add 67108864 --runs 30
 row "" add 1024 --runs 30
+# A dispatch's fixed cost against its streaming rate (docs/notes/gemv4-6.md, session 24): the
+# copy at the GEMV's byte counts (~8 and ~32 MB read), and the GEMV where 5 us is noise.
+row "" add 2097152 --runs 30
+row "" add 8388608 --runs 30
+row "" nbits 1 65536 4096 4 32 --fp16 --runs 20
+row "" nbits 1 65536 4096 4 32 --fp16 --runs 20 --accuracy-level 4
+row "" nbits 1 16384 16384 4 32 --fp16 --runs 20
 S="nbits 1 4096 4096 4 32 --fp16 --runs 40"
 for c in 1 8 32; do row "" $S --copies $c --check; done
 for r in 1 2 4 8 16; do
