@@ -254,8 +254,9 @@ TEST_F(OpsNorm, LayerNormWithRangeIsLayerNormsRange) {
         ASSERT_EQ(range.data<float>()[row * 2], lo) << "row " << row << " min";
         ASSERT_EQ(range.data<float>()[row * 2 + 1], hi) << "row " << row << " max";
       }
-      if (c.shift != 0.f)  // whole rows on one side of 0
+      if (c.shift != 0.f) {  // whole rows on one side of 0
         EXPECT_EQ(range.data<float>()[c.shift > 0 ? 0 : 1], 0.f);
+      }
     }
   }
   if (!context()->features().storage_buffer_16bit) return;
