@@ -48,23 +48,20 @@ layout(constant_id = 8) const bool BY_WORKGROUP = false;  // knob norm.subgroup 
 // 1 for the columns c..c+3 that lie in the row, 0 past it.
 vec4 in_row(int c) { return vec4(lessThan(ivec4(c) + ivec4(0, 1, 2, 3), ivec4(p.cols))); }
 
-// Group (row start `at`, first column c) of x, or of the scale / bias (at 0); zeros past the row.
+// Group (row start `at`, first column c) of x; zeros past the row.
 vec4 load_x(int at, int c) {
   if (VEC) return c < p.cols ? vec4(x4[(at + c) / 4]) : vec4(0.0);
   vec4 v;
   [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(x[at + c + e]) : 0.0;
   return v;
 }
-vec4 load_scale(int c) {
-  if (VEC) return c < p.cols ? vec4(scale4[c / 4]) : vec4(0.0);
+
+// Group c of the scale (of_bias false) or the bias; zeros past the row.
+vec4 load_affine(const bool of_bias, int c) {
+  if (VEC) return c < p.cols ? vec4(of_bias ? bias4[c / 4] : scale4[c / 4]) : vec4(0.0);
   vec4 v;
-  [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(scale[c + e]) : 0.0;
-  return v;
-}
-vec4 load_bias(int c) {
-  if (VEC) return c < p.cols ? vec4(bias4[c / 4]) : vec4(0.0);
-  vec4 v;
-  [[unroll]] for (int e = 0; e < 4; ++e) v[e] = c + e < p.cols ? float(bias[c + e]) : 0.0;
+  [[unroll]] for (int e = 0; e < 4; ++e)
+    v[e] = c + e < p.cols ? float(of_bias ? bias[c + e] : scale[c + e]) : 0.0;
   return v;
 }
 
@@ -83,8 +80,8 @@ void store_y(int at, int c, vec4 v, inout vec2 range) {
 }
 
 vec4 normalized(vec4 v, float mean, float inv_std, int c) {
-  vec4 r = (v - mean) * inv_std * load_scale(c);
-  return HAS_BIAS ? r + load_bias(c) : r;
+  vec4 r = (v - mean) * inv_std * load_affine(false, c);
+  return HAS_BIAS ? r + load_affine(true, c) : r;
 }
 
 // Rows first_row.. first_row + ROWS - 1 one by one, every invocation striding over the row's

@@ -38,13 +38,14 @@ int64_t product(const Shape& s, size_t begin, size_t end) {
 }
 
 // Normalizes each of `rows` runs of `cols` elements; param(row, col) gives (scale, bias).
+// `rms`: RMSNorm, the mean taken as 0.
 template <typename Param>
 std::vector<double> normalize_rows(const std::vector<float>& x, int64_t rows, int64_t cols,
-                                   double eps, Param param) {
+                                   double eps, Param param, bool rms = false) {
   std::vector<double> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     double mean = 0, var = 0;
-    for (int64_t i = 0; i < cols; ++i) mean += x[r * cols + i];
+    for (int64_t i = 0; i < cols && !rms; ++i) mean += x[r * cols + i];
     mean /= cols;
     for (int64_t i = 0; i < cols; ++i) var += std::pow(x[r * cols + i] - mean, 2);
     var /= cols;
@@ -284,13 +285,12 @@ TEST_F(OpsNorm, RmsNorm) {
     TensorRef x = g.add_input(xs, DType::Float32, "x");
     g.add_output(ops::rms_norm(g, x, constant(Shape(xs.begin() + a, xs.end()), sv), axis, 1e-6f),
                  "y");
-    std::vector<double> want(xv.size());
-    for (int64_t r = 0; r < rows; ++r) {
-      double sq = 0;
-      for (int64_t i = 0; i < cols; ++i) sq += double(xv[r * cols + i]) * xv[r * cols + i];
-      const double inv = 1 / std::sqrt(sq / cols + 1e-6);
-      for (int64_t i = 0; i < cols; ++i) want[r * cols + i] = xv[r * cols + i] * inv * sv[i];
-    }
+    const auto want = normalize_rows(
+        xv, rows, cols, 1e-6,
+        [&](int64_t, int64_t i) {
+          return std::pair<double, double>{sv[i], 0};
+        },
+        /*rms=*/true);
     expect_close(run_graph(g, xv), want, 1e-5);
   }
 }
@@ -324,16 +324,12 @@ void OpsNorm::check_subgroup_rows(bool fp16, uint32_t knob, uint32_t per_group, 
   std::vector<float> got(y.numel());
   for (int64_t i = 0; i < y.numel(); ++i)
     got[i] = fp16 ? half_to_float(y.data<uint16_t>()[i]) : y.data<float>()[i];
-  std::vector<double> want(xv.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < cols && kind != 2; ++i) mean += xv[r * cols + i];
-    mean /= cols;
-    for (int64_t i = 0; i < cols; ++i) var += std::pow(xv[r * cols + i] - mean, 2);
-    const double inv = 1 / std::sqrt(var / cols + 1e-5);
-    for (int64_t i = 0; i < cols; ++i)
-      want[r * cols + i] = (xv[r * cols + i] - mean) * inv * sv[i] + (kind == 0 ? bv[i] : 0.0);
-  }
+  const auto want = normalize_rows(
+      xv, rows, cols, 1e-5,
+      [&](int64_t, int64_t i) {
+        return std::pair<double, double>{sv[i], kind == 0 ? bv[i] : 0};
+      },
+      /*rms=*/kind == 2);
   // fp32 1e-4 as LayerNorm's: rows around 50 round their sums.
   expect_close(got, want, fp16 ? 2e-3 : 1e-4);
   ASSERT_EQ(g.node_times().size(), 1u);
@@ -348,7 +344,9 @@ void OpsNorm::check_subgroup_rows(bool fp16, uint32_t knob, uint32_t per_group, 
 // a lane); 131073 rows of 4, one a workgroup (a 2-D grid of workgroups).
 TEST_F(OpsNorm, SubgroupRowsAgainstFp64) {
   const auto& f = context()->features();
-  if (!f.subgroup_arithmetic || f.subgroup_size < 4) GTEST_SKIP() << "no subgroup sums";
+  // norm.cpp's subgroup_rows: subgroup sums, subgroups of 4..128.
+  if (!f.subgroup_arithmetic || f.subgroup_size < 4 || f.subgroup_size > 128)
+    GTEST_SKIP() << "no subgroup sums of 4..128 lanes";
   const int64_t width = f.subgroup_size;
   for (bool fp16 : {false, true}) {
     if (fp16 && !f.storage_buffer_16bit) continue;
